@@ -1,0 +1,126 @@
+/**
+ * The public shapes of @kvsim/kv-pool. The scheduler is written against these; the pool
+ * implements them (one class per cache-group kind behind one manager, as vLLM's v1 core).
+ */
+import type { CacheGroup } from "@kvsim/profile-schema";
+
+/** A 64-bit block hash (XXH3-64, seed 1337, chained with the parent hash). */
+export type BlockHash = bigint;
+
+export interface KvPoolOptions {
+  /** P pool pages, the null page 0 included: P - 1 are usable. */
+  readonly numPages: number;
+  /** Every cache group of the rank, sharing the pool. A linear profile is one full_attention group. */
+  readonly groups: readonly CacheGroup[];
+  readonly enablePrefixCaching: boolean;
+  /** A literal vLLM version; "0.32.0" turns on `prefill_checkpoint_blocks`. */
+  readonly vllmVersion: string;
+  /** Collect stored/removed events for `takeEvents()`. Off by default (it costs memory). */
+  readonly collectEvents?: boolean;
+}
+
+/** A prompt's tokens with memoised chained block hashes, shareable by every rank that sees it. */
+export interface PromptTokens {
+  readonly tokens: Uint32Array;
+  /** Hashes of the first floor(len / blockSize) blocks, computed once per block size. */
+  blockHashes(blockSize: number): readonly BlockHash[];
+}
+
+/** One request's KV state on one rank: its tokens (prompt + outputs) and per-group block tables. */
+export interface KvSequence {
+  readonly id: string;
+  readonly numPromptTokens: number;
+  /** Prompt plus appended output tokens. */
+  readonly numTokens: number;
+  /** Appends a sampled token; its block gets a hash once full (incrementally, once per block). */
+  appendToken(tokenId: number): void;
+}
+
+/** A prefix-cache hit found for a sequence. Opaque except for its length. */
+export interface PrefixHit {
+  /** Whole blocks (lcm-aligned across groups), at most numTokens - 1; 0 when caching is off. */
+  readonly tokens: number;
+}
+
+export interface AllocateRequest {
+  /** Tokens already computed before this step (not counting `hit`). */
+  readonly computedTokens: number;
+  /** Tokens to compute in this step (> 0). */
+  readonly newTokens: number;
+  /** The hit taken at first admission, found in this same step. */
+  readonly hit?: PrefixHit;
+}
+
+export interface DestinationReservation {
+  /** The destination's own prefix hit, in tokens (whole blocks). */
+  readonly hitTokens: number;
+  /** Full-attention blocks the destination lacks (grouped ranks count in blocks). */
+  readonly missingFullAttentionBlocks: number;
+  /** Pages reserved, summed over groups. */
+  readonly reservedPages: number;
+}
+
+export type KvEvent =
+  | {
+      readonly type: "stored";
+      readonly groupIndex: number;
+      /** Hash of the block before the first stored block; null at the start of a sequence. */
+      readonly parentHash: BlockHash | null;
+      readonly blocks: readonly { readonly blockHash: BlockHash; readonly tokensHash: BlockHash }[];
+    }
+  | { readonly type: "removed"; readonly groupIndex: number; readonly blockHashes: readonly BlockHash[] };
+
+export interface PoolMetrics {
+  /** P - 1. */
+  readonly usablePages: number;
+  /** Pages referenced by at least one sequence. */
+  readonly usedPages: number;
+  /** Free pages that still hold a cached block (evictable). */
+  readonly cachedEvictablePages: number;
+  readonly freePages: number;
+  /** 1 - free / (P - 1). */
+  readonly usage: number;
+}
+
+/**
+ * The manager of one rank's pool. Every mutating call is all-or-nothing: a call that fails
+ * (returns false or undefined) changes nothing.
+ */
+export interface KvCacheManagerApi {
+  /** Starts tracking a request's tokens; allocates nothing. */
+  createSequence(id: string, prompt: PromptTokens): KvSequence;
+  /** The longest usable prefix hit for the sequence (hybrid fixed point). Changes nothing. */
+  findPrefixHit(seq: KvSequence): PrefixHit;
+  /** Hit length in tokens for a prompt not (yet) on this rank, for KV-aware placement. Changes nothing. */
+  peekPrefixHitTokens(prompt: PromptTokens): number;
+  /** Pages this allocation would take from the free queue (evictable hit blocks included). */
+  pagesNeeded(seq: KvSequence, request: AllocateRequest): number;
+  /**
+   * Allocates the blocks a step needs across all groups (releasing blocks that fell below a window
+   * first, as vLLM's remove_skipped_blocks). Returns false, changing nothing, if the pool cannot.
+   */
+  allocateSlots(seq: KvSequence, request: AllocateRequest): boolean;
+  /** After a step: full blocks up to `computedTokens` become cache-visible (stored events). */
+  commitComputed(seq: KvSequence, computedTokens: number): void;
+  /** Frees every block of the sequence, tail first (finish or preemption); forgets it. */
+  free(seq: KvSequence): void;
+  /**
+   * Source completion (grouped-pd.md section 3): frees window blocks below the window and every
+   * block of a Mamba-type group except the running one; hashed blocks stay cached. Returns pages freed.
+   */
+  releaseSourceSkipped(seq: KvSequence, computedTokens: number): number;
+  /**
+   * Destination reservation (grouped-pd.md section 4) for `transferredTokens`: the local hit is
+   * reused; window groups get in-window blocks, state groups one block. Undefined if it does not fit.
+   */
+  reserveDestination(seq: KvSequence, transferredTokens: number): DestinationReservation | undefined;
+  /** The reserved blocks become the sequence's, computed and cache-visible up to `transferredTokens`. */
+  activateDestination(seq: KvSequence, transferredTokens: number): void;
+  /** Real (non-null) blocks the sequence holds, per group, in group order. */
+  heldBlocks(seq: KvSequence): readonly number[];
+  /** True when chunks must end on block boundaries (a Mamba-type group with caching on: vLLM's align mode). */
+  readonly alignsChunksToBlocks: boolean;
+  /** Events collected since the last call (empty unless collectEvents). */
+  takeEvents(): KvEvent[];
+  metrics(): PoolMetrics;
+}

@@ -1,0 +1,126 @@
+import { z } from "zod";
+import { EngineOverridesSchema } from "./engine.js";
+import { finiteNumber, nonBlank, nonNegativeInt, positiveInt } from "./primitives.js";
+import { ProfileSchema } from "./profile.js";
+
+const positiveFinite = () => finiteNumber().positive({ error: "must be greater than 0" });
+
+/** A profile given by path (relative to the spec file) or inline. */
+export const ProfileRefSchema = z.union([nonBlank(), ProfileSchema], {
+  error: "expected a path to a profile file or an inline profile object",
+});
+
+const PoolSchema = z.strictObject({ workers: positiveInt() });
+
+export const TopologySchema = z.discriminatedUnion("kind", [
+  z.strictObject({ kind: z.literal("aggregated"), workers: positiveInt() }),
+  z.strictObject({ kind: z.literal("disaggregated"), prefill: PoolSchema, decode: PoolSchema }),
+], { error: "kind must be aggregated or disaggregated" });
+export type Topology = z.infer<typeof TopologySchema>;
+
+/** Per-role overrides (prefill and decode roles of a disaggregated topology). */
+export const RoleOverrideSchema = z.strictObject({
+  engine: EngineOverridesSchema.optional(),
+  profile: ProfileRefSchema.optional(),
+});
+
+export const TransferModeSchema = z.enum(["full_prompt", "destination_missing"]);
+export type TransferMode = z.infer<typeof TransferModeSchema>;
+
+export const KvTransferSchema = z.strictObject({
+  /** Decimal GB/s (10^9 B/s). Absent: no modelled transfer delay. 0 is refused, not "off". */
+  bandwidth_gbps: positiveFinite().optional(),
+  mode: TransferModeSchema.default("destination_missing"),
+  /** Delay used when no bandwidth is set. */
+  fallback_latency_ms: finiteNumber().min(0, { error: "must not be negative" }).default(0),
+});
+export type KvTransfer = z.infer<typeof KvTransferSchema>;
+
+export const TimingSchema = z.discriminatedUnion("type", [
+  z.strictObject({
+    type: z.literal("fixed"),
+    prefill_ms: finiteNumber().min(0, { error: "must not be negative" }),
+    decode_ms: finiteNumber().min(0, { error: "must not be negative" }),
+  }),
+  /** The upstream simulator's uncalibrated polynomial (aisimulate-replay.md section 4.2). */
+  z.strictObject({ type: z.literal("polynomial") }),
+  /** The profile's forward_pass tables; `outside_grid` says what a query outside the grid does. */
+  z.strictObject({ type: z.literal("profile"), outside_grid: z.enum(["refuse", "clamp"]).default("refuse") }),
+], { error: "type must be fixed, polynomial or profile" });
+export type Timing = z.infer<typeof TimingSchema>;
+
+export const SyntheticWorkloadSchema = z.strictObject({
+  requests: positiveInt(),
+  input_tokens: positiveInt(),
+  output_tokens: positiveInt(),
+  /** Mean Poisson arrival rate; absent: every request arrives at 0. */
+  rate_per_s: positiveFinite().optional(),
+  seed: nonNegativeInt().default(0),
+  /** Fraction of each prompt (rounded down to whole tokens) that is a prefix shared by every request. */
+  shared_prefix_ratio: finiteNumber().min(0, { error: "must be in [0, 1]" }).max(1, { error: "must be in [0, 1]" }).default(0),
+});
+export type SyntheticWorkload = z.infer<typeof SyntheticWorkloadSchema>;
+
+export const TraceFormatSchema = z.enum(["mooncake", "azure", "kvsim"]);
+export type TraceFormat = z.infer<typeof TraceFormatSchema>;
+
+export const WorkloadSchema = z
+  .strictObject({
+    trace: nonBlank().optional(),
+    synthetic: SyntheticWorkloadSchema.optional(),
+    format: TraceFormatSchema.optional(),
+    /** Tokens per Mooncake hash id. */
+    trace_block_size: positiveInt().default(512),
+    /** Arrival times are divided by it. */
+    speedup: positiveFinite().default(1),
+  })
+  .superRefine((w, ctx) => {
+    if ((w.trace === undefined) === (w.synthetic === undefined)) {
+      ctx.addIssue({ code: "custom", path: [], message: "needs exactly one of trace or synthetic" });
+    }
+    if (w.trace !== undefined && w.format === undefined) {
+      ctx.addIssue({ code: "custom", path: ["format"], message: "is required with trace (mooncake, azure or kvsim)" });
+    }
+    if (w.synthetic !== undefined && w.format !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["format"], message: "applies to trace workloads only" });
+    }
+  });
+export type Workload = z.infer<typeof WorkloadSchema>;
+
+export const SlaSchema = z
+  .strictObject({
+    ttft_ms: positiveFinite().optional(),
+    itl_ms: positiveFinite().optional(),
+    e2e_ms: positiveFinite().optional(),
+  })
+  .refine((s) => s.ttft_ms !== undefined || s.itl_ms !== undefined || s.e2e_ms !== undefined, { error: "set at least one of ttft_ms, itl_ms, e2e_ms" });
+export type Sla = z.infer<typeof SlaSchema>;
+
+export const RouterSchema = z.enum(["round_robin", "kv_aware"]);
+export type Router = z.infer<typeof RouterSchema>;
+
+/** Replay spec v1 (product.md). Unknown keys are errors. */
+export const SpecSchema = z
+  .strictObject({
+    version: z.literal(1, { error: "must be 1" }),
+    profile: ProfileRefSchema,
+    topology: TopologySchema,
+    engine: EngineOverridesSchema.default({}),
+    prefill: RoleOverrideSchema.optional(),
+    decode: RoleOverrideSchema.optional(),
+    kv_transfer: KvTransferSchema.default({ mode: "destination_missing", fallback_latency_ms: 0 }),
+    timing: TimingSchema,
+    workload: WorkloadSchema,
+    router: RouterSchema.default("round_robin"),
+    sla: SlaSchema.optional(),
+    /** Soft cutoff on virtual time: no event after it is processed. */
+    max_virtual_time_ms: finiteNumber().min(0, { error: "must not be negative" }).optional(),
+  })
+  .superRefine((s, ctx) => {
+    if (s.topology.kind === "aggregated") {
+      for (const role of ["prefill", "decode"] as const) {
+        if (s[role] !== undefined) ctx.addIssue({ code: "custom", path: [role], message: "applies to a disaggregated topology only" });
+      }
+    }
+  });
+export type Spec = z.infer<typeof SpecSchema>;

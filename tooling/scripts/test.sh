@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The README's test command: bootstrap, then build, typecheck, lint, every test, and the check
+# that the generated JSON Schemas are up to date. Ends with one "N passed, N failed" line.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+export TURBO_TELEMETRY_DISABLED=1
+pnpm() { bash "$root/tooling/scripts/pnpm.sh" "$@"; }
+bash tooling/scripts/bootstrap.sh
+echo "== typecheck and lint"
+pnpm exec turbo run typecheck lint --output-logs=errors-only
+echo "== tests"
+results="$root/.vitest-results.json"
+rm -f "$results"
+status=0
+pnpm exec vitest run --reporter=default --reporter=json --outputFile.json="$results" || status=$?
+node tooling/scripts/summarize-tests.mjs "$results" || status=1
+echo "== JSON Schemas up to date"
+pnpm run --silent schemas:check || status=1
+exit "$status"
