@@ -47,33 +47,43 @@ export function assertWritable(file: string | undefined, force: boolean): void {
   }
 }
 
+/** Where a command writes. Tests pass their own; the binary passes the process streams. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  /** True when stderr is a terminal (progress bars draw only then). */
+  readonly stderrIsTTY: boolean;
+}
+
+export const processIo: CliIo = {
+  out: (t) => process.stdout.write(t),
+  err: (t) => process.stderr.write(t),
+  stderrIsTTY: process.stderr.isTTY,
+};
+
 /** Maps an error to its message and exit code. Internal errors keep their stack. */
-export function reportError(e: unknown): number {
+export function reportError(io: CliIo, e: unknown): number {
   if (e instanceof InputError) {
-    process.stderr.write(`error: invalid input\n${e.message}\n`);
+    io.err(`error: invalid input\n${e.message}\n`);
     return EXIT_BAD_INPUT;
   }
   if (e instanceof UsageError) {
-    process.stderr.write(`error: ${e.message}\n`);
+    io.err(`error: ${e.message}\n`);
     return EXIT_BAD_INPUT;
   }
   if (e instanceof RunError) {
-    process.stderr.write(`error: ${e.message}\n`);
+    io.err(`error: ${e.message}\n`);
     return EXIT_RUN_FAILED;
   }
-  process.stderr.write(`internal error (please report it): ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  io.err(`internal error (please report it): ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   return EXIT_RUN_FAILED;
 }
 
-/** Wraps a command action: runs it and sets the exit code from what it returns or throws. */
-export function action<A extends unknown[]>(fn: (...args: A) => number | undefined | Promise<number | undefined>): (...args: A) => Promise<void> {
-  return async (...args: A) => {
-    try {
-      process.exitCode = (await fn(...args)) ?? EXIT_OK;
-    } catch (e) {
-      process.exitCode = reportError(e);
-    }
-  };
+/** What a command module gets: the output streams and a wrapper for its actions. */
+export interface CommandContext {
+  readonly io: CliIo;
+  /** Wraps an action: its returned number (default 0) or thrown error becomes the exit code. */
+  run<A extends unknown[]>(fn: (...args: A) => number | undefined | Promise<number | undefined>): (...args: A) => Promise<void>;
 }
 
 /** Parses a numeric option, refusing anything but a finite number (and an integer when asked). */

@@ -146,7 +146,8 @@ export function parseDocumentText(text: string, file: string, format: DocumentFo
 function renderValue(v: unknown): string {
   let s: string;
   try {
-    s = typeof v === "bigint" ? v.toString() : (JSON.stringify(v) as string | undefined) ?? String(v);
+    const json: unknown = typeof v === "bigint" ? v.toString() : JSON.stringify(v);
+    s = typeof json === "string" ? json : String(v);
   } catch {
     s = String(v);
   }

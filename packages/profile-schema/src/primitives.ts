@@ -2,7 +2,7 @@ import { z } from "zod";
 import { MAX_SAFE_BYTES } from "./units.js";
 
 /** A finite number (NaN and infinities refused). */
-export const finiteNumber = () => z.number({ error: "expected a finite number" }).finite();
+export const finiteNumber = () => z.number({ error: "expected a finite number" });
 /** A count: an integer >= 1 that a double holds exactly. */
 export const positiveInt = () => z.number().int({ error: "expected an integer" }).min(1, { error: "must be at least 1" }).max(Number.MAX_SAFE_INTEGER);
 /** A count that may be zero. */
