@@ -1,1 +1,1 @@
-export {};
+export type { BlockTransferTerms, TokenTransferTerms, TransferTerms } from "./terms.js";
