@@ -29,9 +29,10 @@ export interface BlockTransferTerms extends TermsBase {
   readonly missing?: { readonly units: Blocks; readonly fixedBytes: Bytes };
 }
 
-/** A linear source: counts tokens at `kv_bytes_per_token`. */
+/** A linear source: counts tokens at `kv_bytes_per_token`. It never carries a block size. */
 export interface TokenTransferTerms extends TermsBase {
   readonly unit: "token";
+  readonly blockSizeTokens?: never;
   readonly promptUnits: Tokens;
   readonly missing?: { readonly units: Tokens; readonly fixedBytes: Bytes };
 }
