@@ -1,0 +1,160 @@
+import { engineSettings, type Profile } from "@kvsim/profile-schema";
+import { describe, expect, it } from "vitest";
+import { createTimingModel, polynomialDecodeMs, polynomialPrefillMs } from "./timing-model.js";
+
+const linear = (extra: Partial<Profile> = {}): Profile => ({
+  schema_version: 1,
+  model: "test/linear",
+  vllm_version: "0.32.0",
+  tensor_parallel_size: 1,
+  kv_bytes_per_token: 1024,
+  ...extra,
+});
+
+describe("fixed timing", () => {
+  const model = createTimingModel({ type: "fixed", prefill_ms: 10, decode_ms: 2 }, linear(), engineSettings());
+  it("charges prefill_ms when the pass has prompt work and decode_ms when it samples", () => {
+    expect(model.prefill({ count: 3, sumIsl: 900, sumPrefix: 0 }).ms).toBe(10);
+    expect(model.decode({ count: 5, sumSequenceTokens: 50 }).ms).toBe(2);
+  });
+  it("charges nothing for an empty batch", () => {
+    expect(model.prefill({ count: 0, sumIsl: 0, sumPrefix: 0 }).ms).toBe(0);
+    expect(model.decode({ count: 0, sumSequenceTokens: 0 }).ms).toBe(0);
+  });
+});
+
+describe("polynomial timing (aisimulate-replay.md section 4.2 vectors)", () => {
+  // prefill(b, n) = 4.209989e-7 x^2 + 1.518344e-2 x + 16.50142 with x = b n.
+  it("prefill vectors", () => {
+    // x = 1024: 0.441449... + 15.54784256 + 16.50142 = 32.49071...
+    expect(polynomialPrefillMs(1, 1024)).toBe(32.4907119025664);
+    // x = 8192: 28.2526... + 124.3827... + 16.50142 = 169.1369...
+    expect(polynomialPrefillMs(1, 8192)).toBe(169.1369184042496);
+    // x = 4 x 512 = 2048: 1.7657... + 31.0957... + 16.50142 = 49.3629...
+    expect(polynomialPrefillMs(4, 512)).toBe(49.3629024902656);
+    // x = 128: 0.006897... + 1.94348... + 16.50142 = 18.4518...
+    expect(polynomialPrefillMs(1, 128)).toBe(18.4517979659776);
+    // A fully cached prompt (n = 0) and an empty batch cost nothing.
+    expect(polynomialPrefillMs(1, 0)).toBe(0);
+    expect(polynomialPrefillMs(0, 100)).toBe(0);
+  });
+
+  it("decode vectors", () => {
+    // max(1, -25.74 p^2 + 54.01 p + 5.74)
+    expect(polynomialDecodeMs(0, 100)).toBe(5.74); // p = 0
+    // p = 0.5: -6.435 + 27.005 + 5.74 = 26.31 (one ulp above in doubles)
+    expect(polynomialDecodeMs(50, 100)).toBe(26.310000000000002);
+    // p = 1: -25.74 + 54.01 + 5.74 = 34.01; p is capped at 1
+    expect(polynomialDecodeMs(100, 100)).toBe(34.01);
+    expect(polynomialDecodeMs(2048, 1024)).toBe(polynomialDecodeMs(1024, 1024));
+    // p = 4096 / (16384 x 64) = 1/256: -0.000392... + 0.210976... + 5.74 = 5.95058...
+    expect(polynomialDecodeMs(4096, 16384 * 64)).toBe(5.950583801269532);
+    // No KV capacity: p = 1.
+    expect(polynomialDecodeMs(5, 0)).toBe(34.01);
+  });
+
+  it("takes integer means of the prefill batch", () => {
+    const model = createTimingModel({ type: "polynomial" }, linear(), engineSettings());
+    // 2 requests, Σ isl = 1025, Σ prefix = 0: mean isl floor(512.5) = 512, x = 2 x 512 = 1024.
+    expect(model.prefill({ count: 2, sumIsl: 1025, sumPrefix: 0 }).ms).toBe(32.4907119025664);
+    // 4 requests of 612 isl with 100 prefix each: n = 512, x = 2048.
+    expect(model.prefill({ count: 4, sumIsl: 2448, sumPrefix: 400 }).ms).toBe(49.3629024902656);
+  });
+
+  it("prices decode against num_gpu_blocks x the linear block size", () => {
+    // 16384 blocks x 64 tokens = 1,048,576 KV tokens; 4096 active gives p = 1/256.
+    const model = createTimingModel({ type: "polynomial" }, linear(), engineSettings({ num_gpu_blocks: 16384, block_size: 64 }));
+    expect(model.decode({ count: 7, sumSequenceTokens: 4096 }).ms).toBe(5.950583801269532);
+    // 524,288 active tokens: p = 0.5.
+    expect(model.decode({ count: 7, sumSequenceTokens: 524288 }).ms).toBe(26.310000000000002);
+  });
+
+  it("prices decode against num_gpu_blocks x the full-attention block size of a grouped profile", () => {
+    const grouped: Profile = {
+      schema_version: 1,
+      model: "test/grouped",
+      vllm_version: "0.32.0",
+      tensor_parallel_size: 1,
+      page_size_bytes: 1000,
+      kv_cache_groups: [
+        { name: "ring", kind: "state", num_layers: 1, block_size_tokens: 64, prefix_cacheable: false, transfer_bytes_per_block: 10 },
+        { name: "fa", kind: "full_attention", num_layers: 1, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 100 },
+      ],
+    };
+    // 100 blocks x 2176 = 217,600 KV tokens; 108,800 active gives p = 0.5.
+    const model = createTimingModel({ type: "polynomial" }, grouped, engineSettings({ num_gpu_blocks: 100 }));
+    expect(model.decode({ count: 1, sumSequenceTokens: 108800 }).ms).toBe(26.310000000000002);
+  });
+});
+
+describe("profile timing (multilinear interpolation in forward_pass)", () => {
+  // Prefill grid: batch {1, 3} x new {100, 200} x cached {0, 100}, latency 4 b + new / 20 + cached / 50
+  // (affine, so the interpolation reproduces it exactly inside the grid).
+  const prefillPoints = [1, 3].flatMap((b) =>
+    [100, 200].flatMap((n) => [0, 100].map((c) => ({ batch_size: b, new_tokens: n, cached_tokens: c, latency_ms: 4 * b + n / 20 + c / 50 }))),
+  );
+  // Decode grid: batch {1, 3} x kv {1000, 3000} with corners 4, 10, 6, 20 (not affine).
+  const decodePoints = [
+    { batch_size: 1, kv_tokens: 1000, latency_ms: 4 },
+    { batch_size: 3, kv_tokens: 1000, latency_ms: 10 },
+    { batch_size: 1, kv_tokens: 3000, latency_ms: 6 },
+    { batch_size: 3, kv_tokens: 3000, latency_ms: 20 },
+  ];
+  const profile = linear({ forward_pass: { provenance: "test", prefill: prefillPoints, decode: decodePoints } });
+  const refuse = createTimingModel({ type: "profile", outside_grid: "refuse" }, profile, engineSettings());
+  const clamp = createTimingModel({ type: "profile", outside_grid: "clamp" }, profile, engineSettings());
+
+  it("returns the measured value on a grid point", () => {
+    // (batch 3, new 300 - 100 = 200, cached 100): 12 + 10 + 2 = 24
+    expect(refuse.prefill({ count: 3, sumIsl: 300, sumPrefix: 100 })).toEqual({ ms: 24, clamped: false });
+    // (batch 1, new 100, cached 0): 4 + 5 + 0 = 9
+    expect(refuse.prefill({ count: 1, sumIsl: 100, sumPrefix: 0 })).toEqual({ ms: 9, clamped: false });
+    expect(refuse.decode({ count: 3, sumSequenceTokens: 3000 })).toEqual({ ms: 20, clamped: false });
+    expect(refuse.decode({ count: 1, sumSequenceTokens: 1000 })).toEqual({ ms: 4, clamped: false });
+  });
+
+  it("returns the mean of the corners at a cell's midpoint", () => {
+    // Decode (2, 2000) is the centre of the cell: (4 + 10 + 6 + 20) / 4 = 10.
+    expect(refuse.decode({ count: 2, sumSequenceTokens: 2000 })).toEqual({ ms: 10, clamped: false });
+    // On an edge: (2, 1000) is halfway between 4 and 10 = 7.
+    expect(refuse.decode({ count: 2, sumSequenceTokens: 1000 })).toEqual({ ms: 7, clamped: false });
+    // Prefill centre (2, 150, 50): 8 + 7.5 + 1 = 16.5.
+    expect(refuse.prefill({ count: 2, sumIsl: 200, sumPrefix: 50 })).toEqual({ ms: 16.5, clamped: false });
+  });
+
+  it("refuses a query outside the grid, naming the query and the grid range", () => {
+    expect(() => refuse.decode({ count: 4, sumSequenceTokens: 2000 })).toThrow(
+      "forward_pass.decode: the query (batch_size 4, kv_tokens 2000) is outside the measured grid (batch_size 1..3, kv_tokens 1000..3000)",
+    );
+    expect(() => refuse.prefill({ count: 1, sumIsl: 250, sumPrefix: 0 })).toThrow(
+      "forward_pass.prefill: the query (batch_size 1, new_tokens 250, cached_tokens 0) is outside the measured grid (batch_size 1..3, new_tokens 100..200, cached_tokens 0..100)",
+    );
+  });
+
+  it("clamps each coordinate into the grid and reports it", () => {
+    // (5, 5000) clamps to the corner (3, 3000) = 20.
+    expect(clamp.decode({ count: 5, sumSequenceTokens: 5000 })).toEqual({ ms: 20, clamped: true });
+    // (2, 500): kv clamps to 1000, batch stays halfway: (4 + 10) / 2 = 7.
+    expect(clamp.decode({ count: 2, sumSequenceTokens: 500 })).toEqual({ ms: 7, clamped: true });
+    // Prefill (1, new 1000 -> 200, cached 0): 4 + 10 + 0 = 14.
+    expect(clamp.prefill({ count: 1, sumIsl: 1000, sumPrefix: 0 })).toEqual({ ms: 14, clamped: true });
+  });
+
+  it("needs the query to equal a single-valued axis", () => {
+    const single = linear({
+      forward_pass: {
+        provenance: "test",
+        prefill: [
+          { batch_size: 1, new_tokens: 0, cached_tokens: 0, latency_ms: 1 },
+          { batch_size: 1, new_tokens: 1000, cached_tokens: 0, latency_ms: 11 },
+        ],
+        decode: [],
+      },
+    });
+    const model = createTimingModel({ type: "profile", outside_grid: "refuse" }, single, engineSettings());
+    // new 250 of 0..1000: 1 + 0.25 x 10 = 3.5
+    expect(model.prefill({ count: 1, sumIsl: 250, sumPrefix: 0 }).ms).toBe(3.5);
+    expect(() => model.prefill({ count: 2, sumIsl: 250, sumPrefix: 0 })).toThrow("batch_size 1..1");
+    expect(() => model.decode({ count: 1, sumSequenceTokens: 10 })).toThrow("the profile has no forward_pass.decode table");
+  });
+});
