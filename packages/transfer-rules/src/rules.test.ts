@@ -68,6 +68,12 @@ describe("window groups", () => {
     // 64 x 1,000 + 2 x 300 = 64,600.
     expect(payloadBytes(sourceTerms(p, tokens(1024), { mode: "full_prompt" }))).toBe(64_600);
   });
+  it("one more prompt token can move one window block less (payload is not monotone in N with windows)", () => {
+    // N 47: full cdiv(47, 16) = 3 blocks (3,000); window 3 - floor((47 - 33 + 1) / 16) = 3 - 0 = 3 (900): 3,900.
+    // N 48: full cdiv(48, 16) = 3 blocks (3,000); window 3 - floor((48 - 33 + 1) / 16) = 3 - 1 = 2 (600): 3,600.
+    expect(payloadBytes(sourceTerms(toy, tokens(47), { mode: "full_prompt" }))).toBe(3900);
+    expect(payloadBytes(sourceTerms(toy, tokens(48), { mode: "full_prompt" }))).toBe(3600);
+  });
   it("a convolution group follows the window rule", () => {
     const conv: CacheGroup = { ...windowGroup(4, 16, 70, "conv"), kind: "convolution" };
     const p = groupedProfile([fullGroup(16, 1000), conv]);
