@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { EventQueue, Phase, Stage } from "./event-queue.js";
+
+function drain(q: EventQueue<string>, now: number): string[] {
+  const out: string[] = [];
+  for (let e = q.popDue(now); e !== undefined; e = q.popDue(now)) out.push(e.payload);
+  return out;
+}
+
+describe("EventQueue", () => {
+  it("orders by time first", () => {
+    const q = new EventQueue<string>();
+    q.push(5, Phase.passCompletion, Stage.prefill, 0, "t5");
+    q.push(1, Phase.transferCompletion, Stage.decode, 3, "t1");
+    expect(q.peekTime()).toBe(1);
+    expect(drain(q, 10)).toEqual(["t1", "t5"]);
+  });
+
+  it("at one time: pass completions, then worker ready, then transfer completions", () => {
+    const q = new EventQueue<string>();
+    q.push(7, Phase.transferCompletion, Stage.prefill, 0, "transfer");
+    q.push(7, Phase.workerReady, Stage.prefill, 0, "ready");
+    q.push(7, Phase.passCompletion, Stage.decode, 9, "pass");
+    expect(drain(q, 7)).toEqual(["pass", "ready", "transfer"]);
+  });
+
+  it("within a phase: prefill stage before decode, lower worker id first, then insertion order", () => {
+    const q = new EventQueue<string>();
+    q.push(2, Phase.passCompletion, Stage.decode, 0, "d0");
+    q.push(2, Phase.passCompletion, Stage.prefill, 1, "p1-first");
+    q.push(2, Phase.passCompletion, Stage.prefill, 0, "p0");
+    q.push(2, Phase.passCompletion, Stage.prefill, 1, "p1-second");
+    expect(drain(q, 2)).toEqual(["p0", "p1-first", "p1-second", "d0"]);
+  });
+
+  it("pops only events due at or before now", () => {
+    const q = new EventQueue<string>();
+    q.push(3, Phase.passCompletion, Stage.aggregated, 0, "a");
+    expect(q.popDue(2.999)).toBeUndefined();
+    expect(q.size).toBe(1);
+    expect(q.popDue(3)?.payload).toBe("a");
+    expect(q.peekTime()).toBeUndefined();
+  });
+
+  it("refuses a non-finite time", () => {
+    const q = new EventQueue<string>();
+    expect(() => { q.push(Number.NaN, Phase.passCompletion, Stage.aggregated, 0, "x"); }).toThrow(/finite/);
+  });
+});

@@ -1,0 +1,63 @@
+import TinyQueue from "tinyqueue";
+
+/**
+ * Same-time phases (decisions.md): pass completions, then worker ready, then transfer
+ * completions, then arrivals. Arrivals come from the record stream, not the heap, and are
+ * released after every heap event of the same time; the value is kept so the order is stated
+ * in one place.
+ */
+export const Phase = { passCompletion: 0, workerReady: 1, transferCompletion: 2, arrival: 3 } as const;
+export type Phase = (typeof Phase)[keyof typeof Phase];
+
+/** Prefill stage before decode; an aggregated worker is its own (single) stage. */
+export const Stage = { aggregated: 0, prefill: 0, decode: 1 } as const;
+export type Stage = (typeof Stage)[keyof typeof Stage];
+
+export interface QueuedEvent<P> {
+  readonly atMs: number;
+  readonly phase: Phase;
+  readonly stage: Stage;
+  readonly workerId: number;
+  /** Insertion order: the last tie-break. */
+  readonly seq: number;
+  readonly payload: P;
+}
+
+function compare<P>(a: QueuedEvent<P>, b: QueuedEvent<P>): number {
+  return a.atMs - b.atMs || a.phase - b.phase || a.stage - b.stage || a.workerId - b.workerId || a.seq - b.seq;
+}
+
+/**
+ * A min-heap of future events in the stated same-time order: time, phase, stage, worker id,
+ * then insertion order. Push and pop are O(log n) in the number of pending events.
+ */
+export class EventQueue<P> {
+  private readonly heap = new TinyQueue<QueuedEvent<P>>([], compare);
+  private seq = 0;
+
+  get size(): number {
+    return this.heap.length;
+  }
+
+  push(atMs: number, phase: Phase, stage: Stage, workerId: number, payload: P): void {
+    if (!Number.isFinite(atMs)) throw new Error(`event time must be finite, got ${atMs}`);
+    this.heap.push({ atMs, phase, stage, workerId, seq: this.seq++, payload });
+  }
+
+  /** The time of the earliest event, or undefined when empty. */
+  peekTime(): number | undefined {
+    return this.heap.peek()?.atMs;
+  }
+
+  /** Removes and returns the earliest event if it is due at or before `nowMs`. */
+  popDue(nowMs: number): QueuedEvent<P> | undefined {
+    const top = this.heap.peek();
+    if (top === undefined || top.atMs > nowMs) return undefined;
+    return this.heap.pop();
+  }
+
+  /** Every pending event, in no particular order (for diagnostics). */
+  pending(): readonly QueuedEvent<P>[] {
+    return this.heap.data.slice(0, this.heap.length);
+  }
+}

@@ -1,0 +1,99 @@
+import { InputError } from "@kvsim/profile-schema";
+import { describe, expect, it } from "vitest";
+import { HashIdInterner, lengthOnlyTokens, lowerTrace, syntheticRequests, type ReplayRequest, type TraceRecord } from "./workload.js";
+
+async function collect(it: AsyncIterable<ReplayRequest>): Promise<ReplayRequest[]> {
+  const out: ReplayRequest[] = [];
+  for await (const r of it) out.push(r);
+  return out;
+}
+
+const rec = (line: number, arrivalMs: number, extra: Partial<TraceRecord> = {}): TraceRecord => ({ line, arrivalMs, inputTokens: 4, outputTokens: 2, ...extra });
+const opts = { traceBlockSize: 4, speedup: 1, file: "t.jsonl" };
+
+describe("Mooncake hash ids to tokens", () => {
+  it("aisimulate-replay.md 2.3 vector: ids [100, 200, 100], block 4, input 10 -> [0,0,0,0,1,1,1,1,0,0]", () => {
+    expect(Array.from(new HashIdInterner().tokens([100, 200, 100], 10, 4))).toEqual([0, 0, 0, 0, 1, 1, 1, 1, 0, 0]);
+  });
+  it("interns in first-appearance order across requests: a later request reuses the same canonical ids", () => {
+    const i = new HashIdInterner();
+    i.tokens([7, 9], 4, 2); // 7 -> 0, 9 -> 1
+    expect(Array.from(i.tokens([9, 8], 3, 2))).toEqual([1, 1, 2]); // 9 is 1, 8 is new -> 2; last block cut to 1 token
+  });
+});
+
+describe("length-only tokens", () => {
+  it("request 0 counts from 0; request 3 from 3 x 1,000,003 = 3,000,009", () => {
+    expect(Array.from(lengthOnlyTokens(0, 3))).toEqual([0, 1, 2]);
+    expect(Array.from(lengthOnlyTokens(3, 2))).toEqual([3_000_009, 3_000_010]);
+  });
+  it("wraps mod 2^32: index 5,000 -> 5,000 x 1,000,003 = 5,000,015,000 - 4,294,967,296 = 705,047,704", () => {
+    expect(lengthOnlyTokens(5000, 1)[0]).toBe(705_047_704);
+  });
+});
+
+describe("lowerTrace", () => {
+  it("normalises arrivals: first -> 0, divided by speedup (file times 1000, 1010, 1030 at speedup 2 -> 0, 5, 15)", async () => {
+    const out = await collect(lowerTrace([rec(1, 1000), rec(2, 1010), rec(3, 1030)], { ...opts, speedup: 2 }));
+    expect(out.map((r) => r.arrivalMs)).toEqual([0, 5, 15]);
+    expect(out.map((r) => r.id)).toEqual(["trace-1", "trace-2", "trace-3"]);
+    expect(out.map((r) => r.index)).toEqual([0, 1, 2]);
+  });
+  it("uses token ids as given, hash ids through the interner, and length-only tokens otherwise", async () => {
+    const out = await collect(
+      lowerTrace(
+        [
+          rec(1, 0, { inputTokenIds: Uint32Array.from([5, 6, 7, 8]) }),
+          rec(2, 0, { hashIds: [42, 43], inputTokens: 5 }),
+          rec(3, 0, { requestId: "r3", inputTokens: 2 }),
+        ],
+        opts,
+      ),
+    );
+    expect(Array.from(out[0]!.tokens)).toEqual([5, 6, 7, 8]);
+    expect(Array.from(out[1]!.tokens)).toEqual([0, 0, 0, 0, 1]);
+    // index 2: seed 2 x 1,000,003 = 2,000,006
+    expect(Array.from(out[2]!.tokens)).toEqual([2_000_006, 2_000_007]);
+    expect(out[2]!.id).toBe("r3");
+  });
+  it("refuses a duplicate request id, naming the file and line", async () => {
+    const bad = lowerTrace([rec(1, 0, { requestId: "a" }), rec(2, 0, { requestId: "a" })], opts);
+    await expect(collect(bad)).rejects.toThrow(InputError);
+    await expect(collect(lowerTrace([rec(1, 0, { requestId: "a" }), rec(2, 0, { requestId: "a" })], opts))).rejects.toThrow(/t\.jsonl:2: request_id: duplicate request id "a"/);
+  });
+  it("refuses an arrival earlier than the previous one", async () => {
+    await expect(collect(lowerTrace([rec(1, 10), rec(2, 9)], opts))).rejects.toThrow(/t\.jsonl:2: arrival: .*sorted by time/);
+  });
+  it("refuses hash ids that cannot cover the input (2 ids x 4 = 8 < 9)", async () => {
+    await expect(collect(lowerTrace([rec(5, 0, { hashIds: [1, 2], inputTokens: 9 })], opts))).rejects.toThrow(/t\.jsonl:5: hash_ids: .*8 tokens, fewer than input_length 9/);
+  });
+  it("reads lazily: a bad later record does not stop the first one from being yielded", async () => {
+    const it = lowerTrace([rec(1, 0), rec(2, -1)], opts)[Symbol.asyncIterator]();
+    expect((await it.next()).value?.id).toBe("trace-1");
+    await expect(it.next()).rejects.toThrow(/sorted by time/);
+  });
+});
+
+describe("syntheticRequests", () => {
+  const base = { requests: 4, input_tokens: 10, output_tokens: 3, seed: 7, shared_prefix_ratio: 0.5 };
+  it("without a rate every request arrives at 0; ids synthetic-<i>; fixed lengths", () => {
+    const out = [...syntheticRequests(base)];
+    expect(out.map((r) => r.arrivalMs)).toEqual([0, 0, 0, 0]);
+    expect(out.map((r) => r.id)).toEqual(["synthetic-0", "synthetic-1", "synthetic-2", "synthetic-3"]);
+    expect(out.every((r) => r.tokens.length === 10 && r.outputTokens === 3)).toBe(true);
+  });
+  it("shares floor(10 x 0.5) = 5 prefix tokens; the rest are the request's length-only tokens", () => {
+    const [a, b] = [...syntheticRequests(base)];
+    expect(Array.from(a!.tokens.subarray(0, 5))).toEqual(Array.from(b!.tokens.subarray(0, 5)));
+    expect(Array.from(a!.tokens.subarray(5))).toEqual([0, 1, 2, 3, 4]);
+    expect(Array.from(b!.tokens.subarray(5))).toEqual([1_000_003, 1_000_004, 1_000_005, 1_000_006, 1_000_007]);
+  });
+  it("Poisson arrivals: first at 0, non-decreasing, the same for the same seed and different for another", () => {
+    const arrivals = (seed: number) => [...syntheticRequests({ ...base, requests: 50, rate_per_s: 10, seed })].map((r) => r.arrivalMs);
+    const a = arrivals(1);
+    expect(a[0]).toBe(0);
+    expect(a.every((t, i) => i === 0 || t >= a[i - 1]!)).toBe(true);
+    expect(arrivals(1)).toEqual(a);
+    expect(arrivals(2)).not.toEqual(a);
+  });
+});

@@ -1,0 +1,155 @@
+import { InputError, type SyntheticWorkload } from "@kvsim/profile-schema";
+import { uniformFloat64 } from "pure-rand/distribution/uniformFloat64";
+import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus";
+
+/**
+ * One trace record as profile-schema's `readTrace` yields it (the file's own time in `arrivalMs`).
+ * Structural, so any reader of the same shape can feed the replay.
+ */
+export interface TraceRecord {
+  readonly line: number;
+  readonly requestId?: string;
+  readonly arrivalMs: number;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly hashIds?: readonly number[];
+  readonly inputTokenIds?: Uint32Array;
+  readonly sessionId?: string;
+}
+
+/** One request as the replay sees it: normalised arrival, lengths and prompt tokens. */
+export interface ReplayRequest {
+  readonly id: string;
+  /** 0-based position in the workload. */
+  readonly index: number;
+  /** Trace line, when the request came from a trace. */
+  readonly line?: number;
+  /** Virtual arrival: (file time - first file time) / speedup. */
+  readonly arrivalMs: number;
+  readonly outputTokens: number;
+  readonly tokens: Uint32Array;
+  readonly sessionId?: string;
+}
+
+export interface LowerOptions {
+  /** Tokens per Mooncake hash id. */
+  readonly traceBlockSize: number;
+  /** Arrival times are divided by it. */
+  readonly speedup: number;
+  /** Names the trace in errors. */
+  readonly file: string;
+}
+
+/**
+ * Length-only prompt tokens (aisimulate-replay.md section 2.2): seed = (i x 1,000,003) mod 2^32,
+ * token[k] = (seed + k) mod 2^32, so two length-only requests never share a first block.
+ */
+export function lengthOnlyTokens(index: number, length: number): Uint32Array {
+  const seed = (index * 1_000_003) % 2 ** 32;
+  const out = new Uint32Array(length);
+  for (let k = 0; k < length; k++) out[k] = seed + k; // a Uint32Array stores mod 2^32
+  return out;
+}
+
+/**
+ * Mooncake hash ids to prompt tokens (aisimulate-replay.md section 2.3): each distinct id is
+ * interned, in first-appearance order over the whole stream, to a canonical id 0, 1, 2, ...; the
+ * prompt repeats each canonical id for `blockSize` tokens (the last block may be cut short), so
+ * equal id prefixes give equal token prefixes.
+ */
+export class HashIdInterner {
+  private readonly ids = new Map<number, number>();
+
+  tokens(hashIds: readonly number[], length: number, blockSize: number): Uint32Array {
+    const out = new Uint32Array(length);
+    let at = 0;
+    for (const id of hashIds) {
+      if (at >= length) break;
+      let canonical = this.ids.get(id);
+      if (canonical === undefined) {
+        canonical = this.ids.size;
+        if (canonical > 0xffff_ffff) throw new Error("more than 2^32 distinct hash ids");
+        this.ids.set(id, canonical);
+      }
+      const end = Math.min(length, at + blockSize);
+      out.fill(canonical, at, end);
+      at = end;
+    }
+    if (at < length) throw new Error(`hash ids cover ${at} of ${length} tokens`);
+    return out;
+  }
+}
+
+/**
+ * Lowers a stream of trace records to replay requests, lazily: one record is read per request
+ * pulled. Arrivals are normalised (the first becomes 0, all divided by `speedup`) and must not go
+ * back in time; request ids must be unique. Records without an id are named `trace-<line>`.
+ */
+export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable<TraceRecord>, opts: LowerOptions): AsyncGenerator<ReplayRequest> {
+  const interner = new HashIdInterner();
+  const seen = new Set<string>();
+  let index = 0;
+  let first: number | undefined;
+  let previous = -Infinity;
+  const fail = (line: number, path: string, message: string): never => {
+    throw new InputError(opts.file, [{ path, message, line }]);
+  };
+  for await (const r of records) {
+    if (!Number.isFinite(r.arrivalMs)) fail(r.line, "arrival", `arrival time must be finite, got ${r.arrivalMs}`);
+    if (r.arrivalMs < previous) {
+      fail(r.line, "arrival", `arrival ${r.arrivalMs} ms is earlier than the previous request's ${previous} ms: a trace must be sorted by time`);
+    }
+    previous = r.arrivalMs;
+    first ??= r.arrivalMs;
+    const id = r.requestId ?? `trace-${r.line}`;
+    if (seen.has(id)) fail(r.line, "request_id", `duplicate request id "${id}"`);
+    seen.add(id);
+    let tokens: Uint32Array;
+    if (r.inputTokenIds !== undefined) {
+      if (r.inputTokenIds.length !== r.inputTokens) fail(r.line, "input_token_ids", `has ${r.inputTokenIds.length} tokens, input length is ${r.inputTokens}`);
+      tokens = r.inputTokenIds;
+    } else if (r.hashIds !== undefined) {
+      const capacity = r.hashIds.length * opts.traceBlockSize;
+      if (capacity < r.inputTokens) {
+        fail(r.line, "hash_ids", `${r.hashIds.length} hash ids x trace_block_size ${opts.traceBlockSize} = ${capacity} tokens, fewer than input_length ${r.inputTokens}`);
+      }
+      tokens = interner.tokens(r.hashIds, r.inputTokens, opts.traceBlockSize);
+    } else {
+      tokens = lengthOnlyTokens(index, r.inputTokens);
+    }
+    yield {
+      id,
+      index,
+      line: r.line,
+      arrivalMs: (r.arrivalMs - first) / opts.speedup,
+      outputTokens: r.outputTokens,
+      tokens,
+      ...(r.sessionId === undefined ? {} : { sessionId: r.sessionId }),
+    };
+    index++;
+  }
+}
+
+/** First token of the prefix every synthetic request shares; far from length-only seeds of small indices. */
+const SHARED_PREFIX_SEED = 0x9e37_79b9;
+
+/**
+ * A seeded synthetic workload: `requests` requests of fixed lengths, Poisson arrivals at
+ * `rate_per_s` (exponential gaps from xoroshiro128+ seeded with `seed`; no rate: all at 0), and a
+ * prefix of floor(input_tokens x shared_prefix_ratio) tokens shared by every request, the rest
+ * length-only tokens unique to the request. Ids are `synthetic-<i>`.
+ */
+export function* syntheticRequests(w: SyntheticWorkload): Generator<ReplayRequest> {
+  const rng = xoroshiro128plus(w.seed);
+  const shared = Math.floor(w.input_tokens * w.shared_prefix_ratio);
+  const prefix = new Uint32Array(shared);
+  for (let k = 0; k < shared; k++) prefix[k] = SHARED_PREFIX_SEED + k;
+  let t = 0;
+  for (let i = 0; i < w.requests; i++) {
+    if (i > 0 && w.rate_per_s !== undefined) t += (-Math.log(1 - uniformFloat64(rng)) / w.rate_per_s) * 1000;
+    const tokens = new Uint32Array(w.input_tokens);
+    tokens.set(prefix);
+    tokens.set(lengthOnlyTokens(i, w.input_tokens - shared), shared);
+    yield { id: `synthetic-${i}`, index: i, arrivalMs: t, outputTokens: w.output_tokens, tokens };
+  }
+}
