@@ -1,0 +1,49 @@
+import type { Profile } from "@kvsim/profile-schema";
+
+/**
+ * Profiles for tests, built from grouped-pd.md's oracle table (not exported from the package).
+ *
+ * GLM-5.3-Flash, TP 4, fp8: full attention 11 x 1,114,112 + 11 x 71,808 = 13,045,120 B per
+ * 2,176-token block; fixed bytes = ring 11 x 2,048 = 22,528 + KDA 2 x 9 x 1,085,440 = 19,537,920
+ * + 2 x 8 x 1,085,440 = 17,367,040, total 36,927,488 B.
+ */
+export const GLM: Profile = {
+  schema_version: 1,
+  model: "GLM-5.3-Flash",
+  vllm_version: "0.32.0",
+  tensor_parallel_size: 4,
+  kv_cache_dtype: "fp8",
+  page_size_bytes: 13_045_120,
+  kv_cache_groups: [
+    { name: "full_attention", kind: "full_attention", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 13_045_120 },
+    { name: "tail_ring", kind: "state", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: false, transfer_bytes_per_block: 22_528 },
+    { name: "kda_0", kind: "state", num_layers: 9, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 9_768_960 },
+    { name: "kda_1", kind: "state", num_layers: 9, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 9_768_960 },
+    { name: "kda_2", kind: "state", num_layers: 8, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 8_683_520 },
+    { name: "kda_3", kind: "state", num_layers: 8, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 8_683_520 },
+  ],
+};
+
+/** A linear profile at `kvBytesPerToken` bytes per token. */
+export function linearProfile(kvBytesPerToken: number): Profile {
+  return { schema_version: 1, model: "linear-test", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: kvBytesPerToken };
+}
+
+/** Llama-3.1-8B bf16: 32 layers x 2 (K, V) x 8 KV heads x 128 head dim x 2 bytes = 131,072 B per token. */
+export const LLAMA_8B = linearProfile(131_072);
+
+/**
+ * A small grouped profile whose full-attention block bytes do not divide by the block size:
+ * 1,000 B per 16-token block is 62.5 B per token, so it has no exact per-token form.
+ */
+export const INEXACT: Profile = {
+  schema_version: 1,
+  model: "inexact",
+  vllm_version: "0.32.0",
+  tensor_parallel_size: 1,
+  page_size_bytes: 4096,
+  kv_cache_groups: [
+    { name: "fa", kind: "full_attention", num_layers: 1, block_size_tokens: 16, prefix_cacheable: true, transfer_bytes_per_block: 1000 },
+    { name: "sw", kind: "sliding_window", num_layers: 1, block_size_tokens: 16, window_tokens: 32, prefix_cacheable: true, transfer_bytes_per_block: 512 },
+  ],
+};
