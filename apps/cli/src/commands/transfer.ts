@@ -1,0 +1,168 @@
+import { DEFAULT_LINEAR_BLOCK_SIZE, InputError, TransferModeSchema, isGroupedProfile, parseProfile, tokens, type Profile, type TransferMode } from "@kvsim/profile-schema";
+import {
+  chargedFixedBytes,
+  checkBandwidth,
+  groupPayload,
+  payloadBytes,
+  sourceTerms,
+  transferDelayMs,
+  transferProfileIssues,
+  withDestination,
+  type GroupPayload,
+  type TransferTerms,
+} from "@kvsim/transfer-rules";
+import { Option, type Command } from "commander";
+import { numberOption, readText, UsageError, type CommandContext } from "../io.js";
+
+interface TransferFlags {
+  readonly profile: string;
+  readonly promptTokens: string;
+  readonly destinationCachedTokens?: string;
+  readonly bandwidthGbps?: string;
+  readonly mode?: TransferMode;
+  readonly blockSize?: string;
+  readonly format: "table" | "json";
+}
+
+/** Everything one `kvsim transfer` run prints, in both formats. */
+interface TransferReport {
+  readonly profile: Profile;
+  readonly promptTokens: number;
+  readonly destinationCachedTokens: number | undefined;
+  /** Linear profiles: the engine block size used for block rounding and the blocks column. */
+  readonly linearBlockSize: number | undefined;
+  readonly terms: TransferTerms;
+  readonly groups: readonly GroupPayload[];
+  readonly payloadBytes: number;
+  readonly fixedBytes: number;
+  readonly delayMs: number | undefined;
+}
+
+export function registerTransfer(program: Command, ctx: CommandContext): void {
+  program
+    .command("transfer")
+    .description("Price one prefill-to-decode KV handoff by vLLM's per-group rules (blocks and bytes per cache group, payload, delay).")
+    .requiredOption("--profile <file>", "model profile (JSON or YAML), grouped or linear")
+    .requiredOption("--prompt-tokens <N>", "prompt length in tokens (an integer >= 1)")
+    .option("--destination-cached-tokens <C>", "tokens of the prompt the decode rank already holds (its prefix-cache hit; rounded down to whole blocks)")
+    .option("--bandwidth-gbps <G>", "transfer bandwidth in decimal GB/s (10^9 B/s), > 0; without it no delay is modelled")
+    .addOption(
+      new Option("--mode <mode>", "what is charged: full_prompt (the whole prompt) or destination_missing (what the destination lacks; the whole prompt when no destination is given) (default: destination_missing when --destination-cached-tokens is given, else full_prompt)").choices(
+        TransferModeSchema.options,
+      ),
+    )
+    .option("--block-size <B>", `linear profiles only: the engine's tokens per block (default ${DEFAULT_LINEAR_BLOCK_SIZE})`)
+    .addOption(new Option("--format <format>", "output format").choices(["table", "json"]).default("table"))
+    .action(
+      ctx.run((flags: TransferFlags) => {
+        const report = priceTransfer(flags);
+        ctx.io.out(flags.format === "json" ? `${JSON.stringify(toJson(report), null, 2)}\n` : renderTable(report));
+        return undefined;
+      }),
+    );
+}
+
+function priceTransfer(flags: TransferFlags): TransferReport {
+  // Flags first (cheap), then the file.
+  const n = numberOption("--prompt-tokens", flags.promptTokens, { integer: true, min: 1 });
+  const cached = flags.destinationCachedTokens === undefined ? undefined : numberOption("--destination-cached-tokens", flags.destinationCachedTokens, { integer: true, min: 0 });
+  const gbps = flags.bandwidthGbps === undefined ? undefined : numberOption("--bandwidth-gbps", flags.bandwidthGbps);
+  const badBandwidth = gbps === undefined ? undefined : checkBandwidth(gbps);
+  if (badBandwidth !== undefined) throw new UsageError(`--bandwidth-gbps: ${badBandwidth}`);
+  const blockSize = flags.blockSize === undefined ? undefined : numberOption("--block-size", flags.blockSize, { integer: true, min: 1 });
+
+  const profile = parseProfile(readText(flags.profile), flags.profile);
+  const grouped = isGroupedProfile(profile);
+  if (grouped && blockSize !== undefined) {
+    throw new UsageError("--block-size applies to linear profiles only: a grouped profile takes its block size from its full_attention groups");
+  }
+  const issues = transferProfileIssues(profile);
+  if (issues.length > 0) throw new InputError(flags.profile, issues);
+
+  const mode: TransferMode = flags.mode ?? (cached === undefined ? "full_prompt" : "destination_missing");
+  const linear = { blockSizeTokens: blockSize };
+  const source = sourceTerms(profile, tokens(n), { mode, bandwidthGbps: gbps, ...linear });
+  const terms = cached === undefined ? source : withDestination(source, profile, tokens(cached), linear);
+  // The rows show what the mode charges, so they add up to the payload.
+  const rowHit = mode === "destination_missing" && cached !== undefined ? tokens(cached) : undefined;
+  return {
+    profile,
+    promptTokens: n,
+    destinationCachedTokens: cached,
+    linearBlockSize: grouped ? undefined : (blockSize ?? DEFAULT_LINEAR_BLOCK_SIZE),
+    terms,
+    groups: groupPayload(profile, terms.transferredTokens, rowHit, linear),
+    payloadBytes: payloadBytes(terms),
+    fixedBytes: chargedFixedBytes(terms),
+    delayMs: transferDelayMs(terms),
+  };
+}
+
+/** The JSON contract of product.md, plus the terms and the destination when one is given. */
+function toJson(r: TransferReport): Record<string, unknown> {
+  const t = r.terms;
+  return {
+    model: r.profile.model,
+    vllm_version: r.profile.vllm_version,
+    unit: t.unit,
+    ...(t.unit === "block" ? { block_size_tokens: t.blockSizeTokens } : { engine_block_size_tokens: r.linearBlockSize }),
+    mode: t.mode,
+    prompt_tokens: r.promptTokens,
+    backoff_tokens: t.backoffTokens,
+    transferred_tokens: t.transferredTokens,
+    prompt_units: t.promptUnits,
+    bytes_per_unit: t.bytesPerUnit,
+    ...(t.missing === undefined
+      ? {}
+      : { destination_cached_tokens: r.destinationCachedTokens, missing_units: t.missing.units, missing_fixed_bytes: t.missing.fixedBytes }),
+    groups: r.groups.map((g) => ({ name: g.name, kind: g.kind, blocks: g.blocks, bytes: g.bytes })),
+    fixed_bytes: r.fixedBytes,
+    payload_bytes: r.payloadBytes,
+    bandwidth_gbps: t.bandwidthGbps ?? null,
+    delay_ms: r.delayMs ?? null,
+  };
+}
+
+/** 1234567 -> "1,234,567" (integers only; fixed, locale-independent). */
+const thousands = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+const plural = (n: number, word: string) => `${thousands(n)} ${word}${n === 1 ? "" : "s"}`;
+
+function renderTable(r: TransferReport): string {
+  const t = r.terms;
+  const unit = t.unit;
+  const lines: string[] = [];
+  const p = r.profile;
+  const shape =
+    t.unit === "block"
+      ? `grouped, full-attention block ${plural(t.blockSizeTokens, "token")}`
+      : `linear, ${thousands(t.bytesPerUnit)} bytes per token, engine block ${plural(r.linearBlockSize ?? DEFAULT_LINEAR_BLOCK_SIZE, "token")}`;
+  lines.push(`profile      ${p.model} (vLLM ${p.vllm_version}; ${shape})`);
+  const promptUnits = t.unit === "block" ? ` = ${plural(t.promptUnits, "block")}` : "";
+  lines.push(`prompt       ${plural(r.promptTokens, "token")}: backoff ${thousands(t.backoffTokens)}, transferred ${plural(t.transferredTokens, "token")}${promptUnits}`);
+  if (t.missing !== undefined && r.destinationCachedTokens !== undefined) {
+    lines.push(`destination  holds ${plural(r.destinationCachedTokens, "token")}; lacks ${plural(t.missing.units, unit)} and ${plural(t.missing.fixedBytes, "fixed byte")}`);
+  }
+  lines.push(`mode         ${t.mode}`);
+  lines.push("");
+
+  const header = ["group", "kind", "blocks", "bytes"];
+  const body = r.groups.map((g) => [g.name, g.kind, thousands(g.blocks), thousands(g.bytes)]);
+  const total = ["total", "", thousands(r.groups.reduce((s, g) => s + g.blocks, 0)), thousands(r.groups.reduce((s, g) => s + g.bytes, 0))];
+  const rows = [header, ...body, total];
+  const widths = header.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));
+  const render = (row: readonly string[]) =>
+    row
+      .map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)))
+      .join("  ")
+      .trimEnd();
+  lines.push(render(header), ...body.map(render), render(total), "");
+
+  const units = t.mode === "destination_missing" && t.missing !== undefined ? t.missing.units : t.promptUnits;
+  lines.push(`payload      ${plural(r.payloadBytes, "byte")} = ${plural(units, unit)} x ${thousands(t.bytesPerUnit)} + ${thousands(r.fixedBytes)} fixed`);
+  lines.push(
+    r.delayMs === undefined || t.bandwidthGbps === undefined
+      ? "delay        not modelled (no --bandwidth-gbps)"
+      : `delay        ${String(r.delayMs)} ms at ${String(t.bandwidthGbps)} GB/s`,
+  );
+  return `${lines.join("\n")}\n`;
+}
