@@ -1,3 +1,7 @@
+export { KvCacheManager } from "./kv-cache-manager.js";
+export { createPromptTokens } from "./prompt-tokens.js";
+export { computeBlockHashes } from "./hashing.js";
+export { poolGroupsForProfile } from "./pool-groups.js";
 export type {
   BlockHash,
   KvPoolOptions,

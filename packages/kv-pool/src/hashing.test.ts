@@ -1,0 +1,61 @@
+import { describe, expect, it } from "vitest";
+import { computeBlockHashes } from "./hashing.js";
+import { createPromptTokens } from "./prompt-tokens.js";
+
+// Oracles: dynamo-mocker.md section 8.6 (XXH3-64, seed 1337, little-endian u32 tokens;
+// block 0's hash is its tokens hash, block i hashes [parent LE u64, tokens hash LE u64]).
+describe("computeBlockHashes (dynamo-mocker 8.6 vectors)", () => {
+  it("hashes [11..88] in blocks of 4 and chains block 1 on block 0", () => {
+    expect(computeBlockHashes([11, 22, 33, 44, 55, 66, 77, 88], 4)).toEqual([
+      { tokensHash: 4117275816416024698n, blockHash: 4117275816416024698n },
+      { tokensHash: 6081346995852963768n, blockHash: 5947898228081096063n },
+    ]);
+  });
+
+  it("continues the chain with [99, 100, 101, 102] as block 2", () => {
+    const h = computeBlockHashes([11, 22, 33, 44, 55, 66, 77, 88, 99, 100, 101, 102], 4);
+    expect(h[2]).toEqual({ tokensHash: 12699502035523072446n, blockHash: 17335092954915961572n });
+  });
+
+  it("hashes only full blocks: tokens 1..10 in blocks of 4 give 2 blocks (the 2-token tail has none)", () => {
+    expect(computeBlockHashes([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 4)).toEqual([
+      { tokensHash: 14643705804678351452n, blockHash: 14643705804678351452n },
+      { tokensHash: 16777012769546811212n, blockHash: 4945711292740353085n },
+    ]);
+  });
+
+  it("hashes tokens 0..31 in blocks of 16", () => {
+    const tokens = Array.from({ length: 32 }, (_, i) => i);
+    expect(computeBlockHashes(tokens, 16)).toEqual([
+      { tokensHash: 15310707395893867146n, blockHash: 15310707395893867146n },
+      { tokensHash: 15292316782987903195n, blockHash: 13769157705258532664n },
+    ]);
+  });
+
+  it("reuses the tokens hash of a repeated block but still chains it", () => {
+    // [5]*8 in blocks of 4: both blocks share one tokens hash; block 1's hash is chained, so differs.
+    const h = computeBlockHashes([5, 5, 5, 5, 5, 5, 5, 5], 4);
+    expect(h[0]!.tokensHash).toBe(h[1]!.tokensHash);
+    expect(h[1]!.blockHash).not.toBe(h[0]!.blockHash);
+    // The same tokens hashed alone give the same tokens hash (the reuse changes no value).
+    expect(computeBlockHashes([5, 5, 5, 5], 4)[0]!.tokensHash).toBe(h[1]!.tokensHash);
+    // Alternating different blocks must not reuse a stale hash: [11,22,33,44] after [5,5,5,5].
+    expect(computeBlockHashes([5, 5, 5, 5, 11, 22, 33, 44], 4)[1]!.tokensHash).toBe(4117275816416024698n);
+  });
+
+  it("refuses a token id that is not a u32 and a block size that is not positive", () => {
+    expect(() => computeBlockHashes([1, -1], 2)).toThrow(RangeError);
+    expect(() => computeBlockHashes([1, 2], 0)).toThrow(RangeError);
+  });
+});
+
+describe("createPromptTokens", () => {
+  it("memoises the chain per block size and agrees with computeBlockHashes", () => {
+    const p = createPromptTokens(new Uint32Array([11, 22, 33, 44, 55, 66, 77, 88, 9]));
+    const a = p.blockHashes(4);
+    expect(a).toEqual([4117275816416024698n, 5947898228081096063n]);
+    expect(p.blockHashes(4)).toBe(a);
+    // Block size 8: one full block of the 9 tokens.
+    expect(p.blockHashes(8)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,298 @@
+import type { CacheGroup } from "@kvsim/profile-schema";
+import { cdiv, isMambaTypeGroup } from "@kvsim/profile-schema";
+import { BlockPool, NULL_BLOCK } from "./block-pool.js";
+import type {
+  AllocateRequest,
+  DestinationReservation,
+  KvCacheManagerApi,
+  KvEvent,
+  KvPoolOptions,
+  KvSequence,
+  PoolMetrics,
+  PrefixHit,
+  PromptTokens,
+} from "./contract.js";
+import { FRESH, FullAttentionManager, MambaManager, SingleBlockStateManager, WindowManager, type SingleTypeManager } from "./managers.js";
+import { asPromptImpl } from "./prompt-tokens.js";
+import { ChainView, Sequence, type BlockHashView } from "./sequence.js";
+
+/** A hit found by this manager: its length and, per group, the blocks it reuses. */
+class Hit implements PrefixHit {
+  constructor(
+    readonly tokens: number,
+    readonly blocks: readonly (readonly number[])[],
+    readonly owner: object,
+  ) {}
+}
+
+/** Groups of identical spec, searched together (vLLM merges them into one type). */
+interface HitType {
+  readonly manager: SingleTypeManager;
+  readonly groups: number[];
+  readonly fullAttention: boolean;
+}
+
+const CHECKPOINT_VERSION = /^0\.32\.0(?:[+.-].*)?$/;
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+function checkCount(name: string, v: number, min: number): void {
+  if (!Number.isSafeInteger(v) || v < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${v}`);
+}
+
+/** Internals for tests of this package (not exported from the barrel). */
+export const poolOf = (m: KvCacheManager): BlockPool => internals.get(m)!;
+const internals = new WeakMap<KvCacheManager, BlockPool>();
+
+/**
+ * One rank's KV cache manager: a pool of P pages shared by every cache group, one manager per
+ * group kind, prefix hits by vLLM's hybrid fixed point, all-or-nothing allocation.
+ */
+export class KvCacheManager implements KvCacheManagerApi {
+  readonly alignsChunksToBlocks: boolean;
+  private readonly pool: BlockPool;
+  private readonly managers: SingleTypeManager[];
+  private readonly types: HitType[];
+  private readonly alignment: number;
+  private readonly simpleHybrid: boolean;
+  private readonly caching: boolean;
+  private readonly fullAttentionIndex: number;
+
+  constructor(options: KvPoolOptions) {
+    const { groups, numPages } = options;
+    if (groups.length === 0) throw new RangeError("a pool needs at least one cache group");
+    checkCount("numPages", numPages, 2);
+    this.caching = options.enablePrefixCaching;
+    this.pool = new BlockPool(numPages, groups.length, options.collectEvents === true);
+    internals.set(this, this.pool);
+    const checkpoints = CHECKPOINT_VERSION.test(options.vllmVersion);
+    this.managers = groups.map((g, i) => this.managerFor(g, i, checkpoints));
+
+    const types: HitType[] = [];
+    const byKey = new Map<string, HitType>();
+    for (const m of this.managers) {
+      if (m.hitTypeKey === undefined) continue;
+      const t = byKey.get(m.hitTypeKey);
+      if (t !== undefined) t.groups.push(m.groupIndex);
+      else {
+        const nt = { manager: m, groups: [m.groupIndex], fullAttention: m.kind === "full_attention" };
+        byKey.set(m.hitTypeKey, nt);
+        types.push(nt);
+      }
+    }
+    // Full attention first (its hit set is downward-closed), otherwise group order.
+    this.types = [...types.filter((t) => t.fullAttention), ...types.filter((t) => !t.fullAttention)];
+    this.alignment = this.types.reduce((a, t) => (a / gcd(a, t.manager.blockSize)) * t.manager.blockSize, 1);
+    this.simpleHybrid = this.types.length === 2 && this.types[0]!.fullAttention;
+    this.fullAttentionIndex = this.managers.findIndex((m) => m.kind === "full_attention");
+    const mamba = this.managers.filter((m): m is MambaManager => m instanceof MambaManager);
+    this.alignsChunksToBlocks = mamba.length > 0 && mamba.every((m) => m.checkpointBlocks === 0);
+  }
+
+  private managerFor(g: CacheGroup, i: number, checkpoints: boolean): SingleTypeManager {
+    checkCount(`groups[${i}].block_size_tokens`, g.block_size_tokens, 1);
+    switch (g.kind) {
+      case "full_attention":
+        return new FullAttentionManager(this.pool, i, g, this.caching && g.prefix_cacheable !== false);
+      case "sliding_window":
+      case "convolution":
+        return new WindowManager(this.pool, i, g, this.caching && g.prefix_cacheable !== false);
+      case "state":
+        // Without prefix caching a Mamba-type state is vLLM's "none" mode: one block, never cached.
+        if (isMambaTypeGroup(g) && this.caching) {
+          return new MambaManager(this.pool, i, g, checkpoints ? (g.prefill_checkpoint_blocks ?? 0) : 0);
+        }
+        return new SingleBlockStateManager(this.pool, i, g);
+    }
+  }
+
+  createSequence(id: string, prompt: PromptTokens): KvSequence {
+    return new Sequence(id, asPromptImpl(prompt), this, this.managers.length);
+  }
+
+  private own(seq: KvSequence): Sequence {
+    if (!(seq instanceof Sequence) || seq.owner !== this) throw new Error(`sequence ${seq.id} was not created by this manager`);
+    return seq;
+  }
+
+  findPrefixHit(seq: KvSequence): PrefixHit {
+    const s = this.own(seq);
+    return this.hitFor(s.numTokens - 1, (b, max) => s.chain(b).ensure(max));
+  }
+
+  peekPrefixHitTokens(prompt: PromptTokens): number {
+    const p = asPromptImpl(prompt);
+    return this.hitFor(p.tokens.length - 1, (b) => new ChainView(p.chain(b))).tokens;
+  }
+
+  /** vLLM's hybrid fixed point (vllm-rules.md 4.4) for a hit of at most `maxLength` tokens. */
+  private hitFor(maxLength: number, view: (blockSize: number, maxBlocks: number) => BlockHashView): Hit {
+    const zero = new Hit(0, this.managers.map(() => []), this);
+    if (!this.caching || maxLength <= 0 || this.types.length === 0) return zero;
+    const lists: number[][][] = [];
+    let hitLength = maxLength;
+    for (;;) {
+      let cur = hitLength;
+      this.types.forEach((t, k) => {
+        const b = t.manager.blockSize;
+        const prev = lists[k];
+        if (t.fullAttention && prev !== undefined) {
+          for (const l of prev) l.length = Math.min(l.length, Math.floor(cur / b));
+        } else {
+          lists[k] = t.manager.findLongestCacheHit(view(b, Math.floor(cur / b)), cur, this.alignment, t.groups);
+        }
+        cur = lists[k]![0]!.length * b;
+      });
+      if (cur >= hitLength) break;
+      hitLength = cur;
+      if (this.simpleHybrid) break;
+    }
+    if (hitLength === 0) return zero;
+    const blocks: number[][] = this.managers.map(() => []);
+    this.types.forEach((t, k) => {
+      const n = hitLength / t.manager.blockSize;
+      t.groups.forEach((g, j) => (blocks[g] = lists[k]![j]!.slice(0, n)));
+    });
+    return new Hit(hitLength, blocks, this);
+  }
+
+  private hitOf(s: Sequence, hit: PrefixHit | undefined): Hit | undefined {
+    if (hit === undefined || hit.tokens === 0) return undefined;
+    if (!(hit instanceof Hit) || hit.owner !== this) throw new Error("a prefix hit must come from this manager's findPrefixHit");
+    if (s.tracked || s.reservedTokens >= 0) throw new Error(`sequence ${s.id} already holds blocks: a hit is taken only at first admission`);
+    hit.blocks.forEach((l) => {
+      for (const b of l) if (b !== NULL_BLOCK && !this.pool.isHashed(b)) throw new Error("stale prefix hit: a hit block was evicted since findPrefixHit");
+    });
+    return hit;
+  }
+
+  /** The step's plan, computed without changing anything. */
+  private plan(s: Sequence, request: AllocateRequest) {
+    const { computedTokens, newTokens } = request;
+    checkCount("computedTokens", computedTokens, 0);
+    checkCount("newTokens", newTokens, 1);
+    if (s.reservedTokens >= 0) throw new Error(`sequence ${s.id} has a pending destination reservation: activate it first`);
+    const hit = this.hitOf(s, request.hit);
+    const computed = computedTokens + (hit?.tokens ?? 0);
+    const total = computed + newTokens;
+    if (total > s.numTokens) throw new RangeError(`sequence ${s.id}: ${computed} computed + ${newTokens} new exceeds its ${s.numTokens} tokens`);
+    let need = 0;
+    let releasable = 0;
+    const checkpoints: number[][] = [];
+    this.managers.forEach((m, g) => {
+      const st = s.groups[g]!;
+      if (s.tracked) for (const b of m.skippedBlocks(st, computed)) if (this.pool.refCount(b) === 1) releasable++;
+      need += m.numBlocksToAllocate(st, s.tracked, total, hit?.blocks[g] ?? [], computed);
+      const cp = m instanceof MambaManager ? m.checkpointPlan(computed, total, s.numPromptTokens) : [];
+      need += cp.length;
+      checkpoints.push(cp);
+    });
+    return { hit, computed, total, need, releasable, checkpoints };
+  }
+
+  pagesNeeded(seq: KvSequence, request: AllocateRequest): number {
+    return this.plan(this.own(seq), request).need;
+  }
+
+  allocateSlots(seq: KvSequence, request: AllocateRequest): boolean {
+    const s = this.own(seq);
+    const p = this.plan(s, request);
+    // vLLM frees skipped blocks before its capacity check; so do we, but only when it passes.
+    if (p.need > this.pool.numFree + p.releasable) return false;
+    if (s.tracked) this.managers.forEach((m, g) => this.pool.free(m.removeSkippedBlocks(s.groups[g]!, p.computed)));
+    else this.managers.forEach((m, g) => { m.allocateNewComputedBlocks(s.groups[g]!, p.hit?.blocks[g] ?? [], p.computed); });
+    this.managers.forEach((m, g) => { m.allocateNewBlocks(s.groups[g]!, p.total); });
+    p.checkpoints.forEach((cp, g) => {
+      if (cp.length === 0) return;
+      const st = s.groups[g]!;
+      st.checkpoints = this.pool.takeFree(cp.length);
+      st.checkpointHashIdx = cp;
+    });
+    s.tracked = true;
+    s.allocatedTokens = p.total;
+    return true;
+  }
+
+  commitComputed(seq: KvSequence, computedTokens: number): void {
+    const s = this.own(seq);
+    checkCount("computedTokens", computedTokens, 0);
+    if (computedTokens > s.allocatedTokens) throw new RangeError(`sequence ${s.id}: ${computedTokens} computed exceeds the ${s.allocatedTokens} allocated`);
+    if (!this.caching) return;
+    this.managers.forEach((m, g) => { m.cacheBlocks(s.groups[g]!, s.chain(m.blockSize).ensure(Math.floor(computedTokens / m.blockSize)), computedTokens); });
+  }
+
+  free(seq: KvSequence): void {
+    const s = this.own(seq);
+    this.managers.forEach((m, g) => {
+      const st = s.groups[g]!;
+      this.pool.free(m.freeOrder(st));
+      st.reset();
+    });
+    s.tracked = false;
+    s.allocatedTokens = 0;
+    s.reservedTokens = -1;
+  }
+
+  releaseSourceSkipped(seq: KvSequence, computedTokens: number): number {
+    const s = this.own(seq);
+    checkCount("computedTokens", computedTokens, 0);
+    let freed = 0;
+    this.managers.forEach((m, g) => (freed += this.pool.free(m.releaseForSource(s.groups[g]!, computedTokens))));
+    return freed;
+  }
+
+  reserveDestination(seq: KvSequence, transferredTokens: number): DestinationReservation | undefined {
+    const s = this.own(seq);
+    checkCount("transferredTokens", transferredTokens, 1);
+    if (s.tracked || s.reservedTokens >= 0) throw new Error(`sequence ${s.id} already holds blocks on this rank`);
+    if (transferredTokens > s.numTokens) throw new RangeError(`sequence ${s.id}: ${transferredTokens} transferred exceeds its ${s.numTokens} tokens`);
+    const hit = this.hitFor(Math.min(s.numTokens - 1, transferredTokens), (b, max) => s.chain(b).ensure(max));
+    const plans = this.managers.map((m, g) => m.planReservation(transferredTokens, hit.blocks[g]!, hit.tokens));
+    let need = 0;
+    for (const plan of plans) for (const b of plan) if (b === FRESH || this.pool.isEvictable(b)) need++;
+    if (need > this.pool.numFree) return undefined;
+    for (const plan of plans) this.pool.touch(plan.filter((b) => b > NULL_BLOCK));
+    let reservedPages = 0;
+    plans.forEach((plan, g) => {
+      const st = s.groups[g]!;
+      const m = this.managers[g]!;
+      const fresh = plan.reduce((n, b) => n + (b === FRESH ? 1 : 0), 0);
+      const taken = this.pool.takeFree(fresh);
+      let k = 0;
+      st.blocks = plan.map((b) => (b === FRESH ? taken[k++]! : b));
+      st.real = st.blocks.reduce((n, b) => n + (b === NULL_BLOCK ? 0 : 1), 0);
+      st.numCached = m.kind === "mamba" || m.kind === "ring" ? 0 : Math.min(hit.tokens / m.blockSize, st.blocks.length);
+      reservedPages += st.real;
+    });
+    s.reservedTokens = transferredTokens;
+    const fa = this.managers[this.fullAttentionIndex];
+    const missing = fa === undefined ? 0 : cdiv(transferredTokens, fa.blockSize) - hit.tokens / fa.blockSize;
+    return { hitTokens: hit.tokens, missingFullAttentionBlocks: missing, reservedPages };
+  }
+
+  activateDestination(seq: KvSequence, transferredTokens: number): void {
+    const s = this.own(seq);
+    if (s.reservedTokens !== transferredTokens) {
+      throw new Error(`sequence ${s.id}: no reservation of ${transferredTokens} tokens to activate (reserved: ${s.reservedTokens})`);
+    }
+    s.reservedTokens = -1;
+    s.tracked = true;
+    s.allocatedTokens = transferredTokens;
+    this.commitComputed(s, transferredTokens);
+  }
+
+  heldBlocks(seq: KvSequence): readonly number[] {
+    return this.own(seq).heldBlocks();
+  }
+
+  takeEvents(): KvEvent[] {
+    return this.pool.takeEvents();
+  }
+
+  metrics(): PoolMetrics {
+    return this.pool.metrics();
+  }
+}

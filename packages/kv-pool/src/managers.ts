@@ -1,0 +1,493 @@
+import type { CacheGroup } from "@kvsim/profile-schema";
+import { cdiv } from "@kvsim/profile-schema";
+import { NULL_BLOCK, type BlockPool, type StoredBlock } from "./block-pool.js";
+import type { BlockHash } from "./contract.js";
+import type { BlockHashView, GroupState } from "./sequence.js";
+
+/** A reservation plan entry: a fresh block to take from the free queue. */
+export const FRESH = -1;
+
+/**
+ * One cache group's block accounting (the shape of vLLM's single-type managers). Every method
+ * works on one sequence's `GroupState`; the caller sequences them so a failed allocation
+ * changes nothing.
+ */
+export interface SingleTypeManager {
+  readonly groupIndex: number;
+  readonly blockSize: number;
+  readonly kind: "full_attention" | "window" | "mamba" | "ring";
+  /**
+   * Groups with equal keys are searched together (a block hits only if cached in all of them);
+   * undefined for a group that never constrains a hit (a non-cacheable state ring).
+   */
+  readonly hitTypeKey: string | undefined;
+  /** Tokens of a computed prefix that no longer need KV (vLLM's get_num_skipped_tokens). */
+  skippedTokens(computed: number): number;
+  /** Per group of `groups`: the hit blocks (NULL_BLOCK for skipped positions), all of one length. */
+  findLongestCacheHit(hashes: BlockHashView, maxLength: number, alignment: number, groups: readonly number[]): number[][];
+  /** Pages a step up to `numTokens` takes from the free queue (evictable hit blocks included). */
+  numBlocksToAllocate(state: GroupState, tracked: boolean, numTokens: number, hitBlocks: readonly number[], totalComputed: number): number;
+  /** First admission: skipped nulls, then the hit blocks after them, touched. */
+  allocateNewComputedBlocks(state: GroupState, hitBlocks: readonly number[], totalComputed: number): void;
+  /** Takes the blocks up to `numTokens` from the free queue. */
+  allocateNewBlocks(state: GroupState, numTokens: number): void;
+  /** The blocks `removeSkippedBlocks(state, computed)` would release, in free order (changes nothing). */
+  skippedBlocks(state: GroupState, computed: number): number[];
+  /** vLLM's remove_skipped_blocks: nulls the blocks that no longer matter; returns them in free order. */
+  removeSkippedBlocks(state: GroupState, computed: number): number[];
+  /** Makes newly computed blocks cache-visible; emits `stored` runs through the pool. */
+  cacheBlocks(state: GroupState, hashes: BlockHashView, computed: number): void;
+  /** Source completion (grouped-pd.md section 3): nulls what the transfer does not need; returns it. */
+  releaseForSource(state: GroupState, computed: number): number[];
+  /** Every real block, tail first (finish or preemption). */
+  freeOrder(state: GroupState): number[];
+  /** A destination's table for `tokens` transferred tokens over a local hit: FRESH, NULL_BLOCK or a hit block. */
+  planReservation(tokens: number, hitBlocks: readonly number[], hitTokens: number): number[];
+}
+
+/** Blocks holding `hash` in every group of `groups`, or undefined when any misses. */
+function lookup(pool: BlockPool, groups: readonly number[], hash: BlockHash): number[] | undefined {
+  const out: number[] = [];
+  for (const g of groups) {
+    const b = pool.cachedBlock(g, hash);
+    if (b === NULL_BLOCK) return undefined;
+    out.push(b);
+  }
+  return out;
+}
+
+/** Caches table entries [numCached, computed / B): consecutive new keys form one `stored` run. */
+function cacheFullBlocks(pool: BlockPool, groupIndex: number, blockSize: number, state: GroupState, hashes: BlockHashView, computed: number): void {
+  const numFull = Math.min(Math.floor(computed / blockSize), state.blocks.length);
+  if (numFull <= state.numCached) return;
+  let run: StoredBlock[] | undefined;
+  let runStart = 0;
+  const flush = (): void => {
+    if (run !== undefined) pool.emitStored(groupIndex, runStart === 0 ? null : hashes.blockHash(runStart - 1), run);
+    run = undefined;
+  };
+  for (let i = state.numCached; i < numFull; i++) {
+    const b = state.blocks[i]!;
+    if (b === NULL_BLOCK || pool.isHashed(b)) {
+      flush();
+      continue;
+    }
+    const h = hashes.blockHash(i);
+    if (pool.cacheBlock(b, groupIndex, h) && pool.collectsEvents) {
+      if (run === undefined) {
+        run = [];
+        runStart = i;
+      }
+      run.push({ blockHash: h, tokensHash: hashes.tokensHash(i) });
+    } else {
+      flush();
+    }
+  }
+  flush();
+  state.numCached = numFull;
+}
+
+/** Caches one block that holds the state at the end of table block `index`. */
+function cacheOne(pool: BlockPool, groupIndex: number, block: number, index: number, hashes: BlockHashView): void {
+  const h = hashes.blockHash(index);
+  if (pool.cacheBlock(block, groupIndex, h) && pool.collectsEvents) {
+    pool.emitStored(groupIndex, index === 0 ? null : hashes.blockHash(index - 1), [{ blockHash: h, tokensHash: hashes.tokensHash(index) }]);
+  }
+}
+
+function reversedReal(blocks: readonly number[]): number[] {
+  const out: number[] = [];
+  for (let i = blocks.length - 1; i >= 0; i--) if (blocks[i] !== NULL_BLOCK) out.push(blocks[i]!);
+  return out;
+}
+
+/** Full attention and window groups: vLLM's generic accounting with a skipped-token function. */
+abstract class AttentionManager implements SingleTypeManager {
+  abstract readonly kind: "full_attention" | "window";
+  readonly blockSize: number;
+  readonly hitTypeKey: string;
+
+  constructor(
+    protected readonly pool: BlockPool,
+    readonly groupIndex: number,
+    group: CacheGroup,
+    protected readonly cacheable: boolean,
+  ) {
+    this.blockSize = group.block_size_tokens;
+    this.hitTypeKey = `${group.kind}/${group.block_size_tokens}/${group.window_tokens ?? 0}/${cacheable}`;
+  }
+
+  abstract skippedTokens(computed: number): number;
+  abstract findLongestCacheHit(hashes: BlockHashView, maxLength: number, alignment: number, groups: readonly number[]): number[][];
+
+  numBlocksToAllocate(state: GroupState, tracked: boolean, numTokens: number, hitBlocks: readonly number[], totalComputed: number): number {
+    const required = cdiv(numTokens, this.blockSize);
+    if (tracked) return Math.max(required - state.blocks.length, 0);
+    const skipped = Math.floor(this.skippedTokens(totalComputed) / this.blockSize);
+    const fresh = Math.max(required - Math.max(skipped, hitBlocks.length), 0);
+    let evictable = 0;
+    for (let i = skipped; i < hitBlocks.length; i++) if (this.pool.isEvictable(hitBlocks[i]!)) evictable++;
+    return fresh + evictable;
+  }
+
+  allocateNewComputedBlocks(state: GroupState, hitBlocks: readonly number[], totalComputed: number): void {
+    const skipped = Math.floor(this.skippedTokens(totalComputed) / this.blockSize);
+    for (let i = 0; i < skipped; i++) state.blocks.push(NULL_BLOCK);
+    for (let i = skipped; i < hitBlocks.length; i++) {
+      const b = hitBlocks[i]!;
+      state.blocks.push(b);
+      if (b !== NULL_BLOCK) state.real++;
+    }
+    this.pool.touch(state.blocks);
+    state.numCached = state.blocks.length;
+  }
+
+  allocateNewBlocks(state: GroupState, numTokens: number): void {
+    const n = cdiv(numTokens, this.blockSize) - state.blocks.length;
+    if (n <= 0) return;
+    for (const b of this.pool.takeFree(n)) state.blocks.push(b);
+    state.real += n;
+  }
+
+  private walkSkipped(state: GroupState, computed: number, apply: boolean): number[] {
+    const skippedTokens = this.skippedTokens(computed);
+    if (skippedTokens <= 0) return [];
+    const out: number[] = [];
+    for (let i = Math.min(Math.floor(skippedTokens / this.blockSize), state.blocks.length) - 1; i >= 0; i--) {
+      const b = state.blocks[i]!;
+      if (b === NULL_BLOCK) break;
+      out.push(b);
+      if (apply) state.blocks[i] = NULL_BLOCK;
+    }
+    if (apply) state.real -= out.length;
+    return out;
+  }
+
+  skippedBlocks(state: GroupState, computed: number): number[] {
+    return this.walkSkipped(state, computed, false);
+  }
+
+  removeSkippedBlocks(state: GroupState, computed: number): number[] {
+    return this.walkSkipped(state, computed, true);
+  }
+
+  cacheBlocks(state: GroupState, hashes: BlockHashView, computed: number): void {
+    if (this.cacheable) cacheFullBlocks(this.pool, this.groupIndex, this.blockSize, state, hashes, computed);
+  }
+
+  releaseForSource(state: GroupState, computed: number): number[] {
+    return this.removeSkippedBlocks(state, computed);
+  }
+
+  freeOrder(state: GroupState): number[] {
+    return reversedReal(state.blocks);
+  }
+
+  planReservation(tokens: number, hitBlocks: readonly number[], hitTokens: number): number[] {
+    const n = cdiv(tokens, this.blockSize);
+    const skipped = Math.floor(this.skippedTokens(tokens) / this.blockSize);
+    const hit = hitTokens / this.blockSize;
+    const plan: number[] = [];
+    for (let i = 0; i < n; i++) {
+      if (i < skipped) plan.push(NULL_BLOCK);
+      else if (i < hit && hitBlocks[i] !== undefined && hitBlocks[i] !== NULL_BLOCK) plan.push(hitBlocks[i]!);
+      else plan.push(FRESH);
+    }
+    return plan;
+  }
+}
+
+/** Full attention: every block is kept; a hit is the leading run of cached blocks. */
+export class FullAttentionManager extends AttentionManager {
+  readonly kind = "full_attention";
+
+  skippedTokens(): number {
+    return 0;
+  }
+
+  findLongestCacheHit(hashes: BlockHashView, maxLength: number, alignment: number, groups: readonly number[]): number[][] {
+    const out: number[][] = groups.map(() => []);
+    const max = Math.min(Math.floor(maxLength / this.blockSize), hashes.length);
+    for (let i = 0; i < max; i++) {
+      const hit = lookup(this.pool, groups, hashes.blockHash(i));
+      if (hit === undefined) break;
+      hit.forEach((b, k) => out[k]!.push(b));
+    }
+    while (out[0]!.length > 0 && (out[0]!.length * this.blockSize) % alignment !== 0) for (const l of out) l.pop();
+    return out;
+  }
+}
+
+/**
+ * Sliding window and convolution (window W): S(C) = max(0, C - W + 1); blocks wholly below the
+ * window are nulled and freed; a hit needs the cdiv(W - 1, B) blocks before its end.
+ */
+export class WindowManager extends AttentionManager {
+  readonly kind = "window";
+  private readonly window: number;
+
+  constructor(pool: BlockPool, groupIndex: number, group: CacheGroup, cacheable: boolean) {
+    super(pool, groupIndex, group, cacheable);
+    if (group.window_tokens === undefined) throw new RangeError(`group ${group.name} (${group.kind}) needs window_tokens`);
+    this.window = group.window_tokens;
+  }
+
+  skippedTokens(computed: number): number {
+    return Math.max(0, computed - this.window + 1);
+  }
+
+  findLongestCacheHit(hashes: BlockHashView, maxLength: number, alignment: number, groups: readonly number[]): number[][] {
+    const b = this.blockSize;
+    const need = cdiv(this.window - 1, b);
+    const max = Math.min(Math.floor(maxLength / b), hashes.length);
+    const out: number[][] = groups.map(() => new Array<number>(max).fill(NULL_BLOCK));
+    let run = 0;
+    let found = false;
+    for (let i = max - 1; i >= 0; i--) {
+      const hit = lookup(this.pool, groups, hashes.blockHash(i));
+      if (hit === undefined) {
+        run = 0;
+        continue;
+      }
+      // The rightmost block of a run must end on an alignment boundary.
+      if (run === 0 && ((i + 1) * b) % alignment !== 0) continue;
+      hit.forEach((blk, k) => (out[k]![i] = blk));
+      run++;
+      if (run >= need) {
+        for (const l of out) l.length = i + run;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      // Only a run reaching block 0 is a hit, cut to the alignment.
+      for (const l of out) l.length = run;
+      while (out[0]!.length > 0 && (out[0]!.length * b) % alignment !== 0) for (const l of out) l.pop();
+    }
+    return out;
+  }
+}
+
+/**
+ * Mamba-type state in vLLM's "align" mode: the table has cdiv(T, B) entries, null except the
+ * running state block (last) and, until passed, the previous one. A state that ends exactly on a
+ * block boundary is cached under that block's hash (a checkpoint). On vLLM 0.32.0 a group with
+ * `prefill_checkpoint_blocks` = k takes k extra blocks in the chunk that reaches the end of the
+ * prompt, holding the states at the last k boundaries inside the chunk.
+ */
+export class MambaManager implements SingleTypeManager {
+  readonly kind = "mamba";
+  readonly blockSize: number;
+  readonly hitTypeKey: string;
+
+  constructor(
+    private readonly pool: BlockPool,
+    readonly groupIndex: number,
+    group: CacheGroup,
+    /** Checkpoint blocks per prompt-ending chunk (0 unless vLLM 0.32.0). */
+    readonly checkpointBlocks: number,
+  ) {
+    this.blockSize = group.block_size_tokens;
+    this.hitTypeKey = `mamba/${group.block_size_tokens}`;
+  }
+
+  skippedTokens(computed: number): number {
+    return Math.max(0, computed - 1);
+  }
+
+  findLongestCacheHit(hashes: BlockHashView, maxLength: number, alignment: number, groups: readonly number[]): number[][] {
+    const b = this.blockSize;
+    for (let i = Math.min(Math.floor(maxLength / b), hashes.length) - 1; i >= 0; i--) {
+      if (((i + 1) * b) % alignment !== 0) continue;
+      const hit = lookup(this.pool, groups, hashes.blockHash(i));
+      if (hit === undefined) continue;
+      return hit.map((blk) => {
+        const l = new Array<number>(i + 1).fill(NULL_BLOCK);
+        l[i] = blk;
+        return l;
+      });
+    }
+    return groups.map(() => []);
+  }
+
+  numBlocksToAllocate(state: GroupState, tracked: boolean, numTokens: number, hitBlocks: readonly number[]): number {
+    const required = cdiv(numTokens, this.blockSize);
+    if (tracked) return required > state.blocks.length ? 1 : 0;
+    let evictable = 0;
+    for (const blk of hitBlocks) if (this.pool.isEvictable(blk)) evictable++;
+    return (required > hitBlocks.length ? 1 : 0) + evictable;
+  }
+
+  allocateNewComputedBlocks(state: GroupState, hitBlocks: readonly number[]): void {
+    for (const blk of hitBlocks) {
+      state.blocks.push(blk);
+      if (blk !== NULL_BLOCK) state.real++;
+    }
+    this.pool.touch(state.blocks);
+    state.numCached = state.blocks.length;
+  }
+
+  allocateNewBlocks(state: GroupState, numTokens: number): void {
+    const required = cdiv(numTokens, this.blockSize);
+    const len = state.blocks.length;
+    if (required <= len) return;
+    // The running block (or a hit's state block) becomes the previous state: the new running
+    // block starts from it, so it is kept until the computed prefix has passed it.
+    if (len > 0 && state.blocks[len - 1] !== NULL_BLOCK) state.prevStateIdx = len - 1;
+    for (let i = len; i < required - 1; i++) state.blocks.push(NULL_BLOCK);
+    state.blocks.push(this.pool.takeFree(1)[0]!);
+    state.real++;
+  }
+
+  /**
+   * Checkpoint boundaries for a chunk [computed, numTokens): the last k block boundaries strictly
+   * inside it (the state at its end lives in the running block). Returns, latest first, the block
+   * index each checkpoint caches, or -1 where the boundary is not inside the chunk.
+   */
+  checkpointPlan(computed: number, numTokens: number, numPromptTokens: number): number[] {
+    if (this.checkpointBlocks === 0 || computed >= numPromptTokens || numTokens < numPromptTokens) return [];
+    const top = cdiv(numTokens, this.blockSize) - 1;
+    const out: number[] = [];
+    for (let j = 0; j < this.checkpointBlocks; j++) {
+      const m = top - j;
+      out.push(m * this.blockSize > computed && m > 0 ? m - 1 : -1);
+    }
+    return out;
+  }
+
+  private collect(state: GroupState, computed: number, apply: boolean): number[] {
+    const out: number[] = [];
+    const p = state.prevStateIdx;
+    if (p >= 0 && p < cdiv(computed, this.blockSize) - 1 && state.blocks[p] !== NULL_BLOCK) {
+      out.push(state.blocks[p]!);
+      if (apply) {
+        state.blocks[p] = NULL_BLOCK;
+        state.real--;
+        state.prevStateIdx = -1;
+      }
+    }
+    for (const c of state.checkpoints) out.push(c);
+    if (apply) {
+      state.checkpoints = [];
+      state.checkpointHashIdx = [];
+    }
+    return out;
+  }
+
+  /** The passed previous state block and the last chunk's checkpoint blocks. */
+  skippedBlocks(state: GroupState, computed: number): number[] {
+    return this.collect(state, computed, false);
+  }
+
+  removeSkippedBlocks(state: GroupState, computed: number): number[] {
+    return this.collect(state, computed, true);
+  }
+
+  cacheBlocks(state: GroupState, hashes: BlockHashView, computed: number): void {
+    const b = this.blockSize;
+    if (computed > 0 && computed % b === 0) {
+      const i = computed / b - 1;
+      const blk = state.blocks[i];
+      if (blk !== undefined && blk !== NULL_BLOCK && !this.pool.isHashed(blk) && i < hashes.length) cacheOne(this.pool, this.groupIndex, blk, i, hashes);
+    }
+    state.checkpoints.forEach((blk, j) => {
+      const i = state.checkpointHashIdx[j]!;
+      if (i >= 0 && (i + 1) * b <= computed && !this.pool.isHashed(blk) && i < hashes.length) cacheOne(this.pool, this.groupIndex, blk, i, hashes);
+    });
+  }
+
+  /** Keeps only the running block (the last table entry); checkpoints go too. */
+  releaseForSource(state: GroupState): number[] {
+    const out: number[] = [];
+    for (let i = state.blocks.length - 2; i >= 0; i--) {
+      const blk = state.blocks[i]!;
+      if (blk === NULL_BLOCK) continue;
+      out.push(blk);
+      state.blocks[i] = NULL_BLOCK;
+      state.real--;
+    }
+    state.prevStateIdx = -1;
+    out.push(...state.checkpoints);
+    state.checkpoints = [];
+    state.checkpointHashIdx = [];
+    return out;
+  }
+
+  /** Table tail first, then the checkpoint blocks (latest boundary first). */
+  freeOrder(state: GroupState): number[] {
+    const out = reversedReal(state.blocks);
+    out.push(...state.checkpoints);
+    return out;
+  }
+
+  /** cdiv(T, B) entries, the last one a fresh block for the transferred state. */
+  planReservation(tokens: number): number[] {
+    const plan = new Array<number>(cdiv(tokens, this.blockSize)).fill(NULL_BLOCK);
+    plan[plan.length - 1] = FRESH;
+    return plan;
+  }
+}
+
+/**
+ * One block for the request's life, never cached: a non-cacheable state (a ring), and a
+ * Mamba-type state with prefix caching off (vLLM's "none" mode). Never constrains a hit.
+ */
+export class SingleBlockStateManager implements SingleTypeManager {
+  readonly kind = "ring";
+  readonly blockSize: number;
+  readonly hitTypeKey = undefined;
+
+  constructor(
+    private readonly pool: BlockPool,
+    readonly groupIndex: number,
+    group: CacheGroup,
+  ) {
+    this.blockSize = group.block_size_tokens;
+  }
+
+  skippedTokens(): number {
+    return 0;
+  }
+
+  findLongestCacheHit(_hashes: BlockHashView, _maxLength: number, _alignment: number, groups: readonly number[]): number[][] {
+    return groups.map(() => []);
+  }
+
+  numBlocksToAllocate(state: GroupState, tracked: boolean): number {
+    return tracked && state.blocks.length > 0 ? 0 : 1;
+  }
+
+  allocateNewComputedBlocks(): void {
+    // A ring is rebuilt by the computation; a hit reuses none of its blocks.
+  }
+
+  allocateNewBlocks(state: GroupState): void {
+    if (state.blocks.length > 0) return;
+    state.blocks.push(this.pool.takeFree(1)[0]!);
+    state.real = 1;
+  }
+
+  skippedBlocks(): number[] {
+    return [];
+  }
+
+  removeSkippedBlocks(): number[] {
+    return [];
+  }
+
+  cacheBlocks(): void {
+    // Never cached.
+  }
+
+  releaseForSource(): number[] {
+    return [];
+  }
+
+  freeOrder(state: GroupState): number[] {
+    return reversedReal(state.blocks);
+  }
+
+  planReservation(): number[] {
+    return [FRESH];
+  }
+}

@@ -1,0 +1,144 @@
+import type { BlockHash, KvSequence } from "./contract.js";
+import { extendChain, type HashChain } from "./hashing.js";
+import type { PromptTokensImpl } from "./prompt-tokens.js";
+
+/** Read access to the chained hashes of a token sequence at one block size. */
+export interface BlockHashView {
+  /** Full blocks hashed so far. */
+  readonly length: number;
+  blockHash(i: number): BlockHash;
+  tokensHash(i: number): BlockHash;
+}
+
+/** A prompt's memoised chain seen as a view. */
+export class ChainView implements BlockHashView {
+  constructor(private readonly chain: HashChain) {}
+  get length(): number {
+    return this.chain.blockHashes.length;
+  }
+  blockHash(i: number): BlockHash {
+    return this.chain.blockHashes[i]!;
+  }
+  tokensHash(i: number): BlockHash {
+    return this.chain.tokensHashes[i]!;
+  }
+}
+
+/**
+ * A sequence's chain at one block size: the prompt's shared chain plus the blocks completed
+ * by output tokens, hashed once each, on first need.
+ */
+export class SequenceChain implements BlockHashView {
+  private readonly ext: HashChain = { blockHashes: [], tokensHashes: [] };
+  constructor(
+    private readonly seq: Sequence,
+    private readonly base: HashChain,
+    private readonly blockSize: number,
+  ) {}
+
+  get length(): number {
+    return this.base.blockHashes.length + this.ext.blockHashes.length;
+  }
+
+  blockHash(i: number): BlockHash {
+    const n = this.base.blockHashes.length;
+    return i < n ? this.base.blockHashes[i]! : this.ext.blockHashes[i - n]!;
+  }
+
+  tokensHash(i: number): BlockHash {
+    const n = this.base.tokensHashes.length;
+    return i < n ? this.base.tokensHashes[i]! : this.ext.tokensHashes[i - n]!;
+  }
+
+  /** Hashes blocks up to `numBlocks` (at most the sequence's full blocks). */
+  ensure(numBlocks: number): this {
+    const n = this.base.blockHashes.length;
+    const target = Math.min(numBlocks, Math.floor(this.seq.numTokens / this.blockSize));
+    if (target > this.length) {
+      const parent = n > 0 ? this.base.blockHashes[n - 1]! : null;
+      extendChain(this.ext, this.seq.tokenSource(), this.blockSize, target - n, parent, n);
+    }
+    return this;
+  }
+}
+
+/** The blocks one sequence holds in one cache group. */
+export class GroupState {
+  /** The block table, NULL_BLOCK (0) where a block was skipped or never needed. */
+  blocks: number[] = [];
+  /** Non-null entries of `blocks`. */
+  real = 0;
+  /** Table entries below this index were already offered to the cache. */
+  numCached = 0;
+  /** Mamba-type: table index of the previous state block still held, -1 when none. */
+  prevStateIdx = -1;
+  /** 0.32.0 checkpoint blocks, latest boundary first, with the block index each one caches (-1: none). */
+  checkpoints: number[] = [];
+  checkpointHashIdx: number[] = [];
+
+  reset(): void {
+    this.blocks = [];
+    this.real = 0;
+    this.numCached = 0;
+    this.prevStateIdx = -1;
+    this.checkpoints = [];
+    this.checkpointHashIdx = [];
+  }
+}
+
+/** One request's tokens and per-group block tables on one rank. */
+export class Sequence implements KvSequence {
+  readonly numPromptTokens: number;
+  private out = new Uint32Array(16);
+  private numOut = 0;
+  private readonly chains = new Map<number, SequenceChain>();
+  readonly groups: GroupState[];
+  /** Holds blocks and has computed tokens (a running request): vLLM's "request is tracked". */
+  tracked = false;
+  /** Tokens covered by the last allocation (C + n). */
+  allocatedTokens = 0;
+  /** Tokens of a pending destination reservation, -1 when none. */
+  reservedTokens = -1;
+
+  constructor(
+    readonly id: string,
+    readonly prompt: PromptTokensImpl,
+    readonly owner: object,
+    numGroups: number,
+  ) {
+    this.numPromptTokens = prompt.tokens.length;
+    this.groups = Array.from({ length: numGroups }, () => new GroupState());
+  }
+
+  get numTokens(): number {
+    return this.numPromptTokens + this.numOut;
+  }
+
+  appendToken(tokenId: number): void {
+    if (!Number.isInteger(tokenId) || tokenId < 0 || tokenId > 0xffffffff) throw new RangeError(`token id ${tokenId} is not a u32`);
+    if (this.numOut === this.out.length) {
+      const grown = new Uint32Array(this.out.length * 2);
+      grown.set(this.out);
+      this.out = grown;
+    }
+    this.out[this.numOut++] = tokenId;
+  }
+
+  tokenSource(): { head: Uint32Array; headLength: number; tail: Uint32Array } {
+    return { head: this.prompt.tokens, headLength: this.numPromptTokens, tail: this.out };
+  }
+
+  chain(blockSize: number): SequenceChain {
+    let c = this.chains.get(blockSize);
+    if (c === undefined) {
+      c = new SequenceChain(this, this.prompt.chain(blockSize), blockSize);
+      this.chains.set(blockSize, c);
+    }
+    return c;
+  }
+
+  /** Real blocks held, per group (checkpoint blocks included). */
+  heldBlocks(): number[] {
+    return this.groups.map((g) => g.real + g.checkpoints.length);
+  }
+}

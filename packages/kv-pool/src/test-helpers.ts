@@ -1,0 +1,34 @@
+import type { CacheGroup } from "@kvsim/profile-schema";
+import type { KvSequence } from "./contract.js";
+import { KvCacheManager } from "./kv-cache-manager.js";
+import { createPromptTokens } from "./prompt-tokens.js";
+
+/** A group for tests; the byte and layer fields are informational for the pool. */
+export function group(kind: CacheGroup["kind"], blockSize: number, extra: Partial<CacheGroup> = {}): CacheGroup {
+  return { name: `${kind}-${blockSize}-${extra.window_tokens ?? 0}`, kind, num_layers: 1, block_size_tokens: blockSize, prefix_cacheable: true, transfer_bytes_per_block: 1, ...extra };
+}
+
+export function manager(numPages: number, groups: CacheGroup[], opts: { caching?: boolean; version?: string; events?: boolean } = {}): KvCacheManager {
+  return new KvCacheManager({
+    numPages,
+    groups,
+    enablePrefixCaching: opts.caching ?? true,
+    vllmVersion: opts.version ?? "0.31.0",
+    collectEvents: opts.events ?? false,
+  });
+}
+
+export function seqOf(m: KvCacheManager, id: string, tokens: readonly number[]): KvSequence {
+  return m.createSequence(id, createPromptTokens(Uint32Array.from(tokens)));
+}
+
+/** Admits a whole prompt in one step, as vLLM's tests do: hit, allocate the rest, commit. */
+export function admit(m: KvCacheManager, seq: KvSequence): { ok: boolean; hit: number } {
+  const hit = m.findPrefixHit(seq);
+  const ok = m.allocateSlots(seq, { computedTokens: 0, newTokens: seq.numTokens - hit.tokens, hit });
+  if (ok) m.commitComputed(seq, seq.numTokens);
+  return { ok, hit: hit.tokens };
+}
+
+export const repeat = (v: number, n: number): number[] => Array.from({ length: n }, () => v);
+export const range = (a: number, b: number): number[] => Array.from({ length: b - a }, (_, i) => a + i);
