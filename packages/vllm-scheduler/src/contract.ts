@@ -92,6 +92,12 @@ export type CommandOutcome =
   | { readonly ok: true; readonly result: "submitted" | "accepted" | "applied" | "noop"; readonly effects: Effects }
   | { readonly ok: false; readonly reason: string };
 
+/** Tokens one request computes in a pass. */
+export interface ScheduledWork {
+  readonly requestId: string;
+  readonly tokens: number;
+}
+
 export interface StepResult {
   readonly startMs: number;
   readonly durationMs: number;
@@ -99,5 +105,9 @@ export interface StepResult {
   readonly prefillMs: number;
   readonly decodeMs: number;
   readonly scheduledTokens: number;
+  /** Per request, in scheduling order (running requests first, then admissions). */
+  readonly scheduled: readonly ScheduledWork[];
+  /** Profile-table timing queries of this pass that fell outside the grid and were clamped (0 or more). */
+  readonly clampedTimingQueries: number;
   readonly effects: Effects;
 }

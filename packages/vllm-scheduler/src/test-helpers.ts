@@ -1,0 +1,113 @@
+/** Fixtures shared by the scheduler's tests (not exported from the package). */
+import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
+import { engineSettings, type EngineOverrides, type Profile, type Timing } from "@kvsim/profile-schema";
+import type { CommandOutcome, RankConfig, RankRole, RequestInput, StepResult } from "./contract.js";
+import { Rank } from "./rank.js";
+
+export const linearProfile = (extra: Partial<Profile> = {}): Profile => ({
+  schema_version: 1,
+  model: "test/linear",
+  vllm_version: "0.32.0",
+  tensor_parallel_size: 1,
+  kv_bytes_per_token: 1024,
+  ...extra,
+});
+
+/**
+ * GLM-5.3-Flash, TP 4, fp8 cache, built from the table of grouped-pd.md section 2: full attention
+ * 11 x 1,114,112 + 11 x 71,808 = 13,045,120 bytes per block; the tail ring 11 x 2,048 = 22,528;
+ * KDA 0 and 1 9 x 1,085,440 = 9,768,960; KDA 2 and 3 8 x 1,085,440 = 8,683,520; all 2,176-token
+ * blocks; page 13,045,120 bytes. On 0.32.0 each KDA group takes one prefill checkpoint block.
+ */
+export function glmProfile(version: "0.31.0" | "0.32.0" = "0.32.0"): Profile {
+  const checkpoints = version === "0.32.0" ? { prefill_checkpoint_blocks: 1 } : {};
+  const kda = (name: string, layers: number) => ({
+    name,
+    kind: "state" as const,
+    num_layers: layers,
+    block_size_tokens: 2176,
+    prefix_cacheable: true,
+    transfer_bytes_per_block: layers * 1_085_440,
+    ...checkpoints,
+  });
+  return {
+    schema_version: 1,
+    model: "zai-org/GLM-5.3-Flash",
+    vllm_version: version,
+    tensor_parallel_size: 4,
+    kv_cache_dtype: "fp8",
+    page_size_bytes: 13_045_120,
+    kv_cache_groups: [
+      { name: "full_attention", kind: "full_attention", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 11 * 1_114_112 + 11 * 71_808 },
+      { name: "tail_ring", kind: "state", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: false, transfer_bytes_per_block: 11 * 2048 },
+      kda("kda_0", 9),
+      kda("kda_1", 9),
+      kda("kda_2", 8),
+      kda("kda_3", 8),
+    ],
+  };
+}
+
+export const FIXED_10_2: Timing = { type: "fixed", prefill_ms: 10, decode_ms: 2 };
+
+export interface RankOptions {
+  readonly role?: RankRole;
+  readonly profile?: Profile;
+  readonly engine?: EngineOverrides;
+  readonly timing?: Timing;
+  readonly kvTransfer?: RankConfig["kvTransfer"];
+  readonly collectKvEvents?: boolean;
+}
+
+export function makeRank(options: RankOptions = {}): Rank {
+  return new Rank(rankConfig(options));
+}
+
+export function rankConfig(options: RankOptions = {}): RankConfig {
+  return {
+    role: options.role ?? "aggregated",
+    profile: options.profile ?? linearProfile(),
+    engine: engineSettings(options.engine ?? {}),
+    timing: options.timing ?? FIXED_10_2,
+    ...(options.kvTransfer === undefined ? {} : { kvTransfer: options.kvTransfer }),
+    ...(options.collectKvEvents === undefined ? {} : { collectKvEvents: options.collectKvEvents }),
+  };
+}
+
+/** `n` tokens all equal to `value` (vLLM's test prompts are [i] * n). */
+export function repeatedPrompt(value: number, n: number): PromptTokens {
+  return createPromptTokens(new Uint32Array(n).fill(value));
+}
+
+/** `n` tokens starting at `start`, counting up (no two blocks equal). */
+export function rangePrompt(start: number, n: number): PromptTokens {
+  return createPromptTokens(Uint32Array.from({ length: n }, (_, i) => start + i));
+}
+
+export function request(id: string, prompt: PromptTokens, maxOutputTokens: number): RequestInput {
+  return { id, prompt, maxOutputTokens };
+}
+
+/** Asserts a command succeeded and returns its outcome narrowed to ok. */
+export function expectOk(outcome: CommandOutcome): Extract<CommandOutcome, { ok: true }> {
+  if (!outcome.ok) throw new Error(`command refused: ${outcome.reason}`);
+  return outcome;
+}
+
+/** Steps back to back from `startMs` until the rank has nothing it can run; returns every pass. */
+export function runToIdle(rank: Rank, startMs = 0, maxSteps = 100_000): StepResult[] {
+  const passes: StepResult[] = [];
+  let now = startMs;
+  for (let i = 0; i < maxSteps; i++) {
+    const r = rank.step(now);
+    if (r === undefined) return passes;
+    passes.push(r);
+    now = r.endMs;
+  }
+  throw new Error(`the rank did not go idle within ${maxSteps} steps`);
+}
+
+/** Per request id, the tokens scheduled in a pass. */
+export function scheduledOf(pass: StepResult): Record<string, number> {
+  return Object.fromEntries(pass.scheduled.map((w) => [w.requestId, w.tokens]));
+}
