@@ -53,6 +53,11 @@ export class BlockPool {
     return this.hashGroup[id]! >= 0;
   }
 
+  /** True when the block is cached under exactly (group, hash). */
+  holds(id: number, group: number, hash: BlockHash): boolean {
+    return this.hashGroup[id] === group && this.hashValue[id] === hash;
+  }
+
   /** A hit block that a touch would take out of the free queue. */
   isEvictable(id: number): boolean {
     return id !== NULL_BLOCK && this.refCounts[id] === 0;

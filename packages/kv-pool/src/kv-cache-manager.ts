@@ -163,8 +163,12 @@ export class KvCacheManager implements KvCacheManagerApi {
     if (hit === undefined || hit.tokens === 0) return undefined;
     if (!(hit instanceof Hit) || hit.owner !== this) throw new Error("a prefix hit must come from this manager's findPrefixHit");
     if (s.tracked || s.reservedTokens >= 0) throw new Error(`sequence ${s.id} already holds blocks: a hit is taken only at first admission`);
-    hit.blocks.forEach((l) => {
-      for (const b of l) if (b !== NULL_BLOCK && !this.pool.isHashed(b)) throw new Error("stale prefix hit: a hit block was evicted since findPrefixHit");
+    // The hit's blocks must still hold their keys: nothing may have evicted them since the lookup.
+    hit.blocks.forEach((l, g) => {
+      const chain = s.chain(this.managers[g]!.blockSize);
+      l.forEach((b, i) => {
+        if (b !== NULL_BLOCK && !this.pool.holds(b, g, chain.blockHash(i))) throw new Error("stale prefix hit: a hit block was evicted since findPrefixHit");
+      });
     });
     return hit;
   }
