@@ -41,7 +41,16 @@ export type CommandType = Command["type"];
 
 /** A fact a rank reports to the handoff coordinator. */
 export type LifecycleFact =
-  | { readonly type: "source_held"; readonly handoffId: string; readonly requestId: string; readonly terms: TransferTerms; readonly heldPages: number }
+  | {
+      readonly type: "source_held";
+      readonly handoffId: string;
+      readonly requestId: string;
+      readonly terms: TransferTerms;
+      /** Pages the source holds until release_source or cancel_source. */
+      readonly heldPages: number;
+      /** Pages freed at completion before the hold (window blocks below the window, Mamba-type blocks but the running one, 0.32.0 checkpoints). */
+      readonly releasedPages: number;
+    }
   | {
       readonly type: "destination_reserved";
       readonly handoffId: string;

@@ -636,7 +636,7 @@ export class Rank {
     const h = req.handoff;
     if (h?.side === "source" && h.state === "pending") {
       // Source completion (grouped-pd.md 3): free what vLLM frees before the transfer, hold the rest.
-      this.pool.releaseSourceSkipped(req.seq, req.computed);
+      const releasedPages = this.pool.releaseSourceSkipped(req.seq, req.computed);
       this.capacityGeneration++;
       const heldPages = this.pool.heldBlocks(req.seq).reduce((a, b) => a + b, 0);
       h.state = "held";
@@ -647,6 +647,7 @@ export class Rank {
         requestId: req.id,
         terms: sourceTerms(this.profile, tokens(h.promptTokens), this.terms),
         heldPages,
+        releasedPages,
       });
       return;
     }
