@@ -77,13 +77,17 @@ function exactBytesPerToken(terms: BlockTransferTerms): Conversion<number> {
  * Fixed bytes go to kv_bytes_per_request; no bandwidth is null, never 0.
  */
 export function toDynamoTiming(terms: TransferTerms): Conversion<HandoffTransferTiming> {
-  const base = { mode: terms.mode, kv_bytes_per_request: terms.fixedBytes, bandwidth_gb_s: terms.bandwidthGbps ?? null };
-  if (terms.unit === "token") {
-    return { ok: true, value: { ...base, full_prompt_tokens: terms.promptUnits, kv_bytes_per_token: terms.bytesPerUnit } };
-  }
+  const timing = (fullPromptTokens: number, bytesPerToken: number): HandoffTransferTiming => ({
+    mode: terms.mode,
+    full_prompt_tokens: fullPromptTokens,
+    kv_bytes_per_token: bytesPerToken,
+    kv_bytes_per_request: terms.fixedBytes,
+    bandwidth_gb_s: terms.bandwidthGbps ?? null,
+  });
+  if (terms.unit === "token") return { ok: true, value: timing(terms.promptUnits, terms.bytesPerUnit) };
   const perToken = exactBytesPerToken(terms);
   if (!perToken.ok) return perToken;
-  return { ok: true, value: { ...base, full_prompt_tokens: terms.promptUnits * terms.blockSizeTokens, kv_bytes_per_token: perToken.value } };
+  return { ok: true, value: timing(terms.promptUnits * terms.blockSizeTokens, perToken.value) };
 }
 
 /**

@@ -1,0 +1,252 @@
+import { InputError } from "@kvsim/profile-schema";
+import { sampledTokenId } from "@kvsim/vllm-scheduler";
+import { describe, expect, it } from "vitest";
+import { parseJsonExact, stringifyJsonExact, type JsonValue } from "./json-u64.js";
+import { createEngineSession, type EngineSession } from "./session.js";
+import { GLM, INEXACT, linearProfile } from "./test-profiles.js";
+
+/** Sends one line (a string as is, anything else as exact JSON) and parses the response line. */
+function send(s: EngineSession, request: unknown): Record<string, JsonValue> {
+  const line = typeof request === "string" ? request : stringifyJsonExact(request);
+  const response = s.handleLine(line);
+  expect(response).not.toContain("\n");
+  return parseJsonExact(response) as Record<string, JsonValue>;
+}
+
+const effects = (r: Record<string, JsonValue>) => r.effects as Record<string, JsonValue>;
+
+/**
+ * The conformance fixture of dynamo-mocker.md 8.3: block 4, 64 blocks, 64 batched tokens, 2 seqs,
+ * 1 GB/s, 10^6 B/token (a linear profile), with fixed timing 10 ms prefill / 2 ms decode so every
+ * time can be derived by hand.
+ */
+const ENGINE = {
+  block_size: 4,
+  num_gpu_blocks: 64,
+  max_num_batched_tokens: 64,
+  max_num_seqs: 2,
+  kv_transfer_bandwidth: 1,
+  kv_transfer_timing_mode: "destination_missing",
+  timing_model: { type: "fixed", prefill_ms: 10, decode_ms: 2 },
+};
+const PROFILE = linearProfile(1_000_000);
+// The 8.6 hash vectors: [11..88] by 4, and [1..10] by 4 (2 full blocks, the tail of 2 unhashed).
+const PROMPT_1 = [11, 22, 33, 44, 55, 66, 77, 88];
+const PROMPT_2 = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+const STORED_1 = {
+  parent_hash: null,
+  start_position: null,
+  blocks: [
+    { block_hash: 4117275816416024698n, tokens_hash: 4117275816416024698n },
+    { block_hash: 5947898228081096063n, tokens_hash: 6081346995852963768n },
+  ],
+};
+const STORED_2 = {
+  parent_hash: null,
+  start_position: null,
+  blocks: [
+    { block_hash: 14643705804678351452n, tokens_hash: 14643705804678351452n },
+    { block_hash: 4945711292740353085n, tokens_hash: 16777012769546811212n },
+  ],
+};
+
+describe("a prefill rank and a decode rank through one full handoff and a cancelled one", () => {
+  const prefill = createEngineSession({ profile: PROFILE, role: "prefill", engineArgs: ENGINE });
+  const decode = createEngineSession({ profile: PROFILE, role: "decode", engineArgs: ENGINE });
+  const request1 = { request_id: "r1", tokens: PROMPT_1, max_output_tokens: 2 };
+  const request2 = { request_id: "r2", tokens: PROMPT_2, max_output_tokens: 2 };
+  let held1: JsonValue;
+  let reserved1: JsonValue;
+
+  it("1. the source takes the handoff prefill", () => {
+    const r = send(prefill, { id: 1, op: "submit_handoff_prefill", handoff_id: "h1", request: request1 });
+    expect(r).toMatchObject({ id: 1, ok: true, result: "submitted" });
+    expect(effects(r).kv_events).toEqual([]);
+    expect(effects(r).metrics).toMatchObject({ num_waiting: 1, has_work: true });
+  });
+
+  it("2. one prefill pass 0 -> 10 ms: one token, SourceHeld in the current shape, the router store", () => {
+    const r = send(prefill, { id: 2, op: "step", now_ms: 0 });
+    // 8 prompt tokens fit the 64-token budget: one pass, 10 ms prefill, no decode time on a prefill rank.
+    expect(r.pass).toEqual({ start_ms: 0, end_ms: 10, duration_ms: 10, prefill_ms: 10, decode_ms: 0, scheduled_tokens: 8 });
+    const fx = effects(r);
+    expect(fx.admissions).toEqual([{ request_id: "r1", reused_input_tokens: 0, resumed: false }]);
+    // A prefill rank samples exactly one token, then holds its KV.
+    expect(fx.outputs).toEqual([{ request_id: "r1", token_id: sampledTokenId("r1", 0), index: 0, completed: true, rejected: false, at_ms: 10 }]);
+    // Linear: backoff 0, full_prompt_tokens = N = 8; no fixed bytes; 2 blocks of 4 held.
+    const held = { handoff_id: "h1", request_id: "r1", transfer_timing: { mode: "destination_missing", full_prompt_tokens: 8, kv_bytes_per_token: 1_000_000, kv_bytes_per_request: 0, bandwidth_gb_s: 1 }, held_blocks: 2 };
+    expect(fx.lifecycle_events).toEqual([{ source_held: held }]);
+    held1 = ((fx.lifecycle_events as Record<string, JsonValue>[])[0]!.source_held as Record<string, JsonValue>).transfer_timing!;
+    expect(fx.kv_events).toEqual([{ event_id: 0, dp_rank: 0, data: { stored: STORED_1 } }]);
+    expect(fx.metrics).toMatchObject({ active_blocks: 2, has_work: false, drained: false });
+  });
+
+  it("3. the destination reserves: 2 fresh blocks x 4 = 8 transferable tokens, no fixed bytes", () => {
+    const r = send(decode, { id: 3, op: "reserve_destination", handoff_id: "h1", request: request1 });
+    expect(r).toMatchObject({ ok: true, result: "accepted" });
+    const fx = effects(r);
+    expect(fx.lifecycle_events).toEqual([{ destination_reserved: { handoff_id: "h1", request_id: "r1", transferable_prompt_tokens: 8, kv_bytes_per_request: 0, hit_tokens: 0 } }]);
+    reserved1 = (fx.lifecycle_events as Record<string, JsonValue>[])[0]!.destination_reserved!;
+    // No destination store before activation.
+    expect(fx.kv_events).toEqual([]);
+  });
+
+  it("4. the coordinator's delay from the two facts: 8 tokens x 10^6 B at 1 GB/s = 8 ms", () => {
+    const r = send(decode, { id: 4, op: "handoff_delay", transfer_timing: held1, destination_reserved: reserved1 });
+    expect(r).toMatchObject({ id: 4, ok: true, delay_ms: 8 });
+  });
+
+  it("5. activation at 10 + 8 = 18 ms makes the destination's blocks router-visible (same hashes)", () => {
+    const r = send(decode, { id: 5, op: "activate_destination", handoff_id: "h1" });
+    expect(r).toMatchObject({ ok: true, result: "applied" });
+    expect(effects(r).kv_events).toEqual([{ event_id: 0, dp_rank: 0, data: { stored: STORED_1 } }]);
+  });
+
+  it("6. the source is released; its cached blocks stay (no removal event)", () => {
+    const r = send(prefill, { id: 6, op: "release_source", handoff_id: "h1" });
+    expect(r).toMatchObject({ ok: true, result: "applied" });
+    expect(effects(r).kv_events).toEqual([]);
+    expect(effects(r).metrics).toMatchObject({ active_blocks: 0, drained: true });
+  });
+
+  it("7. the decode rank computes the last prompt token and samples at 18 + 2 = 20, then 22", () => {
+    // Attention-only: the destination recomputes the last of the 8 tokens (a 1-token decode row, 2 ms).
+    const a = send(decode, { id: 7, op: "step", now_ms: 18 });
+    expect(a.pass).toEqual({ start_ms: 18, end_ms: 20, duration_ms: 2, prefill_ms: 0, decode_ms: 2, scheduled_tokens: 1 });
+    expect(effects(a).outputs).toEqual([{ request_id: "r1", token_id: sampledTokenId("r1", 0), index: 0, completed: false, rejected: false, at_ms: 20 }]);
+    const b = send(decode, { id: 8, op: "step", now_ms: 20 });
+    expect(b.pass).toMatchObject({ start_ms: 20, end_ms: 22 });
+    expect(effects(b).outputs).toEqual([{ request_id: "r1", token_id: sampledTokenId("r1", 1), index: 1, completed: true, rejected: false, at_ms: 22 }]);
+    expect(send(decode, { id: 9, op: "step", now_ms: 22 })).toMatchObject({ result: "idle", pass: null });
+  });
+
+  it("8. a second handoff is held, reserved (3 blocks -> 12 tokens, 12 ms), then cancelled on both sides", () => {
+    send(prefill, { id: 10, op: "submit_handoff_prefill", handoff_id: "h2", request: request2 });
+    const step = send(prefill, { id: 11, op: "step", now_ms: 22 });
+    expect(step.pass).toMatchObject({ start_ms: 22, end_ms: 32 });
+    const fx = effects(step);
+    // cdiv(10, 4) = 3 blocks held; 2 full blocks stored (the tail of 2 is never published).
+    expect(fx.lifecycle_events).toEqual([
+      { source_held: { handoff_id: "h2", request_id: "r2", transfer_timing: { mode: "destination_missing", full_prompt_tokens: 10, kv_bytes_per_token: 1_000_000, kv_bytes_per_request: 0, bandwidth_gb_s: 1 }, held_blocks: 3 } },
+    ]);
+    expect(fx.kv_events).toEqual([{ event_id: 1, dp_rank: 0, data: { stored: STORED_2 } }]);
+
+    const reserve = send(decode, { id: 12, op: "reserve_destination", handoff_id: "h2", request: request2 });
+    const reserved = (effects(reserve).lifecycle_events as Record<string, JsonValue>[])[0]!.destination_reserved!;
+    expect(reserved).toEqual({ handoff_id: "h2", request_id: "r2", transferable_prompt_tokens: 12, kv_bytes_per_request: 0, hit_tokens: 0 });
+    const held = (fx.lifecycle_events as Record<string, JsonValue>[])[0]!.source_held as Record<string, JsonValue>;
+    // Block-rounded: 12 tokens x 10^6 B = 12 x 10^6 B at 10^9 B/s = 12 ms.
+    expect(send(prefill, { id: 13, op: "handoff_delay", transfer_timing: held.transfer_timing!, destination_reserved: reserved })).toMatchObject({ delay_ms: 12 });
+
+    // The transfer times out: the coordinator cancels the destination, then the source.
+    expect(send(decode, { id: 14, op: "cancel_destination", handoff_id: "h2" })).toMatchObject({ ok: true, result: "applied" });
+    expect(send(prefill, { id: 15, op: "cancel_source", handoff_id: "h2" })).toMatchObject({ ok: true, result: "applied" });
+    // Repeated cleanup is a no-op; activating a cancelled destination is refused with the reason.
+    expect(send(prefill, { id: 16, op: "cancel_source", handoff_id: "h2" })).toMatchObject({ ok: true, result: "noop" });
+    expect(send(decode, { id: 17, op: "activate_destination", handoff_id: "h2" })).toEqual({
+      id: 17,
+      ok: false,
+      error: { code: "command_refused", message: 'destination handoff "h2" was cancelled' },
+    });
+    expect(send(decode, { id: 18, op: "metrics" }).metrics).toMatchObject({ drained: true, active_blocks: 0 });
+    expect(send(prefill, { id: 19, op: "metrics" }).metrics).toMatchObject({ drained: true, active_blocks: 0 });
+  });
+
+  it("9. every malformed line gets an error response, and the sessions keep serving", () => {
+    const errors: [EngineSession, string, JsonValue, string, string][] = [
+      [prefill, "garbage", null, "parse_error", "not JSON: unexpected character \"g\" at character 1"],
+      [prefill, "", null, "parse_error", "not JSON: unexpected end of input at character 1"],
+      [prefill, '{"id":30,"op":"teleport"}', 30, "invalid_request", 'unknown op "teleport"; ops: submit, submit_handoff_prefill, reserve_destination, activate_destination, cancel_destination, release_source, cancel_source, cancel_request, step, metrics, info, handoff_delay'],
+      [prefill, '{"id":31,"op":"step"}', 31, "invalid_request", "now_ms must be a finite number >= 0, got nothing"],
+      [prefill, '{"id":32,"op":"submit","request":{"request_id":"x","tokens":"abc","max_output_tokens":1}}', 32, "invalid_request", 'request.tokens must be an array of u32 token ids, got "abc"'],
+      [prefill, '{"id":33,"op":"step","now_ms":5}', 33, "invalid_time", "now_ms 5 is before the end of the last pass (32 ms)"],
+      [decode, '{"id":34,"op":"release_source","handoff_id":"h1"}', 34, "command_refused", "release_source is a source command: it needs a prefill rank, this rank is decode"],
+      [prefill, '{"id":35,"op":"submit_handoff_prefill","handoff_id":"h1","request":{"request_id":"r9","tokens":[1],"max_output_tokens":1}}', 35, "command_refused", 'handoff "h1" was already used on this rank'],
+      [decode, '{"id":36,"op":"handoff_delay","transfer_timing":{"mode":"full_prompt","full_prompt_tokens":8,"kv_bytes_per_token":1,"bandwidth_gb_s":0}}', 36, "invalid_request", "transfer_timing.bandwidth_gb_s: bandwidth must be greater than 0 GB/s (leave it unset for no modelled delay), got 0"],
+    ];
+    for (const [session, line, id, code, message] of errors) {
+      expect(send(session, line)).toEqual({ id, ok: false, error: { code, message } });
+    }
+    // Still serving: a new request runs end to end on the prefill rank.
+    expect(send(prefill, { id: 40, op: "submit_handoff_prefill", handoff_id: "h3", request: { request_id: "r3", tokens: [5, 6, 7], max_output_tokens: 1 } })).toMatchObject({ ok: true });
+    expect(send(prefill, { id: 41, op: "step", now_ms: 32 }).pass).toMatchObject({ start_ms: 32, end_ms: 42 });
+  });
+});
+
+describe("a grouped handoff: GLM-5.3-Flash, N = 1,000", () => {
+  const engine = { kv_transfer_bandwidth: 1, kv_transfer_timing_mode: "destination_missing", timing_model: { type: "fixed", prefill_ms: 10, decode_ms: 2 } };
+  const prefill = createEngineSession({ profile: GLM, role: "prefill", engineArgs: engine });
+  const decode = createEngineSession({ profile: GLM, role: "decode", engineArgs: engine });
+  const request = { request_id: "g1", tokens: Array.from({ length: 1000 }, (_, i) => i), max_output_tokens: 3 };
+
+  it("the source holds T = 999 tokens and reports 1 block as 2,176 tokens at 5,995 B plus 36,927,488 fixed bytes", () => {
+    send(prefill, { id: 1, op: "submit_handoff_prefill", handoff_id: "g", request });
+    const fx = effects(send(prefill, { id: 2, op: "step", now_ms: 0 }));
+    // Held: 1 full-attention block + 1 ring + 4 KDA running blocks = 6. No block of 2,176 is full: no store.
+    expect(fx.lifecycle_events).toEqual([
+      {
+        source_held: {
+          handoff_id: "g",
+          request_id: "g1",
+          transfer_timing: { mode: "destination_missing", full_prompt_tokens: 2176, kv_bytes_per_token: 5995, kv_bytes_per_request: 36_927_488, bandwidth_gb_s: 1 },
+          held_blocks: 6,
+        },
+      },
+    ]);
+    expect(fx.kv_events).toEqual([]);
+  });
+
+  it("the destination lacks 1 full-attention block (2,176 tokens) and all the fixed bytes: 49.972608 ms", () => {
+    const fx = effects(send(decode, { id: 3, op: "reserve_destination", handoff_id: "g", request }));
+    const reserved = { handoff_id: "g", request_id: "g1", transferable_prompt_tokens: 2176, kv_bytes_per_request: 36_927_488, hit_tokens: 0 };
+    expect(fx.lifecycle_events).toEqual([{ destination_reserved: reserved }]);
+    const timing = { mode: "destination_missing", full_prompt_tokens: 2176, kv_bytes_per_token: 5995, kv_bytes_per_request: 36_927_488, bandwidth_gb_s: 1 };
+    // 2,176 x 5,995 = 13,045,120; + 36,927,488 = 49,972,608 B at 10^9 B/s.
+    expect(send(decode, { id: 4, op: "handoff_delay", transfer_timing: timing, destination_reserved: reserved })).toMatchObject({ delay_ms: 49.972608 });
+  });
+
+  it("after activation the decode rank computes the last prompt token, then decodes 3 tokens", () => {
+    send(decode, { id: 5, op: "activate_destination", handoff_id: "g" });
+    send(prefill, { id: 6, op: "release_source", handoff_id: "g" });
+    const outs: JsonValue[] = [];
+    let now = 60;
+    for (let i = 0; i < 3; i++) {
+      const r = send(decode, { id: 7 + i, op: "step", now_ms: now });
+      now = (r.pass as Record<string, number>).end_ms!;
+      outs.push(...(effects(r).outputs as JsonValue[]));
+    }
+    // Three 2 ms decode passes from 60: tokens at 62, 64, 66; the last completes the request.
+    expect(outs.map((o) => [(o as Record<string, JsonValue>).at_ms, (o as Record<string, JsonValue>).completed])).toEqual([
+      [62, false],
+      [64, false],
+      [66, true],
+    ]);
+  });
+});
+
+describe("createEngineSession refusals", () => {
+  const fail = (fn: () => unknown): string[] => {
+    try {
+      fn();
+    } catch (e) {
+      if (e instanceof InputError) return e.issues.map((i) => `${i.path}: ${i.message}`);
+      throw e;
+    }
+    throw new Error("expected an InputError");
+  };
+  it("a worker_type that contradicts the role", () => {
+    expect(fail(() => createEngineSession({ profile: PROFILE, role: "prefill", engineArgs: { worker_type: "decode" } }))).toEqual(["worker_type: says decode but the session serves the prefill role"]);
+  });
+  it("invalid engine args, by field", () => {
+    expect(fail(() => createEngineSession({ profile: PROFILE, role: "aggregated", engineArgs: { speedup_ratio: 2 } }))[0]).toMatch(/^speedup_ratio: must be 1/);
+  });
+  it("a prefill rank whose grouped terms have no exact token form", () => {
+    expect(fail(() => createEngineSession({ profile: INEXACT, role: "prefill", engineArgs: { timing_model: { type: "fixed", prefill_ms: 1, decode_ms: 1 } } }))).toEqual([
+      "kv_cache_groups: a prefill session reports Dynamo's transfer timing, and a grouped source counts full-attention blocks of 16 tokens at 1000 B per block, which is not a whole number of bytes per token (1000 / 16 = 62.5); block units are never passed as tokens inexactly",
+    ]);
+  });
+  it("the P/D gate of the rank, as located issues", () => {
+    const old = { ...GLM, vllm_version: "0.30.0" };
+    expect(fail(() => createEngineSession({ profile: old, role: "decode" }))).toEqual(["vllm_version: decode role: vllm_version must be 0.31.0 or 0.32.0 for a grouped P/D rank (got 0.30.0)"]);
+  });
+});
