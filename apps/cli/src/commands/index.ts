@@ -1,8 +1,10 @@
 import type { Command } from "commander";
 import type { CommandContext } from "../io.js";
 import { registerTransfer } from "./transfer.js";
+import { registerDynamo } from "./dynamo.js";
+import { registerEngine } from "./engine.js";
 
 /** Each command module registers itself on the program. Keep one module per command. */
 export type RegisterCommand = (program: Command, ctx: CommandContext) => void;
 
-export const COMMANDS: readonly RegisterCommand[] = [registerTransfer];
+export const COMMANDS: readonly RegisterCommand[] = [registerTransfer, registerEngine, registerDynamo];

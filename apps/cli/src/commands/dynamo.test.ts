@@ -1,0 +1,109 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { CliIo } from "../io.js";
+import { runCli } from "../main.js";
+
+function captureIo(): CliIo & { stdout: string; stderr: string } {
+  const io = {
+    stdout: "",
+    stderr: "",
+    stderrIsTTY: false,
+    out(t: string) {
+      io.stdout += t;
+    },
+    err(t: string) {
+      io.stderr += t;
+    },
+  };
+  return io;
+}
+
+// GLM-5.3-Flash, TP 4, fp8 (grouped-pd.md section 2): full attention 11 x 1,114,112 + 11 x 71,808
+// = 13,045,120 B per 2,176-token block; ring 11 x 2,048 = 22,528; KDA 9 x 1,085,440 = 9,768,960
+// (two groups) and 8 x 1,085,440 = 8,683,520 (two groups). Fixed = 22,528 + 19,537,920 +
+// 17,367,040 = 36,927,488 B.
+const state = (name: string, layers: number, perLayer: number, cacheable: boolean) => ({
+  name,
+  kind: "state",
+  num_layers: layers,
+  block_size_tokens: 2176,
+  prefix_cacheable: cacheable,
+  transfer_bytes_per_block: layers * perLayer,
+});
+const GLM = {
+  schema_version: 1,
+  model: "zai-org/GLM-5.3-Flash",
+  vllm_version: "0.32.0",
+  tensor_parallel_size: 4,
+  kv_cache_dtype: "fp8",
+  page_size_bytes: 13_045_120,
+  kv_cache_groups: [
+    { name: "full_attention", kind: "full_attention", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 11 * 1_114_112 + 11 * 71_808 },
+    state("tail_ring", 11, 2048, false),
+    state("kda_0", 9, 1_085_440, true),
+    state("kda_1", 9, 1_085_440, true),
+    state("kda_2", 8, 1_085_440, true),
+    state("kda_3", 8, 1_085_440, true),
+  ],
+};
+const LINEAR = { schema_version: 1, model: "linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 131_072 };
+
+let dir: string;
+let glm: string;
+let linear: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "kvsim-dynamo-"));
+  glm = join(dir, "glm.json");
+  linear = join(dir, "linear.json");
+  writeFileSync(glm, JSON.stringify(GLM));
+  writeFileSync(linear, JSON.stringify(LINEAR));
+});
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("kvsim dynamo handoff-timing", () => {
+  it("GLM, 1,000 tokens at 1 GB/s: kv_bytes_per_request 36,927,488 and 49.972608 ms", async () => {
+    // T = 1,000 - 1 backoff = 999 -> cdiv(999, 2,176) = 1 block = 2,176 tokens at 13,045,120 / 2,176
+    // = 5,995 B/token; 2,176 x 5,995 + 36,927,488 = 49,972,608 B at 10^9 B/s = 49.972608 ms.
+    const io = captureIo();
+    expect(await runCli(["dynamo", "handoff-timing", "--profile", glm, "--prompt-tokens", "1000", "--bandwidth-gbps", "1"], io)).toBe(0);
+    expect(io.stderr).toBe("");
+    expect(JSON.parse(io.stdout)).toEqual({
+      transfer_timing: { mode: "full_prompt", full_prompt_tokens: 2176, kv_bytes_per_token: 5995, kv_bytes_per_request: 36_927_488, bandwidth_gb_s: 1 },
+      delay_ms: 49.972608,
+    });
+  });
+  it("--legacy exits 2 and names the fixed bytes", async () => {
+    const io = captureIo();
+    expect(await runCli(["dynamo", "handoff-timing", "--profile", glm, "--prompt-tokens", "1000", "--bandwidth-gbps", "1", "--legacy"], io)).toBe(2);
+    expect(io.stdout).toBe("");
+    expect(io.stderr).toContain("error: --legacy: the legacy four-field timing would lose the fixed bytes (36927488 B per request");
+    expect(io.stderr).toContain("the block units");
+  });
+  it("no bandwidth: bandwidth_gb_s null and no delay; destination_missing mode is carried", async () => {
+    const io = captureIo();
+    expect(await runCli(["dynamo", "handoff-timing", "--profile", glm, "--prompt-tokens", "8192", "--mode", "destination_missing"], io)).toBe(0);
+    // T = 8,191 -> 4 blocks x 2,176 = 8,704 tokens.
+    expect(JSON.parse(io.stdout)).toEqual({
+      transfer_timing: { mode: "destination_missing", full_prompt_tokens: 8704, kv_bytes_per_token: 5995, kv_bytes_per_request: 36_927_488, bandwidth_gb_s: null },
+      delay_ms: null,
+    });
+  });
+  it("a linear profile has a lossless legacy form", async () => {
+    // 4,096 x 131,072 = 536,870,912 B at 64 x 10^9 B/s = 8.388608 ms.
+    const io = captureIo();
+    expect(await runCli(["dynamo", "handoff-timing", "--profile", linear, "--prompt-tokens", "4096", "--bandwidth-gbps", "64", "--legacy"], io)).toBe(0);
+    expect(JSON.parse(io.stdout)).toEqual({
+      transfer_timing: { mode: "full_prompt", full_prompt_tokens: 4096, kv_bytes_per_token: 131_072, bandwidth_gb_s: 64 },
+      delay_ms: 8.388608,
+    });
+  });
+  it("refuses a bandwidth of 0 (spell off by leaving it out)", async () => {
+    const io = captureIo();
+    expect(await runCli(["dynamo", "handoff-timing", "--profile", glm, "--prompt-tokens", "10", "--bandwidth-gbps", "0"], io)).toBe(2);
+    expect(io.stderr).toContain("--bandwidth-gbps: bandwidth must be greater than 0 GB/s");
+  });
+});

@@ -1,0 +1,50 @@
+import { handoffDelayMs, toDynamoTiming, toLegacyTiming } from "@kvsim/dynamo-adapter";
+import { InputError, TransferModeSchema, parseProfile, tokens, type TransferMode } from "@kvsim/profile-schema";
+import { checkBandwidth, sourceTerms, transferProfileIssues } from "@kvsim/transfer-rules";
+import { Option, type Command } from "commander";
+import { numberOption, readText, UsageError, type CommandContext } from "../io.js";
+
+interface HandoffTimingFlags {
+  readonly profile: string;
+  readonly promptTokens: string;
+  readonly bandwidthGbps?: string;
+  readonly mode: TransferMode;
+  readonly legacy?: boolean;
+}
+
+/** `kvsim dynamo ...`: the Dynamo mocker boundary. */
+export function registerDynamo(program: Command, ctx: CommandContext): void {
+  const dynamo = program.command("dynamo").description("Dynamo mocker interop: kvsim's handoff terms in Dynamo's shapes.");
+  dynamo
+    .command("handoff-timing")
+    .description(
+      "Print the Dynamo HandoffTransferTiming JSON for one handoff (fixed bytes in kv_bytes_per_request; a grouped source in tokens only when exact) and its delay to an empty destination.",
+    )
+    .requiredOption("--profile <file>", "model profile (JSON or YAML), grouped or linear")
+    .requiredOption("--prompt-tokens <N>", "prompt length in tokens (an integer >= 1)")
+    .option("--bandwidth-gbps <G>", "transfer bandwidth in decimal GB/s (10^9 B/s), > 0; without it bandwidth_gb_s is null (no modelled delay)")
+    .addOption(new Option("--mode <mode>", "kv_transfer_timing_mode").choices(TransferModeSchema.options).default("full_prompt"))
+    .option("--legacy", "print Dynamo's legacy four-field shape; refused (exit 2) when it would lose fixed bytes or block units")
+    .action(
+      ctx.run((flags: HandoffTimingFlags) => {
+        ctx.io.out(`${JSON.stringify(handoffTiming(flags), null, 2)}\n`);
+        return undefined;
+      }),
+    );
+}
+
+function handoffTiming(flags: HandoffTimingFlags): Record<string, unknown> {
+  const n = numberOption("--prompt-tokens", flags.promptTokens, { integer: true, min: 1 });
+  const gbps = flags.bandwidthGbps === undefined ? undefined : numberOption("--bandwidth-gbps", flags.bandwidthGbps);
+  const badBandwidth = gbps === undefined ? undefined : checkBandwidth(gbps);
+  if (badBandwidth !== undefined) throw new UsageError(`--bandwidth-gbps: ${badBandwidth}`);
+
+  const profile = parseProfile(readText(flags.profile), flags.profile);
+  const issues = transferProfileIssues(profile);
+  if (issues.length > 0) throw new InputError(flags.profile, issues);
+  const terms = sourceTerms(profile, tokens(n), { mode: flags.mode, bandwidthGbps: gbps });
+
+  const timing = flags.legacy === true ? toLegacyTiming(terms) : toDynamoTiming(terms);
+  if (!timing.ok) throw new UsageError(`${flags.legacy === true ? "--legacy: " : ""}${timing.reason}`);
+  return { transfer_timing: timing.value, delay_ms: handoffDelayMs(timing.value) ?? null };
+}
