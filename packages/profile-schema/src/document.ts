@@ -1,4 +1,4 @@
-import { findNodeAtLocation, getNodeValue, parseTree, printParseErrorCode, type Node as JsonNode, type ParseError } from "jsonc-parser";
+import { findNodeAtLocation, getNodePath, getNodeValue, parseTree, printParseErrorCode, type Node as JsonNode, type ParseError } from "jsonc-parser";
 import { isMap, isSeq, LineCounter, parseDocument as parseYamlDocument, type Node as YamlNode } from "yaml";
 import type { z } from "zod";
 import { formatPath, InputError, type InputIssue } from "./errors.js";
@@ -11,6 +11,20 @@ export interface LocatedDocument {
   readonly value: unknown;
   /** Line and column (1-based) of the deepest existing node on `path`. */
   locate(path: readonly PropertyKey[]): { line: number; column: number } | undefined;
+  /**
+   * Problems found while reading that a schema cannot see: an integer literal beyond 2^53 that a
+   * double cannot hold exactly (`9007199254740993` would silently become `9007199254740992`).
+   */
+  readonly issues: readonly InputIssue[];
+}
+
+const TWO_POW_53 = 2n ** 53n;
+
+/** The issue for an integer literal a double cannot hold exactly, or undefined when it fits. */
+function imprecise(literal: bigint, path: readonly PropertyKey[]): InputIssue | undefined {
+  const abs = literal < 0n ? -literal : literal;
+  if (abs <= TWO_POW_53 || BigInt(Number(literal)) === literal) return undefined;
+  return { path: formatPath(path), message: `must be at most 2^53 = 9007199254740992 (got ${literal}, too large to hold exactly)` };
 }
 
 /** Picks the format from a file name: `.json` is JSON, anything else YAML (YAML also reads JSON). */
@@ -48,9 +62,35 @@ function parseJson(text: string, file: string): LocatedDocument {
     throw new InputError(file, issues.length > 0 ? issues : [{ path: "", message: "malformed JSON" }]);
   }
   const value: unknown = getNodeValue(tree);
+  const issues: InputIssue[] = [];
+  const visit = (node: JsonNode): void => {
+    if (node.type === "number") {
+      const literal = text.slice(node.offset, node.offset + node.length);
+      // Only long integer literals can lose digits; fractions and exponents are floats by intent.
+      if (literal.length >= 16 && /^-?\d+$/.test(literal)) {
+        const issue = imprecise(BigInt(literal), getNodePath(node));
+        if (issue !== undefined) issues.push({ ...issue, ...positionOf(starts, node.parent?.type === "property" ? node.parent.offset : node.offset) });
+      }
+    }
+    if (node.type === "object") {
+      // JSON.parse and jsonc keep the last of two equal keys; a config file with both is a mistake.
+      const seen = new Map<string, number>();
+      for (const prop of node.children ?? []) {
+        const key = prop.children?.[0];
+        if (key?.type !== "string" || typeof key.value !== "string") continue;
+        const at = positionOf(starts, prop.offset);
+        const first = seen.get(key.value);
+        if (first === undefined) seen.set(key.value, at.line);
+        else issues.push({ path: formatPath([...getNodePath(node), key.value]), message: `duplicate key (also on line ${first})`, ...at });
+      }
+    }
+    node.children?.forEach(visit);
+  };
+  visit(tree);
   return {
     file,
     value,
+    issues,
     locate(path) {
       for (let n = path.length; n >= 0; n--) {
         const node: JsonNode | undefined = findNodeAtLocation(tree, path.slice(0, n) as (string | number)[]);
@@ -88,7 +128,8 @@ function describeJsonError(code: string): string {
 
 function parseYaml(text: string, file: string): LocatedDocument {
   const lineCounter = new LineCounter();
-  const doc = parseYamlDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false });
+  // Integers come back as bigint so that one beyond 2^53 can be told from its rounded double.
+  const doc = parseYamlDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false, intAsBigInt: true });
   if (doc.errors.length > 0) {
     throw new InputError(
       file,
@@ -98,10 +139,11 @@ function parseYaml(text: string, file: string): LocatedDocument {
       }),
     );
   }
-  const value: unknown = doc.toJS({ maxAliasCount: 100 });
-  return {
+  const issues: InputIssue[] = [];
+  const located: LocatedDocument = {
     file,
-    value,
+    value: undefined,
+    issues,
     locate(path) {
       for (let n = path.length; n >= 0; n--) {
         const node = nodeAt(doc.contents, path.slice(0, n));
@@ -113,6 +155,29 @@ function parseYaml(text: string, file: string): LocatedDocument {
       return undefined;
     },
   };
+  const value = numbersFromBigInts(doc.toJS({ maxAliasCount: 100 }), [], (path, literal) => {
+    const issue = imprecise(literal, path);
+    if (issue !== undefined) issues.push({ ...issue, ...(located.locate(path) ?? {}) });
+  });
+  return { ...located, value };
+}
+
+/** Replaces every bigint of a YAML value by a number, reporting each one to `seen` with its path. */
+function numbersFromBigInts(v: unknown, path: PropertyKey[], seen: (path: readonly PropertyKey[], literal: bigint) => void): unknown {
+  if (typeof v === "bigint") {
+    seen(path, v);
+    return Number(v);
+  }
+  if (Array.isArray(v)) return v.map((x, i) => numbersFromBigInts(x, [...path, i], seen));
+  if (v !== null && typeof v === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) {
+      // defineProperty, so a `__proto__` key stays a plain key (and is refused as unknown).
+      Object.defineProperty(out, k, { value: numbersFromBigInts(x, [...path, k], seen), enumerable: true, writable: true, configurable: true });
+    }
+    return out;
+  }
+  return v;
 }
 
 /** Walks a YAML node tree; for a map key returns the key node so errors point at the key. */
@@ -143,7 +208,8 @@ export function parseDocumentText(text: string, file: string, format: DocumentFo
   return format === "json" ? parseJson(text, file) : parseYaml(text, file);
 }
 
-function renderValue(v: unknown): string {
+/** A short rendering of an offending value for messages (JSON, cut at 60 characters). */
+export function renderValue(v: unknown): string {
   let s: string;
   try {
     const json: unknown = typeof v === "bigint" ? v.toString() : JSON.stringify(v);
@@ -157,8 +223,16 @@ function renderValue(v: unknown): string {
 /** Turns zod issues into located input issues, naming the offending value where there is one. */
 export function zodIssues(error: z.ZodError, locate?: LocatedDocument["locate"]): InputIssue[] {
   const out: InputIssue[] = [];
-  for (const issue of error.issues) {
-    const base = issue.path;
+  collectIssues(error.issues, [], out, locate);
+  return out;
+}
+
+/** True when a union branch failed because the input has another type altogether. */
+const wrongType = (branch: readonly z.core.$ZodIssue[]): boolean => branch.some((i) => i.path.length === 0 && i.code === "invalid_type");
+
+function collectIssues(issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[], out: InputIssue[], locate: LocatedDocument["locate"] | undefined): void {
+  for (const issue of issues) {
+    const base = [...prefix, ...issue.path];
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) {
         const path = [...base, key];
@@ -166,18 +240,36 @@ export function zodIssues(error: z.ZodError, locate?: LocatedDocument["locate"])
       }
       continue;
     }
+    if (issue.code === "invalid_union") {
+      // A union of a path and an inline object: when the input has the type of exactly one
+      // branch, that branch's own problems say far more than "matched no option".
+      const fitting = issue.errors.filter((branch) => !wrongType(branch));
+      if (fitting.length === 1) {
+        collectIssues(fitting[0]!, base, out, locate);
+        continue;
+      }
+    }
     const input = (issue as { input?: unknown }).input;
-    const got = input !== undefined && issue.code !== "invalid_union" && issue.code !== "custom" ? ` (got ${renderValue(input)})` : "";
+    if (issue.code === "invalid_type" && input === undefined && issue.message.endsWith("received undefined")) {
+      out.push({ path: formatPath(base), message: "is required", ...(locate?.(base) ?? {}) });
+      continue;
+    }
+    // A refinement of a whole object (code custom) says what is wrong in its own words.
+    const scalar = typeof input === "number" || typeof input === "string" || typeof input === "boolean";
+    const shown = issue.code === "custom" ? scalar && !issue.message.includes("(got ") : input !== undefined && issue.code !== "invalid_union";
+    const got = shown ? ` (got ${renderValue(input)})` : "";
     out.push({ path: formatPath(base), message: `${issue.message}${got}`, ...(locate?.(base) ?? {}) });
   }
-  return out;
 }
 
 /** Validates a located document against a schema; throws InputError listing every problem. */
 export function validateDocument<S extends z.ZodType>(schema: S, doc: LocatedDocument): z.output<S> {
   const result = schema.safeParse(doc.value, { reportInput: true });
-  if (!result.success) throw new InputError(doc.file, zodIssues(result.error, (p) => doc.locate(p)));
-  return result.data;
+  if (result.success && doc.issues.length === 0) return result.data;
+  // A reading issue explains its field better than the schema's view of the rounded value.
+  const taken = new Set(doc.issues.map((i) => i.path));
+  const schemaIssues = result.success ? [] : zodIssues(result.error, (p) => doc.locate(p)).filter((i) => !taken.has(i.path));
+  throw new InputError(doc.file, [...doc.issues, ...schemaIssues]);
 }
 
 /** Validates an already-parsed value (an inline object, say); issues carry paths but no lines. */

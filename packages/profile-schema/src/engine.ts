@@ -1,27 +1,42 @@
 import { z } from "zod";
 import { nonNegativeInt, positiveInt } from "./primitives.js";
 
+/** The engine fields without defaults, shared by the settings and the overrides schemas. */
+const fields = {
+  num_gpu_blocks: positiveInt()
+    .min(2, { error: "must be at least 2 (page 0 is the null page)", abort: true })
+    .describe("Pool pages per rank, the null page included (P pages give P - 1 usable)."),
+  block_size: positiveInt().describe("Tokens per block; linear profiles only (grouped profiles take it from their groups)."),
+  max_num_batched_tokens: positiveInt().describe("Token budget of one forward pass."),
+  max_num_seqs: positiveInt().describe("Most requests running at once."),
+  max_model_len: positiveInt().describe("Prompt + output limit; prompts that reach it are rejected."),
+  enable_prefix_caching: z.boolean().describe("Serve prefix hits from cached blocks."),
+  enable_chunked_prefill: z.boolean().describe("Split long prompts over several passes."),
+  long_prefill_token_threshold: nonNegativeInt().describe("Caps the tokens one request gets in one step; 0 = off."),
+};
+
 /**
  * vLLM settings of one rank. Defaults follow vLLM v1 and the Dynamo mocker, except
  * `num_gpu_blocks`, which a real deployment derives from GPU memory: set it.
  */
 export const EngineSettingsSchema = z.strictObject({
-  /** Pool pages per rank, the null page included (P pages give P - 1 usable). */
-  num_gpu_blocks: positiveInt().min(2, { error: "must be at least 2 (page 0 is the null page)" }).default(16384),
-  /** Tokens per block; linear profiles only (grouped profiles take it from their groups). */
-  block_size: positiveInt().optional(),
-  max_num_batched_tokens: positiveInt().default(8192),
-  max_num_seqs: positiveInt().default(256),
-  /** Prompt + output limit; prompts that reach it are rejected. */
-  max_model_len: positiveInt().optional(),
-  enable_prefix_caching: z.boolean().default(true),
-  enable_chunked_prefill: z.boolean().default(true),
-  /** Caps the tokens one request gets in one step; 0 = off. */
-  long_prefill_token_threshold: nonNegativeInt().default(0),
+  num_gpu_blocks: fields.num_gpu_blocks.default(16384),
+  block_size: fields.block_size.optional(),
+  max_num_batched_tokens: fields.max_num_batched_tokens.default(8192),
+  max_num_seqs: fields.max_num_seqs.default(256),
+  max_model_len: fields.max_model_len.optional(),
+  enable_prefix_caching: fields.enable_prefix_caching.default(true),
+  enable_chunked_prefill: fields.enable_chunked_prefill.default(true),
+  long_prefill_token_threshold: fields.long_prefill_token_threshold.default(0),
 });
 export type EngineSettings = z.infer<typeof EngineSettingsSchema>;
-/** What a spec or role override may write: every field optional, no defaults filled. */
-export const EngineOverridesSchema = EngineSettingsSchema.partial();
+
+/**
+ * What a spec or role override may write: every field optional and **no default filled**, so a
+ * role override such as `{ max_num_seqs: 16 }` changes only that field when merged over the
+ * spec's `engine` (defaults are filled once, by engineSettings, after the merge).
+ */
+export const EngineOverridesSchema = z.strictObject(fields).partial();
 export type EngineOverrides = z.infer<typeof EngineOverridesSchema>;
 
 /** The block size a linear profile uses when the engine names none. */

@@ -84,3 +84,20 @@ export {
   type LocatedDocument,
 } from "./document.js";
 export { parseProfile, validateProfile, parseSpec, resolveSpecPaths } from "./parse.js";
+export {
+  MooncakeTraceLineSchema,
+  KvsimTraceLineSchema,
+  AzureTraceRowSchema,
+  AZURE_TRACE_HEADER,
+  DEFAULT_TRACE_BLOCK_SIZE,
+  parseTraceLine,
+  readTrace,
+  type MooncakeTraceLine,
+  type KvsimTraceLine,
+  type AzureTraceRow,
+  type TraceRecord,
+  type TraceReadOptions,
+  type TraceLineOptions,
+} from "./trace.js";
+export { checkPdGate, checkPdTopology, fullAttentionBlockSize, PD_VLLM_VERSIONS, type PdRole, type PdGateProblem } from "./pd-gate.js";
+export { profileJsonSchema, specJsonSchema, PROFILE_SCHEMA_ID, SPEC_SCHEMA_ID, type JsonSchema } from "./json-schema.js";

@@ -11,19 +11,24 @@ export const isWindowKind = (kind: CacheGroupKind): boolean => kind === "sliding
 
 export const CacheGroupSchema = z
   .strictObject({
-    name: nonBlank(),
-    kind: CacheGroupKindSchema,
+    name: nonBlank().describe("Group identity, unique in the profile."),
+    kind: CacheGroupKindSchema.describe("How the group holds tokens."),
     /** Informational; bytes are never multiplied by it. */
-    num_layers: positiveInt(),
-    block_size_tokens: positiveInt(),
+    num_layers: positiveInt().describe("Layers in the group; informational, bytes are never multiplied by it."),
+    block_size_tokens: positiveInt().describe("Tokens per block of this group."),
     /** Required for sliding_window and convolution groups, refused otherwise. */
-    window_tokens: positiveInt().optional(),
+    window_tokens: positiveInt().optional().describe("Window in tokens; required for sliding_window and convolution groups, refused otherwise."),
     /** A prefix-cacheable `state` group is a Mamba-type state (Mamba, KDA). Optional in old profiles. */
-    prefix_cacheable: z.boolean().optional(),
+    prefix_cacheable: z
+      .boolean()
+      .optional()
+      .describe("The group's blocks can serve prefix hits; a prefix-cacheable state group is a Mamba-type state. Needed for P/D."),
     /** Bytes one block of this group moves in a handoff, without page padding. Optional in old profiles. */
-    transfer_bytes_per_block: byteCount().optional(),
+    transfer_bytes_per_block: byteCount().optional().describe("Bytes one block moves in a P/D handoff, without page padding (at most 2^53). Needed for P/D."),
     /** vLLM 0.32.0 only: extra checkpoint blocks a Mamba-type group takes at the end of the prompt. */
-    prefill_checkpoint_blocks: nonNegativeInt().optional(),
+    prefill_checkpoint_blocks: nonNegativeInt()
+      .optional()
+      .describe("vLLM 0.32.0, Mamba-type groups only: extra checkpoint blocks taken in the chunk that reaches the end of the prompt; they never move."),
   })
   .superRefine((g, ctx) => {
     const windowed = isWindowKind(g.kind);
@@ -43,7 +48,7 @@ export const PrefillPointSchema = z.strictObject({
   new_tokens: nonNegativeInt(),
   /** Prefix (already cached or computed) tokens read in the pass, summed over the batch. */
   cached_tokens: nonNegativeInt(),
-  latency_ms: finiteNumber().min(0, { error: "must not be negative" }),
+  latency_ms: finiteNumber().min(0, { error: "must not be negative", abort: true }),
 });
 export type PrefillPoint = z.infer<typeof PrefillPointSchema>;
 
@@ -52,7 +57,7 @@ export const DecodePointSchema = z.strictObject({
   batch_size: positiveInt(),
   /** KV tokens read by the pass, summed over the batch. */
   kv_tokens: nonNegativeInt(),
-  latency_ms: finiteNumber().min(0, { error: "must not be negative" }),
+  latency_ms: finiteNumber().min(0, { error: "must not be negative", abort: true }),
 });
 export type DecodePoint = z.infer<typeof DecodePointSchema>;
 
@@ -83,9 +88,9 @@ function gridProblems(points: readonly number[][]): string | undefined {
 export const ForwardPassSchema = z
   .strictObject({
     /** Where the numbers come from (a measurement run, or "illustrative"). */
-    provenance: nonBlank(),
-    prefill: z.array(PrefillPointSchema),
-    decode: z.array(DecodePointSchema),
+    provenance: nonBlank().describe("Where the numbers come from: a measurement run, or that they are illustrative."),
+    prefill: z.array(PrefillPointSchema).describe("Prefill passes over (batch_size, new_tokens, cached_tokens); a complete grid."),
+    decode: z.array(DecodePointSchema).describe("Decode passes over (batch_size, kv_tokens); a complete grid."),
   })
   .superRefine((fp, ctx) => {
     const p = gridProblems(fp.prefill.map((x) => [x.batch_size, x.new_tokens, x.cached_tokens]));
@@ -98,6 +103,7 @@ export type ForwardPass = z.infer<typeof ForwardPassSchema>;
 /** A literal vLLM version string such as `0.32.0` (no ranges, no `latest`). */
 export const VllmVersionSchema = z.string().regex(/^\d+\.\d+\.\d+([.+-][0-9A-Za-z.+-]+)?$/, {
   error: "must be a literal version such as 0.32.0",
+  abort: true,
 });
 
 /**
@@ -106,19 +112,25 @@ export const VllmVersionSchema = z.string().regex(/^\d+\.\d+\.\d+([.+-][0-9A-Za-
  */
 export const ProfileSchema = z
   .strictObject({
-    schema_version: z.literal(1, { error: "must be 1" }),
-    model: nonBlank(),
+    /** Editor support only: the JSON Schema this file follows. kvsim ignores it. */
+    $schema: z.string().optional().describe("The JSON Schema this file follows (editor support); kvsim ignores it."),
+    schema_version: z.literal(1, { error: "must be 1" }).describe("Profile format version; 1."),
+    model: nonBlank().describe("Model name, e.g. zai-org/GLM-5.3-Flash."),
     /** Free text shown to users, e.g. where the numbers come from. */
-    description: z.string().optional(),
-    vllm_version: VllmVersionSchema,
-    tensor_parallel_size: positiveInt(),
-    kv_cache_dtype: nonBlank().optional(),
+    description: z.string().optional().describe("Free text, e.g. where the numbers come from."),
+    vllm_version: VllmVersionSchema.describe("The literal vLLM version the profile describes; grouped P/D needs 0.31.0 or 0.32.0."),
+    tensor_parallel_size: positiveInt().describe("Tensor-parallel ranks; the profile describes one of them."),
+    kv_cache_dtype: nonBlank().optional().describe("KV cache dtype, e.g. fp8 or bf16; informational."),
     /** One pool page; every group's block takes one page (vLLM pads pages to one size). Grouped only. */
-    page_size_bytes: byteCount().optional(),
+    page_size_bytes: byteCount().optional().describe("Grouped profiles: one pool page in bytes; a block of any group takes one page."),
     /** Linear profiles: KV bytes per token on this rank. */
-    kv_bytes_per_token: byteCount().optional(),
-    kv_cache_groups: z.array(CacheGroupSchema).min(1, { error: "must list at least one group" }).optional(),
-    forward_pass: ForwardPassSchema.optional(),
+    kv_bytes_per_token: byteCount().optional().describe("Linear profiles: KV bytes per token on this rank. Never together with kv_cache_groups."),
+    kv_cache_groups: z
+      .array(CacheGroupSchema)
+      .min(1, { error: "must list at least one group", abort: true })
+      .optional()
+      .describe("Grouped profiles: the cache groups sharing the pool. Never together with kv_bytes_per_token."),
+    forward_pass: ForwardPassSchema.optional().describe("Measured (or illustrative) forward-pass latencies for timing type profile."),
   })
   .superRefine((p, ctx) => {
     const grouped = p.kv_cache_groups !== undefined;

@@ -3,7 +3,7 @@ import { EngineOverridesSchema } from "./engine.js";
 import { finiteNumber, nonBlank, nonNegativeInt, positiveInt } from "./primitives.js";
 import { ProfileSchema } from "./profile.js";
 
-const positiveFinite = () => finiteNumber().positive({ error: "must be greater than 0" });
+const positiveFinite = () => finiteNumber().positive({ error: "must be greater than 0", abort: true });
 
 /** A profile given by path (relative to the spec file) or inline. */
 export const ProfileRefSchema = z.union([nonBlank(), ProfileSchema], {
@@ -32,15 +32,15 @@ export const KvTransferSchema = z.strictObject({
   bandwidth_gbps: positiveFinite().optional(),
   mode: TransferModeSchema.default("destination_missing"),
   /** Delay used when no bandwidth is set. */
-  fallback_latency_ms: finiteNumber().min(0, { error: "must not be negative" }).default(0),
+  fallback_latency_ms: finiteNumber().min(0, { error: "must not be negative", abort: true }).default(0),
 });
 export type KvTransfer = z.infer<typeof KvTransferSchema>;
 
 export const TimingSchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("fixed"),
-    prefill_ms: finiteNumber().min(0, { error: "must not be negative" }),
-    decode_ms: finiteNumber().min(0, { error: "must not be negative" }),
+    prefill_ms: finiteNumber().min(0, { error: "must not be negative", abort: true }),
+    decode_ms: finiteNumber().min(0, { error: "must not be negative", abort: true }),
   }),
   /** The upstream simulator's uncalibrated polynomial (aisimulate-replay.md section 4.2). */
   z.strictObject({ type: z.literal("polynomial") }),
@@ -57,7 +57,7 @@ export const SyntheticWorkloadSchema = z.strictObject({
   rate_per_s: positiveFinite().optional(),
   seed: nonNegativeInt().default(0),
   /** Fraction of each prompt (rounded down to whole tokens) that is a prefix shared by every request. */
-  shared_prefix_ratio: finiteNumber().min(0, { error: "must be in [0, 1]" }).max(1, { error: "must be in [0, 1]" }).default(0),
+  shared_prefix_ratio: finiteNumber().min(0, { error: "must be in [0, 1]", abort: true }).max(1, { error: "must be in [0, 1]", abort: true }).default(0),
 });
 export type SyntheticWorkload = z.infer<typeof SyntheticWorkloadSchema>;
 
@@ -102,19 +102,21 @@ export type Router = z.infer<typeof RouterSchema>;
 /** Replay spec v1 (product.md). Unknown keys are errors. */
 export const SpecSchema = z
   .strictObject({
-    version: z.literal(1, { error: "must be 1" }),
-    profile: ProfileRefSchema,
-    topology: TopologySchema,
-    engine: EngineOverridesSchema.default({}),
-    prefill: RoleOverrideSchema.optional(),
-    decode: RoleOverrideSchema.optional(),
-    kv_transfer: KvTransferSchema.default({ mode: "destination_missing", fallback_latency_ms: 0 }),
-    timing: TimingSchema,
-    workload: WorkloadSchema,
-    router: RouterSchema.default("round_robin"),
-    sla: SlaSchema.optional(),
+    /** Editor support only: the JSON Schema this file follows. kvsim ignores it. */
+    $schema: z.string().optional().describe("The JSON Schema this file follows (editor support); kvsim ignores it."),
+    version: z.literal(1, { error: "must be 1" }).describe("Spec format version; 1."),
+    profile: ProfileRefSchema.describe("The profile: a path relative to the spec file, or an inline profile."),
+    topology: TopologySchema.describe("aggregated (workers: N) or disaggregated (prefill and decode pools)."),
+    engine: EngineOverridesSchema.default({}).describe("vLLM settings for every rank; prefill and decode may override them."),
+    prefill: RoleOverrideSchema.optional().describe("Disaggregated: engine and profile overrides of the prefill role."),
+    decode: RoleOverrideSchema.optional().describe("Disaggregated: engine and profile overrides of the decode role."),
+    kv_transfer: KvTransferSchema.default({ mode: "destination_missing", fallback_latency_ms: 0 }).describe("How P/D handoffs are priced."),
+    timing: TimingSchema.describe("Step timing: fixed, polynomial or profile (the profile's forward_pass tables)."),
+    workload: WorkloadSchema.describe("A trace file (with its format) or a synthetic workload."),
+    router: RouterSchema.default("round_robin").describe("Placement: round_robin or kv_aware."),
+    sla: SlaSchema.optional().describe("Service-level targets for goodput."),
     /** Soft cutoff on virtual time: no event after it is processed. */
-    max_virtual_time_ms: finiteNumber().min(0, { error: "must not be negative" }).optional(),
+    max_virtual_time_ms: finiteNumber().min(0, { error: "must not be negative", abort: true }).optional().describe("Soft cutoff on virtual time."),
   })
   .superRefine((s, ctx) => {
     if (s.topology.kind === "aggregated") {

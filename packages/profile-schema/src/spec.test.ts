@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import { engineSettings, EngineOverridesSchema } from "./engine.js";
+import { InputError } from "./errors.js";
+import { parseSpec } from "./parse.js";
+
+const base = [
+  "version: 1",
+  "profile: ./profiles/glm.json",
+  "topology:",
+  "  kind: disaggregated",
+  "  prefill: { workers: 2 }",
+  "  decode: { workers: 3 }",
+  "timing: { type: fixed, prefill_ms: 10, decode_ms: 2 }",
+  "workload:",
+  "  trace: ../traces/t.jsonl",
+  "  format: mooncake",
+];
+
+function issues(text: string, file = "/work/specs/run.yaml"): string[] {
+  try {
+    parseSpec(text, file);
+  } catch (e) {
+    expect(e).toBeInstanceOf(InputError);
+    return (e as InputError).message.split("\n");
+  }
+  throw new Error("expected an InputError");
+}
+
+describe("parseSpec", () => {
+  it("resolves relative paths against the spec's folder and keeps absolute ones", () => {
+    const text = [...base, "decode: { profile: decode.json }", "prefill: { profile: /abs/prefill.json }"].join("\n");
+    const spec = parseSpec(text, "/work/specs/run.yaml");
+    expect(spec.profile).toBe("/work/specs/profiles/glm.json");
+    expect(spec.workload.trace).toBe("/work/traces/t.jsonl");
+    expect(spec.decode?.profile).toBe("/work/specs/decode.json");
+    expect(spec.prefill?.profile).toBe("/abs/prefill.json");
+  });
+  it("fills the documented defaults", () => {
+    const spec = parseSpec(base.join("\n"), "/work/specs/run.yaml");
+    expect(spec.engine).toStrictEqual({});
+    expect(spec.kv_transfer).toStrictEqual({ mode: "destination_missing", fallback_latency_ms: 0 });
+    expect(spec.router).toBe("round_robin");
+    expect(spec.workload.trace_block_size).toBe(512);
+    expect(spec.workload.speedup).toBe(1);
+  });
+  it("refuses an unknown key with its line", () => {
+    // base has 10 lines; the unknown key is line 11.
+    expect(issues([...base, "colour: red"].join("\n"))).toStrictEqual(["/work/specs/run.yaml:11:1: colour: unknown key"]);
+  });
+  it("refuses a workload with neither a trace nor a synthetic source", () => {
+    const text = [...base.slice(0, 7), "workload:", "  speedup: 2"].join("\n");
+    expect(issues(text)).toStrictEqual(["/work/specs/run.yaml:8:1: workload: needs exactly one of trace or synthetic"]);
+  });
+  it("refuses a trace without its format", () => {
+    const text = [...base.slice(0, 9)].join("\n");
+    expect(issues(text)).toStrictEqual(["/work/specs/run.yaml:8:1: workload.format: is required with trace (mooncake, azure or kvsim)"]);
+  });
+  it("shows the problems inside an inline profile, not just that the union failed", () => {
+    const text = [
+      ...base.slice(0, 1),
+      "profile:",
+      "  schema_version: 1",
+      "  model: m",
+      '  vllm_version: "0.32.0"',
+      "  tensor_parallel_size: 1",
+      "  kv_bytes_per_token: -8",
+      ...base.slice(2),
+    ].join("\n");
+    expect(issues(text)).toStrictEqual(["/work/specs/run.yaml:7:3: profile.kv_bytes_per_token: must be at least 1 byte (got -8)"]);
+  });
+  it("refuses role sections in an aggregated topology", () => {
+    const text = ["version: 1", "profile: p.json", "topology: { kind: aggregated, workers: 1 }", "timing: { type: polynomial }", "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }", "decode: {}"].join("\n");
+    expect(issues(text)).toStrictEqual(["/work/specs/run.yaml:6:1: decode: applies to a disaggregated topology only"]);
+  });
+});
+
+describe("engine settings", () => {
+  it("a role override keeps only what it names (no defaults filled), so merging never resets the spec's engine", () => {
+    expect(EngineOverridesSchema.parse({ max_num_seqs: 16 })).toStrictEqual({ max_num_seqs: 16 });
+    const spec = parseSpec([...base, "engine: { num_gpu_blocks: 4096 }", "prefill: { engine: { max_num_seqs: 16 } }"].join("\n"), "/s.yaml");
+    expect(engineSettings({ ...spec.engine, ...spec.prefill?.engine })).toStrictEqual({
+      num_gpu_blocks: 4096,
+      max_num_batched_tokens: 8192,
+      max_num_seqs: 16,
+      enable_prefix_caching: true,
+      enable_chunked_prefill: true,
+      long_prefill_token_threshold: 0,
+    });
+  });
+  it("refuses a pool of one page (page 0 is the null page)", () => {
+    expect(EngineOverridesSchema.safeParse({ num_gpu_blocks: 1 }).success).toBe(false);
+  });
+});
