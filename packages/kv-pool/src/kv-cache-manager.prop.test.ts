@@ -5,7 +5,7 @@ import { NULL_BLOCK } from "./block-pool.js";
 import type { KvSequence } from "./contract.js";
 import { KvCacheManager, poolOf } from "./kv-cache-manager.js";
 import { createPromptTokens } from "./prompt-tokens.js";
-import type { Sequence } from "./sequence.js";
+import { Sequence } from "./sequence.js";
 import { group } from "./test-helpers.js";
 
 interface Layout {
@@ -182,7 +182,8 @@ function checkInvariants(m: KvCacheManager, layout: Layout, live: readonly Live[
   // Reference counts equal the references held by live sequences (tables and checkpoints).
   const refs = new Int32Array(pool.numPages);
   for (const l of live) {
-    const s = l.seq as Sequence;
+    const s = l.seq;
+    if (!(s instanceof Sequence)) throw new Error("not a pool sequence");
     s.groups.forEach((st, g) => {
       const b = layout.groups[g]!.block_size_tokens;
       const chain = s.chain(b);
