@@ -1,0 +1,242 @@
+import { InputError } from "@kvsim/profile-schema";
+import { describe, expect, it } from "vitest";
+import { runReplay, specProfilePaths, type ReplayResult } from "./replay.js";
+import type { RequestRecord } from "./report.js";
+import { byLength, byTokens, glmProfile, linearProfile, traceSpec } from "./test-fixtures.js";
+
+function ok(r: ReplayResult): Extract<ReplayResult, { ok: true }> {
+  if (!r.ok) throw new Error(`replay failed: ${r.reason}`);
+  return r;
+}
+const one = (r: ReplayResult): RequestRecord => {
+  const records = ok(r).records;
+  expect(records).toHaveLength(1);
+  return records[0]!;
+};
+
+// The golden-seed engine of aisimulate-replay.md 6.2: 16 pages of 4 tokens, 4 seqs, 64-token budget.
+const smallEngine = { num_gpu_blocks: 16, block_size: 4, max_num_seqs: 4, max_num_batched_tokens: 64 };
+const fixed = (prefill_ms: number, decode_ms: number) => ({ type: "fixed", prefill_ms, decode_ms });
+
+describe("aggregated replay (fixed timing, hand-derived)", () => {
+  it("S1: one request of 4 + 2 tokens at fixed 10 / 2 ms: TTFT 12, E2E 14", async () => {
+    // Pass 1 at 0: prefill 10 + decode 2 (the first token costs both) -> token 0 at 12.
+    // Pass 2 at 12: decode 2 -> token 1 at 14.
+    const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 1 }, engine: smallEngine, timing: fixed(10, 2) });
+    const result = ok(await runReplay({ spec, records: [byLength(1, 0, 4, 2)] }));
+    const r = result.records[0]!;
+    expect([r.status, r.arrival_ms, r.admitted_ms, r.first_token_ms, r.last_token_ms]).toEqual(["completed", 0, 0, 12, 14]);
+    expect([r.ttft_ms, r.e2e_ms, r.tpot_ms]).toEqual([12, 14, 2]);
+    expect([r.input_tokens, r.output_tokens, r.requested_output_tokens]).toEqual([4, 2, 2]);
+    expect(r.workers).toEqual({ aggregated: 0 });
+    expect(r.handoff).toBeUndefined();
+    const rep = result.report;
+    expect([rep.num_requests, rep.completed_requests, rep.duration_ms, rep.total_input_tokens, rep.total_output_tokens]).toEqual([1, 1, 14, 4, 2]);
+    expect([rep.mean_ttft_ms, rep.p99_e2e_ms, rep.mean_itl_ms]).toEqual([12, 14, 2]);
+    expect(rep.handoffs).toEqual({ count: 0, payload_bytes: 0, mean_delay_ms: 0 });
+  });
+
+  it("S2: two workers, four simultaneous requests under round robin: two requests per worker", async () => {
+    // Placement in arrival order: 0, 1, 0, 1.
+    const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 2 }, engine: smallEngine, timing: fixed(1, 1) });
+    const records = [1, 2, 3, 4].map((line) => byLength(line, 0, 4, 1));
+    const r = ok(await runReplay({ spec, records }));
+    expect(r.records.map((x) => x.workers.aggregated)).toEqual([0, 1, 0, 1]);
+    // Each worker runs its two requests in one pass: prefill 1 + decode 1 -> every token at 2.
+    expect(r.records.map((x) => x.first_token_ms)).toEqual([2, 2, 2, 2]);
+  });
+
+  it("kv_aware sends a repeated prompt to the worker that holds its prefix (round robin would not)", async () => {
+    // 32 tokens in blocks of 4: the hit is capped below the whole prompt, at 31 tokens rounded
+    // down to whole blocks = 28.
+    const prompt = Array.from({ length: 32 }, (_, k) => 500 + k);
+    const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 2 }, engine: smallEngine, timing: fixed(10, 2), router: "kv_aware" });
+    const r = ok(await runReplay({ spec, records: [byTokens(1, 0, prompt, 1), byTokens(2, 100, prompt, 1)] }));
+    expect(r.records.map((x) => x.workers.aggregated)).toEqual([0, 0]);
+    expect(r.records.map((x) => x.reused_tokens)).toEqual([0, 28]);
+    // 28 of 64 input tokens reused.
+    expect(r.report.prefix_cache_reused_ratio).toBe(28 / 64);
+  });
+
+  it("a request that can never fit is rejected with the rank's reason", async () => {
+    // 15 usable pages of 4 tokens hold 60 tokens; a 100-token prompt needs 25 pages.
+    const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 1 }, engine: smallEngine, timing: fixed(10, 2) });
+    const r = one(await runReplay({ spec, records: [byLength(1, 0, 100, 2)] }));
+    expect(r.status).toBe("rejected");
+    expect(r.reason).toMatch(/100 tokens/);
+    expect([r.first_token_ms, r.ttft_ms, r.output_tokens]).toEqual([null, null, 0]);
+  });
+});
+
+describe("P/D replay (fixed timing, hand-derived)", () => {
+  // Linear profile of 1,000,000 bytes per token, full_prompt mode, 1 GB/s.
+  const pdSpec = (extra: Record<string, unknown> = {}) =>
+    traceSpec({
+      profile: linearProfile(1_000_000),
+      topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } },
+      engine: smallEngine,
+      timing: fixed(10, 2),
+      kv_transfer: { bandwidth_gbps: 1, mode: "full_prompt" },
+      ...extra,
+    });
+
+  it("one request of 4 + 2 tokens: source held at 10, transfer 4 ms, TTFT 16, E2E 18", async () => {
+    // Prefill rank: one pass of prefill 10 (a prefill rank charges no decode time) -> source held at 10.
+    // The destination reserves at once (10); transfer 4 tokens x 10^6 B / 10^9 B/s = 4 ms -> 14.
+    // Decode rank: activation at 14, the one-token row 14 -> 16 emits token 0, 16 -> 18 token 1.
+    const r = one(await runReplay({ spec: pdSpec(), records: [byLength(1, 0, 4, 2)] }));
+    expect([r.status, r.admitted_ms, r.first_token_ms, r.last_token_ms, r.ttft_ms, r.e2e_ms]).toEqual(["completed", 0, 16, 18, 16, 18]);
+    expect(r.workers).toEqual({ prefill: 0, decode: 0 });
+    expect(r.output_tokens).toBe(2);
+    const h = r.handoff!;
+    expect([h.source_held_ms, h.destination_reserved_ms, h.destination_activated_ms, h.source_released_ms]).toEqual([10, 10, 14, 14]);
+    expect([h.unit, h.mode, h.prompt_units, h.bytes_per_unit, h.payload_bytes, h.delay_ms]).toEqual(["token", "full_prompt", 4, 1_000_000, 4_000_000, 4]);
+  });
+
+  it("without bandwidth the spec's fallback latency is the transfer delay", async () => {
+    // Same as above with a 7.5 ms fallback: activation at 10 + 7.5 = 17.5, tokens at 19.5 and 21.5.
+    const r = one(await runReplay({ spec: pdSpec({ kv_transfer: { mode: "full_prompt", fallback_latency_ms: 7.5 } }), records: [byLength(1, 0, 4, 2)] }));
+    expect([r.first_token_ms, r.last_token_ms]).toEqual([19.5, 21.5]);
+    expect(r.handoff?.delay_ms).toBe(7.5);
+    expect(r.handoff?.bandwidth_gbps).toBeNull();
+  });
+
+  it("a zero delay activates in the same instant: TTFT 12", async () => {
+    // Fallback 0: held at 10, activated at 10, decode row 10 -> 12, then 12 -> 14.
+    const r = one(await runReplay({ spec: pdSpec({ kv_transfer: { mode: "full_prompt" } }), records: [byLength(1, 0, 4, 2)] }));
+    expect([r.ttft_ms, r.e2e_ms]).toEqual([12, 14]);
+  });
+});
+
+describe("grouped P/D replay on GLM-5.3-Flash", () => {
+  it("each handoff's payload equals the transfer-rules oracle and every request completes", async () => {
+    // grouped-pd.md section 2: payload = 13,045,120 x cdiv(N - 1, 2,176) + 36,927,488.
+    //   N 1,000: cdiv(999, 2,176) = 1 -> 49,972,608; N 2,177: cdiv(2,176, 2,176) = 1 -> 49,972,608;
+    //   N 8,192: cdiv(8,191, 2,176) = 4 -> 52,180,480 + 36,927,488 = 89,107,968.
+    // At 1 GB/s the delay is the payload in ms / 10^6.
+    const spec = traceSpec({
+      profile: glmProfile("0.32.0"),
+      topology: { kind: "disaggregated", prefill: { workers: 2 }, decode: { workers: 2 } },
+      engine: { num_gpu_blocks: 64 },
+      timing: fixed(10, 2),
+      kv_transfer: { bandwidth_gbps: 1 },
+    });
+    const records = [byLength(1, 0, 1000, 3), byLength(2, 0, 8192, 3), byLength(3, 5, 2177, 3)];
+    const r = ok(await runReplay({ spec, records }));
+    expect(r.records.map((x) => x.status)).toEqual(["completed", "completed", "completed"]);
+    expect(r.records.map((x) => x.output_tokens)).toEqual([3, 3, 3]);
+    expect(r.records.map((x) => x.handoff?.payload_bytes)).toEqual([49_972_608, 89_107_968, 49_972_608]);
+    expect(r.records.map((x) => x.handoff?.delay_ms)).toEqual([49.972608, 89.107968, 49.972608]);
+    // Grouped terms count full-attention blocks of 2,176 tokens; the prefill backs off one token.
+    expect(r.records.map((x) => [x.handoff?.unit, x.handoff?.block_size_tokens, x.handoff?.backoff_tokens, x.handoff?.transferred_tokens])).toEqual([
+      ["block", 2176, 1, 999],
+      ["block", 2176, 1, 8191],
+      ["block", 2176, 1, 2176],
+    ]);
+    // 49,972,608 x 2 + 89,107,968 = 189,053,184 bytes over 3 handoffs.
+    expect(r.report.handoffs.count).toBe(3);
+    expect(r.report.handoffs.payload_bytes).toBe(189_053_184);
+    expect(r.report.completed_requests).toBe(3);
+    // Round robin in each pool: prefill 0, 1, 0; decode in source-held order.
+    expect(r.records.map((x) => x.workers.prefill)).toEqual([0, 1, 0]);
+  });
+
+  it("refuses a P/D pair whose cache layouts differ, naming the spec", async () => {
+    const spec = traceSpec({
+      profile: glmProfile("0.32.0"),
+      decode: { profile: linearProfile(1000) },
+      topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } },
+      timing: fixed(10, 2),
+    });
+    await expect(runReplay({ spec, specFile: "s.yaml", records: [] })).rejects.toThrow(InputError);
+    await expect(runReplay({ spec, specFile: "s.yaml", records: [] })).rejects.toThrow(/^s\.yaml/);
+  });
+
+  it("refuses a grouped profile outside the P/D gate before replaying", async () => {
+    const old = { ...glmProfile("0.31.0"), vllm_version: "0.30.0" };
+    const spec = traceSpec({ profile: old, topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } }, timing: fixed(10, 2) });
+    await expect(runReplay({ spec, specFile: "s.yaml", records: [] })).rejects.toThrow(/s\.yaml: vllm_version: .*0\.31\.0 or 0\.32\.0/);
+  });
+});
+
+describe("cutoff, no progress, inputs", () => {
+  it("max_virtual_time_ms: events at the cutoff run, later ones do not; the request is in flight", async () => {
+    // S1 with a cutoff at 12: token 0 lands at 12 (processed); token 1 at 14 is after the cutoff.
+    // The arrival at 20 is after the cutoff too, so it never arrives.
+    const spec = traceSpec({
+      profile: linearProfile(1000),
+      topology: { kind: "aggregated", workers: 1 },
+      engine: smallEngine,
+      timing: fixed(10, 2),
+      max_virtual_time_ms: 12,
+    });
+    const r = ok(await runReplay({ spec, records: [byLength(1, 0, 4, 2), byLength(2, 20, 4, 2)] }));
+    expect(r.records).toEqual([]);
+    expect([r.report.num_requests, r.report.completed_requests, r.report.in_flight_requests, r.report.duration_ms]).toEqual([1, 0, 1, 0]);
+  });
+
+  it("says which request is stuck where when nothing can move", async () => {
+    // GLM 0.31.0, N = 2,177: the prefill computes T = 2,176 tokens = one full-attention block.
+    // The decode pool has 7 pages (6 usable): the reservation takes 1 full + 1 ring + 4 KDA = 6.
+    // The one-token row computes prompt token 2,176, which needs a second full-attention block
+    // ((N - 1) is a multiple of B): no page is left and nothing else runs, so it waits forever.
+    const spec = traceSpec({
+      profile: glmProfile("0.31.0"),
+      topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } },
+      decode: { engine: { num_gpu_blocks: 7 } },
+      engine: { num_gpu_blocks: 64 },
+      timing: fixed(10, 2),
+    });
+    const r = await runReplay({ spec, records: [byLength(1, 0, 2177, 2)] });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    // Prefill pass 0 -> 10; zero transfer delay (no bandwidth, fallback 0): activated at 10.
+    expect(r.atMs).toBe(10);
+    expect(r.reason).toMatch(/no progress at 10 ms/);
+    expect(r.stuck).toHaveLength(1);
+    expect(r.stuck[0]!.request_id).toBe("r1");
+    expect(r.stuck[0]!.where).toBe("on decode worker 0, waiting to decode");
+    expect(r.stuck[0]!.why).toMatch(/prompt of 2177 tokens.*decode worker 0.*0 of 6 pages free/);
+  });
+
+  it("reads the trace lazily: records after the first are pulled only as the clock reaches them", async () => {
+    const pulled: number[] = [];
+    function* records() {
+      for (let i = 1; i <= 3; i++) {
+        pulled.push(i);
+        yield byLength(i, (i - 1) * 100, 4, 2);
+      }
+    }
+    const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 1 }, engine: smallEngine, timing: fixed(10, 2) });
+    let seenAtFirstTerminal: number[] = [];
+    await runReplay({
+      spec,
+      records: records(),
+      progressEvery: 1,
+      onProgress: (p) => {
+        if (p.terminal === 1 && seenAtFirstTerminal.length === 0) seenAtFirstTerminal = [...pulled];
+      },
+    });
+    // Request 1 ends at 14; by then only records 1 and 2 (the lookahead, arriving at 100) were read.
+    expect(seenAtFirstTerminal).toEqual([1, 2]);
+  });
+
+  it("a synthetic workload needs no records; specProfilePaths lists the paths to load", async () => {
+    const spec = traceSpec({
+      profile: linearProfile(1000),
+      topology: { kind: "aggregated", workers: 1 },
+      engine: smallEngine,
+      timing: fixed(10, 2),
+      workload: { synthetic: { requests: 3, input_tokens: 4, output_tokens: 2 } },
+    });
+    const r = ok(await runReplay({ spec }));
+    // All arrive at 0 and share one pass each step: tokens at 12 and 14.
+    expect(r.records.map((x) => [x.request_id, x.ttft_ms, x.e2e_ms])).toEqual([
+      ["synthetic-0", 12, 14],
+      ["synthetic-1", 12, 14],
+      ["synthetic-2", 12, 14],
+    ]);
+    expect(specProfilePaths(spec)).toEqual([]);
+    expect(specProfilePaths({ ...spec, profile: "/p/a.json", decode: { profile: "/p/b.json" } })).toEqual(["/p/a.json", "/p/b.json"]);
+  });
+});

@@ -1,0 +1,565 @@
+import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
+import { checkPdTopology, engineSettings, InputError, tokens as asTokens, type EngineOverrides, type Profile, type Spec } from "@kvsim/profile-schema";
+import { payloadBytes, transferDelayMs, withDestination } from "@kvsim/transfer-rules";
+import { Rank, RankConfigError, type Command, type CommandOutcome, type Effects, type RankConfig, type RankMetrics, type RankRole, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
+import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput, type TransferPricer } from "./coordinator.js";
+import { EventQueue, Phase, Stage } from "./event-queue.js";
+import { createPlacement, type Placement } from "./placement.js";
+import { MetricsCollector, type HandoffRecord, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
+import { lowerTrace, syntheticRequests, type ReplayRequest, type TraceRecord } from "./workload.js";
+
+export interface ReplayProgress {
+  /** Requests released so far. */
+  readonly arrived: number;
+  /** Requests that reached a terminal status. */
+  readonly terminal: number;
+  /** Virtual time reached. */
+  readonly nowMs: number;
+}
+
+export interface ReplayInput {
+  /** A parsed spec (paths resolved). */
+  readonly spec: Spec;
+  /** Names the spec in errors about its configuration (default `<spec>`). */
+  readonly specFile?: string;
+  /** Profiles the spec names by path, keyed by that path. Inline profiles need no entry. */
+  readonly profiles?: ReadonlyMap<string, Profile>;
+  /** The trace's records when the workload is a trace; read lazily, one request ahead of the clock. */
+  readonly records?: AsyncIterable<TraceRecord> | Iterable<TraceRecord>;
+  /** Names the trace in errors (default: the spec's trace path). */
+  readonly traceFile?: string;
+  /** Called every `progressEvery` terminal requests and once at the end. */
+  readonly onProgress?: (progress: ReplayProgress) => void;
+  readonly progressEvery?: number;
+}
+
+/** A request the replay could not move, where it sits and why. */
+export interface StuckRequest {
+  readonly request_id: string;
+  readonly where: string;
+  readonly why: string;
+}
+
+export type ReplayResult =
+  | { readonly ok: true; readonly report: ReplayReport; readonly records: readonly RequestRecord[] }
+  | { readonly ok: false; readonly reason: string; readonly stuck: readonly StuckRequest[]; readonly atMs: number };
+
+/** Profile paths a spec references (base, prefill and decode), for the caller to load. */
+export function specProfilePaths(spec: Spec): string[] {
+  const refs = [spec.profile, spec.prefill?.profile, spec.decode?.profile];
+  return [...new Set(refs.filter((r): r is string => typeof r === "string"))];
+}
+
+/** A rank as the replay drives it. */
+interface Worker {
+  readonly role: RankRole;
+  readonly stage: Stage;
+  readonly id: number;
+  readonly rank: Rank;
+  busy: boolean;
+  /** Something changed since its last step() returned undefined. */
+  dirty: boolean;
+  /** Consecutive passes that changed nothing (a livelock guard). */
+  idlePasses: number;
+  metrics: RankMetrics | undefined;
+}
+
+interface LiveRequest {
+  readonly req: ReplayRequest;
+  readonly prompt: PromptTokens;
+  admittedMs: number | undefined;
+  firstTokenMs: number | undefined;
+  lastTokenMs: number | undefined;
+  emitted: number;
+  gaps: Float64Array | undefined;
+  reused: number;
+  preemptions: number;
+  /** Aggregated worker, or the prefill worker in P/D. */
+  first: Worker | undefined;
+  decode: Worker | undefined;
+  decodeHitTokens: number | undefined;
+  handoff: HandoffCoordinator | undefined;
+  /** A rejection reason reported by the prefill rank, kept for the terminal record. */
+  rejected: string | undefined;
+}
+
+type QueuedPayload = { readonly kind: "pass"; readonly worker: Worker; readonly step: StepResult } | { readonly kind: "transfer"; readonly live: LiveRequest };
+
+/** Passes in a row that change nothing before a worker is declared stuck. */
+const MAX_IDLE_PASSES = 1024;
+/** Stuck requests listed in a no-progress error. */
+const MAX_STUCK_LISTED = 10;
+
+class NoProgress extends Error {}
+
+function resolveProfile(ref: Spec["profile"], profiles: ReadonlyMap<string, Profile> | undefined, role: string): Profile {
+  if (typeof ref !== "string") return ref;
+  const p = profiles?.get(ref);
+  if (p === undefined) throw new Error(`the ${role} profile ${ref} was not provided to runReplay (see specProfilePaths)`);
+  return p;
+}
+
+/**
+ * Replays a spec's workload on virtual time and returns the report and per-request records, or,
+ * when the replay can make no progress, which requests are stuck where and why.
+ *
+ * Never reads a clock; the same inputs give the same report and digest. Trace records are pulled
+ * lazily as the clock reaches them. Throws an InputError for invalid trace content (the file and
+ * line named) and for specs the ranks refuse.
+ */
+export async function runReplay(input: ReplayInput): Promise<ReplayResult> {
+  const engine = new ReplayEngine(input);
+  return engine.run();
+}
+
+class ReplayEngine {
+  private readonly spec: Spec;
+  private readonly workers: Worker[] = [];
+  /** Aggregated workers, or the prefill pool. */
+  private readonly firstPool: Worker[] = [];
+  private readonly decodePool: Worker[] = [];
+  private readonly firstPlacement: Placement;
+  private readonly decodePlacement: Placement | undefined;
+  private readonly disaggregated: boolean;
+  private readonly queue = new EventQueue<QueuedPayload>();
+  private readonly live = new Map<string, LiveRequest>();
+  /** Terminal records with their workload index, sorted by it at the end. */
+  private readonly records: { readonly index: number; readonly record: RequestRecord }[] = [];
+  private readonly collector: MetricsCollector;
+  private readonly price: TransferPricer;
+  private readonly fallbackLatencyMs: number;
+  private readonly requests: AsyncIterator<ReplayRequest> | Iterator<ReplayRequest>;
+  private readonly onProgress: ((p: ReplayProgress) => void) | undefined;
+  private readonly progressEvery: number;
+  private nextProgress: number;
+  private now = 0;
+
+  private readonly specFile: string;
+
+  constructor(input: ReplayInput) {
+    const { spec } = input;
+    this.spec = spec;
+    this.specFile = input.specFile ?? "<spec>";
+    this.collector = new MetricsCollector(spec.sla);
+    this.onProgress = input.onProgress;
+    this.progressEvery = Math.max(1, input.progressEvery ?? 256);
+    this.nextProgress = this.progressEvery;
+    this.fallbackLatencyMs = spec.kv_transfer.fallback_latency_ms;
+    const base = resolveProfile(spec.profile, input.profiles, "base");
+    const settings = (o: EngineOverrides | undefined) => engineSettings({ ...spec.engine, ...o });
+    if (spec.topology.kind === "aggregated") {
+      this.disaggregated = false;
+      const config: RankConfig = { role: "aggregated", profile: base, engine: settings(undefined), timing: spec.timing };
+      for (let i = 0; i < spec.topology.workers; i++) this.firstPool.push(this.addWorker(config, Stage.aggregated, i));
+      this.price = () => {
+        throw new Error("an aggregated replay has no handoffs");
+      };
+    } else {
+      this.disaggregated = true;
+      const prefillProfile = resolveProfile(spec.prefill?.profile ?? spec.profile, input.profiles, "prefill");
+      const decodeProfile = resolveProfile(spec.decode?.profile ?? spec.profile, input.profiles, "decode");
+      const mismatch = checkPdTopology(prefillProfile, decodeProfile);
+      if (mismatch.length > 0) {
+        throw new InputError(this.specFile, mismatch.map((p) => ({ path: `decode.profile: ${p.path}`, message: p.message })));
+      }
+      const kvTransfer = {
+        mode: spec.kv_transfer.mode,
+        ...(spec.kv_transfer.bandwidth_gbps === undefined ? {} : { bandwidthGbps: spec.kv_transfer.bandwidth_gbps }),
+      };
+      const prefill: RankConfig = { role: "prefill", profile: prefillProfile, engine: settings(spec.prefill?.engine), timing: spec.timing, kvTransfer };
+      const decode: RankConfig = { role: "decode", profile: decodeProfile, engine: settings(spec.decode?.engine), timing: spec.timing };
+      for (let i = 0; i < spec.topology.prefill.workers; i++) this.firstPool.push(this.addWorker(prefill, Stage.prefill, i));
+      for (let i = 0; i < spec.topology.decode.workers; i++) this.decodePool.push(this.addWorker(decode, Stage.decode, i));
+      const linearBlock = { blockSizeTokens: prefill.engine.block_size };
+      this.price = (terms, hitTokens) => {
+        const priced = withDestination(terms, prefillProfile, asTokens(hitTokens), linearBlock);
+        return { terms: priced, payloadBytes: payloadBytes(priced), delayMs: transferDelayMs(priced) };
+      };
+    }
+    const targets = (pool: readonly Worker[]) =>
+      pool.map((w) => ({ prefixHitTokens: (p: PromptTokens) => w.rank.peekPrefixHitTokens(p), load: () => {
+          const l = w.rank.load();
+          return l.running + l.waiting;
+        } }));
+    this.firstPlacement = createPlacement(spec.router, targets(this.firstPool));
+    this.decodePlacement = this.disaggregated ? createPlacement(spec.router, targets(this.decodePool)) : undefined;
+    this.requests = this.requestStream(input);
+  }
+
+  private addWorker(config: RankConfig, stage: Stage, id: number): Worker {
+    let rank: Rank;
+    try {
+      rank = new Rank(config);
+    } catch (e) {
+      if (e instanceof RankConfigError) {
+        throw new InputError(this.specFile, e.problems.map((p) => ({ path: p.path, message: p.message.startsWith(p.role) ? p.message : `${p.role} rank: ${p.message}` })), { cause: e });
+      }
+      throw e;
+    }
+    const w: Worker = { role: config.role, stage, id, rank, busy: false, dirty: false, idlePasses: 0, metrics: undefined };
+    this.workers.push(w);
+    return w;
+  }
+
+  private requestStream(input: ReplayInput): AsyncIterator<ReplayRequest> | Iterator<ReplayRequest> {
+    const w = this.spec.workload;
+    if (w.synthetic !== undefined) return syntheticRequests(w.synthetic);
+    if (input.records === undefined) throw new Error("the spec's workload is a trace: pass its records to runReplay");
+    const file = input.traceFile ?? w.trace ?? "<trace>";
+    return lowerTrace(input.records, { traceBlockSize: w.trace_block_size, speedup: w.speedup, file })[Symbol.asyncIterator]();
+  }
+
+  async run(): Promise<ReplayResult> {
+    const cap = this.spec.max_virtual_time_ms;
+    let next = await this.pull();
+    let stoppedAtCap = false;
+    try {
+      for (;;) {
+        // Settle the current instant: heap events in their order, then arrivals, then idle
+        // workers start passes; zero-duration passes and transfers complete in the same instant.
+        for (;;) {
+          for (let ev = this.queue.popDue(this.now); ev !== undefined; ev = this.queue.popDue(this.now)) {
+            if (ev.payload.kind === "pass") this.completePass(ev.payload.worker, ev.payload.step);
+            else this.feed(ev.payload.live, { type: "transfer_completed", atMs: this.now });
+          }
+          while (next !== undefined && next.arrivalMs <= this.now) {
+            this.arrive(next);
+            next = await this.pull();
+          }
+          for (const w of this.workers) if (w.dirty && !w.busy) this.startPass(w);
+          if (this.queue.peekTime() !== this.now) break;
+        }
+        const heapNext = this.queue.peekTime();
+        const t = next === undefined ? heapNext : heapNext === undefined ? next.arrivalMs : Math.min(heapNext, next.arrivalMs);
+        if (t === undefined) break;
+        if (cap !== undefined && t > cap) {
+          stoppedAtCap = true;
+          break;
+        }
+        this.now = t;
+      }
+    } catch (e) {
+      if (e instanceof NoProgress) return this.stuck(e.message);
+      throw e;
+    }
+    if (this.live.size > 0 && !stoppedAtCap) {
+      return this.stuck(`no event is pending and ${this.live.size} request(s) have not finished`);
+    }
+    this.onProgress?.({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: this.now });
+    this.records.sort((a, b) => a.index - b.index);
+    return { ok: true, report: this.collector.report(), records: this.records.map((r) => r.record) };
+  }
+
+  private async pull(): Promise<ReplayRequest | undefined> {
+    const r = await this.requests.next();
+    return r.done === true ? undefined : r.value;
+  }
+
+  private arrive(req: ReplayRequest): void {
+    this.collector.onArrival();
+    const live: LiveRequest = {
+      req,
+      prompt: createPromptTokens(req.tokens),
+      admittedMs: undefined,
+      firstTokenMs: undefined,
+      lastTokenMs: undefined,
+      emitted: 0,
+      gaps: undefined,
+      reused: 0,
+      preemptions: 0,
+      first: undefined,
+      decode: undefined,
+      decodeHitTokens: undefined,
+      handoff: undefined,
+      rejected: undefined,
+    };
+    this.live.set(req.id, live);
+    if (this.disaggregated) {
+      live.handoff = new HandoffCoordinator(req.id, this.price, this.fallbackLatencyMs);
+      this.feed(live, { type: "start", atMs: this.now });
+      return;
+    }
+    const w = this.firstPool[this.firstPlacement.place(live.prompt).index]!;
+    live.first = w;
+    const outcome = this.submit(w, { type: "submit", request: this.requestInput(live, req.outputTokens) });
+    if (!outcome.ok) this.terminate(live, "rejected", outcome.reason);
+    else this.applyEffects(w, outcome.effects, this.now);
+  }
+
+  private requestInput(live: LiveRequest, maxOutputTokens: number): RequestInput {
+    return { id: live.req.id, prompt: live.prompt, maxOutputTokens };
+  }
+
+  private submit(w: Worker, command: Command): CommandOutcome {
+    w.dirty = true;
+    return w.rank.submit(command);
+  }
+
+  private startPass(w: Worker): void {
+    w.dirty = false;
+    const step = w.rank.step(this.now);
+    if (step === undefined) return;
+    if (!(step.endMs >= this.now) || !Number.isFinite(step.endMs)) {
+      throw new Error(`${w.role} worker ${w.id} planned a pass ending at ${step.endMs} ms, before now (${this.now} ms)`);
+    }
+    w.busy = true;
+    this.queue.push(step.endMs, Phase.passCompletion, w.stage, w.id, { kind: "pass", worker: w, step });
+  }
+
+  private completePass(w: Worker, step: StepResult): void {
+    w.busy = false;
+    w.dirty = true;
+    const e = step.effects;
+    const changed =
+      step.scheduledTokens > 0 ||
+      e.tokens.length + e.admissions.length + e.preemptions.length + e.rejections.length + e.finished.length + e.lifecycle.length > 0;
+    w.idlePasses = changed ? 0 : w.idlePasses + 1;
+    if (w.idlePasses >= MAX_IDLE_PASSES) {
+      throw new NoProgress(`${w.role} worker ${w.id} ran ${MAX_IDLE_PASSES} passes in a row that changed nothing`);
+    }
+    this.applyEffects(w, e, step.startMs);
+  }
+
+  /** Applies a rank's effects at `this.now`; admissions are stamped at `admittedAt` (the pass start). */
+  private applyEffects(w: Worker, e: Effects, admittedAt: number): void {
+    w.metrics = e.metrics;
+    for (const a of e.admissions) {
+      const live = this.live.get(a.requestId);
+      if (live === undefined) continue;
+      if (w.role === "decode") continue;
+      live.admittedMs ??= admittedAt;
+      live.reused = Math.max(live.reused, a.reusedTokens);
+    }
+    for (const p of e.preemptions) {
+      this.collector.onPreemption();
+      const live = this.live.get(p.requestId);
+      if (live !== undefined) live.preemptions++;
+    }
+    if (w.role !== "prefill") {
+      for (const t of e.tokens) {
+        const live = this.live.get(t.requestId);
+        if (live === undefined) throw new Error(`${w.role} worker ${w.id} emitted a token for unknown request ${t.requestId}`);
+        this.recordToken(live, t.index, t.atMs);
+      }
+    }
+    for (const r of e.rejections) {
+      const live = this.live.get(r.requestId);
+      if (live === undefined) continue;
+      if (live.handoff === undefined) this.terminate(live, "rejected", r.reason);
+      else {
+        if (w.role === "prefill") live.rejected = r.reason;
+        this.feed(live, { type: "failed", atMs: this.now, reason: `${w.role} worker ${w.id} rejected the request: ${r.reason}` });
+      }
+    }
+    if (w.role !== "prefill") {
+      for (const f of e.finished) {
+        const live = this.live.get(f.requestId);
+        if (live === undefined) continue;
+        if (live.emitted < live.req.outputTokens) {
+          this.terminate(live, "failed", `${w.role} worker ${w.id} finished the request after ${live.emitted} of ${live.req.outputTokens} output tokens`);
+        } else {
+          this.terminate(live, "completed", undefined);
+        }
+      }
+    }
+    for (const fact of e.lifecycle) {
+      const live = this.live.get(fact.requestId);
+      if (live === undefined) throw new Error(`${w.role} worker ${w.id} reported ${fact.type} for unknown request ${fact.requestId}`);
+      if (fact.type === "source_held") this.feed(live, { type: "source_held", atMs: this.now, terms: fact.terms });
+      else {
+        live.decodeHitTokens = fact.hitTokens;
+        this.feed(live, { type: "destination_reserved", atMs: this.now, hitTokens: fact.hitTokens });
+      }
+    }
+  }
+
+  private recordToken(live: LiveRequest, index: number, atMs: number): void {
+    if (index !== live.emitted) throw new Error(`request ${live.req.id}: token ${index} arrived, expected token ${live.emitted}`);
+    if (live.lastTokenMs === undefined) {
+      live.firstTokenMs = atMs;
+      if (live.req.outputTokens >= 2) live.gaps = new Float64Array(live.req.outputTokens - 1);
+    } else if (live.gaps !== undefined && index - 1 < live.gaps.length) {
+      live.gaps[index - 1] = atMs - live.lastTokenMs;
+    }
+    live.lastTokenMs = atMs;
+    live.emitted++;
+  }
+
+  /** Feeds one input to a request's coordinator and runs the actions it asks for. */
+  private feed(live: LiveRequest, input: HandoffInput): void {
+    const h = live.handoff;
+    if (h === undefined) throw new Error(`request ${live.req.id} has no handoff`);
+    for (const action of h.on(input)) this.execute(live, h, action);
+  }
+
+  private execute(live: LiveRequest, h: HandoffCoordinator, action: HandoffAction): void {
+    const id = live.req.id;
+    const command = (w: Worker, c: Command, what: CommandAction | undefined) => {
+      const outcome = this.submit(w, c);
+      if (what !== undefined) {
+        this.feed(live, outcome.ok ? { type: "outcome", action: what, atMs: this.now, ok: true } : { type: "outcome", action: what, atMs: this.now, ok: false, reason: outcome.reason });
+      }
+      if (outcome.ok) this.applyEffects(w, outcome.effects, this.now);
+    };
+    switch (action.type) {
+      case "submit_prefill": {
+        const w = this.firstPool[this.firstPlacement.place(live.prompt).index]!;
+        live.first = w;
+        // The hidden prefill request: the prompt with an output limit of one token.
+        command(w, { type: "submit_handoff_prefill", handoffId: id, request: this.requestInput(live, 1) }, "submit_prefill");
+        return;
+      }
+      case "reserve_destination": {
+        const w = this.decodePool[this.decodePlacement!.place(live.prompt).index]!;
+        live.decode = w;
+        command(w, { type: "reserve_destination", handoffId: id, request: this.requestInput(live, live.req.outputTokens) }, "reserve_destination");
+        return;
+      }
+      case "start_transfer": {
+        const priced = h.priced!;
+        this.collector.onTransferStarted(priced.payloadBytes, action.delayMs);
+        this.queue.push(this.now + action.delayMs, Phase.transferCompletion, Stage.decode, live.decode!.id, { kind: "transfer", live });
+        return;
+      }
+      case "activate_destination":
+        command(live.decode!, { type: "activate_destination", handoffId: id }, "activate_destination");
+        return;
+      case "release_source":
+        command(live.first!, { type: "release_source", handoffId: id }, "release_source");
+        return;
+      case "cancel_source":
+        command(live.first!, { type: "cancel_source", handoffId: id }, undefined);
+        return;
+      case "cancel_destination":
+        command(live.decode!, { type: "cancel_destination", handoffId: id }, undefined);
+        return;
+      case "complete":
+        if (!action.ok) {
+          if (live.rejected !== undefined) this.terminate(live, "rejected", live.rejected);
+          else this.terminate(live, "failed", action.reason);
+        }
+        return;
+    }
+  }
+
+  private terminate(live: LiveRequest, status: RequestStatus, reason: string | undefined): void {
+    if (this.live.get(live.req.id) !== live) return;
+    this.live.delete(live.req.id);
+    const { req } = live;
+    const completed = status === "completed";
+    const terminalMs = live.lastTokenMs ?? this.now;
+    this.collector.onTerminal({
+      status,
+      inputTokens: req.tokens.length,
+      outputTokens: live.emitted,
+      arrivalMs: req.arrivalMs,
+      terminalMs,
+      firstTokenMs: live.firstTokenMs,
+      lastTokenMs: live.lastTokenMs,
+      reusedTokens: live.reused,
+      gaps: completed ? live.gaps?.subarray(0, Math.max(0, live.emitted - 1)) : undefined,
+    });
+    const first = live.firstTokenMs;
+    const last = live.lastTokenMs;
+    const record: RequestRecord = {
+      request_id: req.id,
+      status,
+      ...(reason === undefined ? {} : { reason }),
+      arrival_ms: req.arrivalMs,
+      admitted_ms: live.admittedMs ?? null,
+      first_token_ms: first ?? null,
+      last_token_ms: last ?? null,
+      ttft_ms: first === undefined ? null : first - req.arrivalMs,
+      tpot_ms: first !== undefined && last !== undefined && live.emitted >= 2 ? (last - first) / (live.emitted - 1) : null,
+      e2e_ms: last === undefined ? null : last - req.arrivalMs,
+      input_tokens: req.tokens.length,
+      output_tokens: live.emitted,
+      requested_output_tokens: req.outputTokens,
+      reused_tokens: live.reused,
+      preemptions: live.preemptions,
+      workers: this.disaggregated
+        ? { ...(live.first === undefined ? {} : { prefill: live.first.id }), ...(live.decode === undefined ? {} : { decode: live.decode.id }) }
+        : live.first === undefined
+          ? {}
+          : { aggregated: live.first.id },
+      ...(live.handoff === undefined ? {} : { handoff: this.handoffRecord(live, live.handoff) }),
+    };
+    this.records.push({ index: req.index, record });
+    if (this.onProgress !== undefined && this.collector.terminalCount >= this.nextProgress) {
+      this.nextProgress += this.progressEvery;
+      this.onProgress({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: this.now });
+    }
+  }
+
+  private handoffRecord(live: LiveRequest, h: HandoffCoordinator): HandoffRecord {
+    const p = h.priced;
+    const t = p?.terms;
+    return {
+      source_held_ms: h.times.sourceHeldMs ?? null,
+      destination_reserved_ms: h.times.destinationReservedMs ?? null,
+      destination_activated_ms: h.times.destinationActivatedMs ?? null,
+      source_released_ms: h.times.sourceReleasedMs ?? null,
+      destination_hit_tokens: live.decodeHitTokens ?? null,
+      mode: t?.mode ?? null,
+      unit: t?.unit ?? null,
+      block_size_tokens: t?.unit === "block" ? t.blockSizeTokens : null,
+      backoff_tokens: t?.backoffTokens ?? null,
+      transferred_tokens: t?.transferredTokens ?? null,
+      prompt_units: t?.promptUnits ?? null,
+      missing_units: t?.missing?.units ?? null,
+      bytes_per_unit: t?.bytesPerUnit ?? null,
+      fixed_bytes: t === undefined ? null : t.mode === "destination_missing" && t.missing !== undefined ? t.missing.fixedBytes : t.fixedBytes,
+      payload_bytes: p?.payloadBytes ?? null,
+      bandwidth_gbps: t?.bandwidthGbps ?? null,
+      delay_ms: h.delayMs ?? null,
+    };
+  }
+
+  private stuck(reason: string): ReplayResult {
+    const stuck: StuckRequest[] = [];
+    for (const live of this.live.values()) {
+      if (stuck.length >= MAX_STUCK_LISTED) break;
+      stuck.push(this.describe(live));
+    }
+    const more = this.live.size > stuck.length ? ` (the first ${stuck.length} of ${this.live.size} listed)` : "";
+    return { ok: false, reason: `the replay can make no progress at ${this.now} ms: ${reason}${more}`, stuck, atMs: this.now };
+  }
+
+  private describe(live: LiveRequest): StuckRequest {
+    const rankState = (w: Worker) => {
+      const m = w.metrics;
+      const pages = m === undefined ? "" : `; ${m.running} running, ${m.waiting} waiting, ${m.pagesFree} of ${m.pagesUsed + m.pagesFree} pages free`;
+      return `${w.role} worker ${w.id}${pages}`;
+    };
+    const prompt = `prompt of ${live.req.tokens.length} tokens, ${live.req.outputTokens} output tokens`;
+    const h = live.handoff;
+    if (h === undefined || h.phase === "prefilling" || h.phase === "submitting" || h.phase === "new") {
+      const w = live.first;
+      const where = w === undefined ? "not placed" : `on ${w.role} worker ${w.id}`;
+      const state = live.admittedMs === undefined ? "waiting for admission" : live.emitted > 0 ? `running after ${live.emitted} tokens` : "admitted, no token yet";
+      return { request_id: live.req.id, where: `${where}, ${state}`, why: `${prompt}; ${w === undefined ? "" : rankState(w)}` };
+    }
+    const src = live.first === undefined ? "" : ` (source held on prefill worker ${live.first.id})`;
+    const dst = live.decode;
+    switch (h.phase) {
+      case "reserving":
+      case "awaiting_reservation":
+        return {
+          request_id: live.req.id,
+          where: `awaiting a destination reservation on decode worker ${dst?.id ?? "?"}${src}`,
+          why: `${prompt}; the decode rank has not found room for it; ${dst === undefined ? "" : rankState(dst)}`,
+        };
+      case "transferring":
+      case "activating":
+      case "releasing":
+        return { request_id: live.req.id, where: `in transfer to decode worker ${dst?.id ?? "?"}${src}`, why: prompt };
+      case "complete":
+      case "failed":
+        return {
+          request_id: live.req.id,
+          where: `on decode worker ${dst?.id ?? "?"}, ${live.emitted > 0 ? `decoding after ${live.emitted} tokens` : "waiting to decode"}`,
+          why: `${prompt}; ${dst === undefined ? "" : rankState(dst)}`,
+        };
+    }
+  }
+}
