@@ -41,8 +41,6 @@ export type ProtocolErrorCode =
   | "command_refused"
   /** A step before the end of the previous pass. */
   | "invalid_time"
-  /** The conversion to or from Dynamo's shapes failed (its reason). */
-  | "conversion_failed"
   /** A broken invariant inside the rank; the session refuses every later command. */
   | "internal_error"
   /** A previous internal error poisoned the session. */

@@ -163,11 +163,14 @@ describe("a prefill rank and a decode rank through one full handoff and a cancel
       [decode, '{"id":34,"op":"release_source","handoff_id":"h1"}', 34, "command_refused", "release_source is a source command: it needs a prefill rank, this rank is decode"],
       [prefill, '{"id":35,"op":"submit_handoff_prefill","handoff_id":"h1","request":{"request_id":"r9","tokens":[1],"max_output_tokens":1}}', 35, "command_refused", 'handoff "h1" was already used on this rank'],
       [decode, '{"id":36,"op":"handoff_delay","transfer_timing":{"mode":"full_prompt","full_prompt_tokens":8,"kv_bytes_per_token":1,"bandwidth_gb_s":0}}', 36, "invalid_request", "transfer_timing.bandwidth_gb_s: bandwidth must be greater than 0 GB/s (leave it unset for no modelled delay), got 0"],
+      // 10^12 tokens x 10^6 B = 10^18 B > 2^53 (about 9.007 x 10^15): refused, not a crash.
+      [decode, '{"id":37,"op":"handoff_delay","transfer_timing":{"mode":"full_prompt","full_prompt_tokens":1000000000000,"kv_bytes_per_token":1000000,"bandwidth_gb_s":1}}', 37, "invalid_request", "payload of 1000000000000 x 1000000 + 0 bytes exceeds 2^53 bytes"],
     ];
     for (const [session, line, id, code, message] of errors) {
       expect(send(session, line)).toEqual({ id, ok: false, error: { code, message } });
     }
-    // Still serving: a new request runs end to end on the prefill rank.
+    // Still serving: the decode rank answers, and a new request runs on the prefill rank.
+    expect(send(decode, { id: 39, op: "metrics" })).toMatchObject({ id: 39, ok: true });
     expect(send(prefill, { id: 40, op: "submit_handoff_prefill", handoff_id: "h3", request: { request_id: "r3", tokens: [5, 6, 7], max_output_tokens: 1 } })).toMatchObject({ ok: true });
     expect(send(prefill, { id: 41, op: "step", now_ms: 32 }).pass).toMatchObject({ start_ms: 32, end_ms: 42 });
   });

@@ -269,7 +269,15 @@ class Session implements EngineSession {
       destination = req === undefined ? { transferable_prompt_tokens: t } : { transferable_prompt_tokens: t, kv_bytes_per_request: req };
     }
     const charged = destination === undefined ? timing.value : transferTimingFor(timing.value, destination);
-    return { delay_ms: handoffDelayMs(timing.value, destination) ?? null, transfer_timing: charged };
+    let delay: number | undefined;
+    try {
+      delay = handoffDelayMs(timing.value, destination);
+    } catch (e) {
+      // A payload beyond 2^53 bytes: the input's fault, not the session's.
+      if (e instanceof RangeError) throw new Refusal("invalid_request", e.message);
+      throw e;
+    }
+    return { delay_ms: delay ?? null, transfer_timing: charged };
   }
 
   private effects(fx: Effects | undefined): ProtocolEffects {
