@@ -25,6 +25,23 @@ class Hit implements PrefixHit {
   ) {}
 }
 
+const NO_BLOCKS: readonly number[] = [];
+
+/** What one step needs, computed before anything changes. */
+interface StepPlan {
+  readonly hit: Hit | undefined;
+  /** Tokens computed before the step, the hit included (vLLM's C). */
+  readonly computed: number;
+  /** Tokens covered after the step (C + n). */
+  readonly total: number;
+  /** Pages taken from the free queue, evictable hit blocks included. */
+  readonly need: number;
+  /** Pages the step's remove-skipped would return to the free queue. */
+  readonly releasable: number;
+  /** Per Mamba-type group with 0.32.0 checkpoint blocks: the block index each one caches. */
+  readonly checkpoints: number[][] | undefined;
+}
+
 /** Groups of identical spec, searched together (vLLM merges them into one type). */
 interface HitType {
   readonly manager: SingleTypeManager;
@@ -174,7 +191,7 @@ export class KvCacheManager implements KvCacheManagerApi {
   }
 
   /** The step's plan, computed without changing anything. */
-  private plan(s: Sequence, request: AllocateRequest) {
+  private plan(s: Sequence, request: AllocateRequest): StepPlan {
     const { computedTokens, newTokens } = request;
     checkCount("computedTokens", computedTokens, 0);
     checkCount("newTokens", newTokens, 1);
@@ -185,15 +202,20 @@ export class KvCacheManager implements KvCacheManagerApi {
     if (total > s.numTokens) throw new RangeError(`sequence ${s.id}: ${computed} computed + ${newTokens} new exceeds its ${s.numTokens} tokens`);
     let need = 0;
     let releasable = 0;
-    const checkpoints: number[][] = [];
-    this.managers.forEach((m, g) => {
+    let checkpoints: number[][] | undefined;
+    for (let g = 0; g < this.managers.length; g++) {
+      const m = this.managers[g]!;
       const st = s.groups[g]!;
       if (s.tracked) for (const b of m.skippedBlocks(st, computed)) if (this.pool.refCount(b) === 1) releasable++;
-      need += m.numBlocksToAllocate(st, s.tracked, total, hit?.blocks[g] ?? [], computed);
-      const cp = m instanceof MambaManager ? m.checkpointPlan(computed, total, s.numPromptTokens) : [];
-      need += cp.length;
-      checkpoints.push(cp);
-    });
+      need += m.numBlocksToAllocate(st, s.tracked, total, hit?.blocks[g] ?? NO_BLOCKS, computed);
+      if (m instanceof MambaManager && m.checkpointBlocks > 0) {
+        const cp = m.checkpointPlan(computed, total, s.numPromptTokens);
+        if (cp.length > 0) {
+          need += cp.length;
+          (checkpoints ??= [])[g] = cp;
+        }
+      }
+    }
     return { hit, computed, total, need, releasable, checkpoints };
   }
 
@@ -206,15 +228,22 @@ export class KvCacheManager implements KvCacheManagerApi {
     const p = this.plan(s, request);
     // vLLM frees skipped blocks before its capacity check; so do we, but only when it passes.
     if (p.need > this.pool.numFree + p.releasable) return false;
-    if (s.tracked) this.managers.forEach((m, g) => this.pool.free(m.removeSkippedBlocks(s.groups[g]!, p.computed)));
-    else this.managers.forEach((m, g) => { m.allocateNewComputedBlocks(s.groups[g]!, p.hit?.blocks[g] ?? [], p.computed); });
-    this.managers.forEach((m, g) => { m.allocateNewBlocks(s.groups[g]!, p.total); });
-    p.checkpoints.forEach((cp, g) => {
-      if (cp.length === 0) return;
+    const n = this.managers.length;
+    for (let g = 0; g < n; g++) {
+      const m = this.managers[g]!;
       const st = s.groups[g]!;
-      st.checkpoints = this.pool.takeFree(cp.length);
-      st.checkpointHashIdx = cp;
-    });
+      if (s.tracked) this.pool.free(m.removeSkippedBlocks(st, p.computed));
+      else m.allocateNewComputedBlocks(st, p.hit?.blocks[g] ?? NO_BLOCKS, p.computed);
+    }
+    // Hit blocks of every group are touched before any fresh block is taken, so none is evicted.
+    for (let g = 0; g < n; g++) this.managers[g]!.allocateNewBlocks(s.groups[g]!, p.total);
+    if (p.checkpoints !== undefined) {
+      p.checkpoints.forEach((cp, g) => {
+        const st = s.groups[g]!;
+        st.checkpoints = this.pool.takeFree(cp.length);
+        st.checkpointHashIdx = cp;
+      });
+    }
     s.tracked = true;
     s.allocatedTokens = p.total;
     return true;
@@ -225,7 +254,10 @@ export class KvCacheManager implements KvCacheManagerApi {
     checkCount("computedTokens", computedTokens, 0);
     if (computedTokens > s.allocatedTokens) throw new RangeError(`sequence ${s.id}: ${computedTokens} computed exceeds the ${s.allocatedTokens} allocated`);
     if (!this.caching) return;
-    this.managers.forEach((m, g) => { m.cacheBlocks(s.groups[g]!, s.chain(m.blockSize).ensure(Math.floor(computedTokens / m.blockSize)), computedTokens); });
+    for (let g = 0; g < this.managers.length; g++) {
+      const m = this.managers[g]!;
+      m.cacheBlocks(s.groups[g]!, s.chain(m.blockSize).ensure(Math.floor(computedTokens / m.blockSize)), computedTokens);
+    }
   }
 
   free(seq: KvSequence): void {

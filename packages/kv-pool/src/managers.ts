@@ -4,6 +4,9 @@ import { NULL_BLOCK, type BlockPool, type StoredBlock } from "./block-pool.js";
 import type { BlockHash } from "./contract.js";
 import type { BlockHashView, GroupState } from "./sequence.js";
 
+/** The common "nothing to release" answer, shared so a decode step allocates nothing. */
+const NONE: number[] = [];
+
 /** A reservation plan entry: a fresh block to take from the free queue. */
 export const FRESH = -1;
 
@@ -151,11 +154,12 @@ abstract class AttentionManager implements SingleTypeManager {
 
   private walkSkipped(state: GroupState, computed: number, apply: boolean): number[] {
     const skippedTokens = this.skippedTokens(computed);
-    if (skippedTokens <= 0) return [];
-    const out: number[] = [];
+    if (skippedTokens <= 0) return NONE;
+    let out = NONE;
     for (let i = Math.min(Math.floor(skippedTokens / this.blockSize), state.blocks.length) - 1; i >= 0; i--) {
       const b = state.blocks[i]!;
       if (b === NULL_BLOCK) break;
+      if (out === NONE) out = [];
       out.push(b);
       if (apply) state.blocks[i] = NULL_BLOCK;
     }
@@ -356,9 +360,11 @@ export class MambaManager implements SingleTypeManager {
   }
 
   private collect(state: GroupState, computed: number, apply: boolean): number[] {
-    const out: number[] = [];
     const p = state.prevStateIdx;
-    if (p >= 0 && p < cdiv(computed, this.blockSize) - 1 && state.blocks[p] !== NULL_BLOCK) {
+    const passed = p >= 0 && p < cdiv(computed, this.blockSize) - 1 && state.blocks[p] !== NULL_BLOCK;
+    if (!passed && state.checkpoints.length === 0) return NONE;
+    const out: number[] = [];
+    if (passed) {
       out.push(state.blocks[p]!);
       if (apply) {
         state.blocks[p] = NULL_BLOCK;
@@ -468,11 +474,11 @@ export class SingleBlockStateManager implements SingleTypeManager {
   }
 
   skippedBlocks(): number[] {
-    return [];
+    return NONE;
   }
 
   removeSkippedBlocks(): number[] {
-    return [];
+    return NONE;
   }
 
   cacheBlocks(): void {
@@ -480,7 +486,7 @@ export class SingleBlockStateManager implements SingleTypeManager {
   }
 
   releaseForSource(): number[] {
-    return [];
+    return NONE;
   }
 
   freeOrder(state: GroupState): number[] {
