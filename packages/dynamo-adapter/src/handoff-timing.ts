@@ -1,5 +1,5 @@
-import { blocks, bytes, cdiv, tokens, type Millis, type Tokens, type TransferMode } from "@kvsim/profile-schema";
-import { checkBandwidth, delayMsForBytes, type BlockTransferTerms, type TokenTransferTerms, type TransferTerms } from "@kvsim/transfer-rules";
+import { blocks, bytes, cdiv, tokens, type Blocks, type Millis, type Tokens, type TransferMode } from "@kvsim/profile-schema";
+import { blocksToTokens, checkBandwidth, delayMsForBytes, type BlockTransferTerms, type TokenTransferTerms, type TransferTerms } from "@kvsim/transfer-rules";
 import type { Conversion } from "./engine-args.js";
 
 /**
@@ -115,13 +115,13 @@ export function toLegacyTiming(terms: TransferTerms): Conversion<LegacyHandoffTr
  */
 export function toDestinationTransfer(terms: TransferTerms): Conversion<Required<DestinationTransfer>> {
   if (terms.missing === undefined) return { ok: false, reason: "the terms have no destination yet (missing is unset)" };
-  const transferable = terms.unit === "block" ? terms.missing.units * terms.blockSizeTokens : terms.missing.units;
+  const transferable = terms.unit === "block" ? transferablePromptTokens(terms.missing.units, terms.blockSizeTokens) : terms.missing.units;
   return { ok: true, value: { transferable_prompt_tokens: transferable, kv_bytes_per_request: terms.missing.fixedBytes } };
 }
 
 /** Missing full-attention blocks x block size: Dynamo's transferable_prompt_tokens for a grouped destination. */
-export function transferablePromptTokens(missingBlocks: number, blockSizeTokens: number): number {
-  return missingBlocks * blockSizeTokens;
+export function transferablePromptTokens(missingBlocks: Blocks, blockSizeTokens: Tokens): Tokens {
+  return blocksToTokens(missingBlocks, blockSizeTokens);
 }
 
 const isCount = (n: unknown, min: number): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= min;

@@ -1,9 +1,9 @@
 import { createPromptTokens } from "@kvsim/kv-pool";
-import { InputError, isGroupedProfile, tokens, type Profile } from "@kvsim/profile-schema";
+import { InputError, blocks, isGroupedProfile, tokens, type Profile, type Tokens } from "@kvsim/profile-schema";
 import { sourceTerms, withDestination } from "@kvsim/transfer-rules";
 import { Rank, RankConfigError, sampledTokenId, type Command, type Effects, type LifecycleFact, type RankMetrics, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
 import { fromMockEngineArgs, toMockEngineArgs, type KvsimEngineArgs, type MockEngineArgs, type WorkerType } from "./engine-args.js";
-import { handoffDelayMs, parseHandoffTiming, toDynamoTiming, transferTimingFor, type DestinationTransfer, type HandoffTransferTiming } from "./handoff-timing.js";
+import { handoffDelayMs, parseHandoffTiming, toDynamoTiming, transferablePromptTokens, transferTimingFor, type DestinationTransfer, type HandoffTransferTiming } from "./handoff-timing.js";
 import { stringifyJsonExact, type JsonValue } from "./json-u64.js";
 import { RouterEventPublisher, routerGroupIndex, type RouterKvEvent } from "./kv-events.js";
 import { parseLine, type ProtocolCommand, type ProtocolErrorCode, type ProtocolRequest, type RequestId } from "./protocol.js";
@@ -323,7 +323,7 @@ class Session implements EngineSession {
     const pending = this.pendingDestinations.get(fact.handoffId);
     if (pending === undefined) throw new Error(`destination_reserved for handoff ${fact.handoffId}, which this session did not reserve`);
     this.forgetPending(pending.requestId);
-    const transferable = fact.missing.unit === "block" ? fact.missing.units * fullAttentionBlock(this.profile) : fact.missing.units;
+    const transferable = fact.missing.unit === "block" ? transferablePromptTokens(blocks(fact.missing.units), fullAttentionBlock(this.profile)) : fact.missing.units;
     return {
       destination_reserved: {
         handoff_id: fact.handoffId,
@@ -355,10 +355,10 @@ class Session implements EngineSession {
   }
 }
 
-function fullAttentionBlock(profile: Profile): number {
+function fullAttentionBlock(profile: Profile): Tokens {
   const g = profile.kv_cache_groups?.find((x) => x.kind === "full_attention");
   if (g === undefined) throw new Error("a grouped destination without a full-attention group reported missing blocks");
-  return g.block_size_tokens;
+  return tokens(g.block_size_tokens);
 }
 
 function requestInput(r: ProtocolRequest): RequestInput {

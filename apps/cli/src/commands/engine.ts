@@ -46,7 +46,7 @@ function openSession(flags: EngineFlags) {
     label = inline ? "--engine" : flags.engine;
     engineArgs = parseDocumentText(inline ? flags.engine : readText(flags.engine), label, "json").value;
   }
-  return createEngineSession({ profile, role: flags.role, engineArgs, engineArgsLabel: label });
+  return createEngineSession({ profile, role: flags.role, engineArgs, engineArgsLabel: label, profileLabel: flags.profile });
 }
 
 /** Answers every input line (a blank one too: it is not a request) with one output line, until the input ends. */
