@@ -33,7 +33,7 @@ function isOurSchema(text: string, id: unknown): boolean {
 export const registerSchemas: RegisterCommand = (program, ctx) => {
   program
     .command("schemas")
-    .description("write the JSON Schemas of profiles and specs (profile.schema.json, spec.schema.json) for editors and other languages")
+    .description("Write the JSON Schemas of profiles and specs (profile.schema.json, spec.schema.json) for editors and other languages.")
     .requiredOption("--out <dir>", "the folder to write them to (created if missing)")
     .option("--check", "write nothing: compare with the files in --out and exit 1 naming any stale or missing one")
     .option("--force", "overwrite a file of the same name that is not a kvsim schema")

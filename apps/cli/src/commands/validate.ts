@@ -211,7 +211,7 @@ export const registerValidate: RegisterCommand = (program, ctx) => {
   program
     .command("validate")
     .description(
-      "check a profile or a replay spec (a spec: with the profiles it names, the P/D gate and its trace); exit 0 with a one-line summary, or 2 listing every problem with file, line and field",
+      "Check a profile or a replay spec (with the profiles it names, the P/D gate and its trace): exit 0 with a one-line summary, or 2 listing every problem with its file, line and field.",
     )
     .argument("<file>", "a profile (has schema_version) or a spec (has version), JSON or YAML")
     .action(
