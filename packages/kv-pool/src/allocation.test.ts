@@ -61,6 +61,13 @@ describe("allocation", () => {
     expect(m.metrics().cachedEvictablePages).toBe(0);
   });
 
+  it("a full-attention group that is not prefix-cacheable makes every hit 0 and caches nothing", () => {
+    const m = manager(11, [group("full_attention", 16, { prefix_cacheable: false })]);
+    admit(m, seqOf(m, "a", range(0, 48)));
+    expect(m.findPrefixHit(seqOf(m, "b", range(0, 48))).tokens).toBe(0);
+    expect(poolOf(m).cacheSnapshot()).toEqual([]);
+  });
+
   it("a hit never covers the whole prompt", () => {
     const m = manager(11, [group("full_attention", 16)]);
     admit(m, seqOf(m, "a", range(0, 32)));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { computeBlockHashes } from "./hashing.js";
 import { poolOf } from "./kv-cache-manager.js";
-import { admit, group, manager, range, repeat, seqOf } from "./test-helpers.js";
+import { admit, group, manager, range, repeat, seqOf, tablesOf } from "./test-helpers.js";
 
 const FA16 = group("full_attention", 16);
 
@@ -99,6 +99,12 @@ describe("T3 test_prefill_hybrid_model (21 pages, B 16; full, SW 32, SW 32)", ()
     expect([5, 9].map((b) => pool.refCount(b))).toEqual([1, 1]);
     expect([13, 14, 15].map((b) => pool.refCount(b))).toEqual([1, 1, 1]);
     expect(m.heldBlocks(req1)).toEqual([4, 3, 3]);
+    // The exact tables: hit blocks, the SW null left of the window, then 13, 14, 15.
+    expect(tablesOf(req1)).toEqual([
+      [1, 2, 3, 13],
+      [0, 6, 7, 14],
+      [0, 10, 11, 15],
+    ]);
   });
 
   // Hidden entries (hash index h in group g); expected hit for the 53-token prompt, in blocks.

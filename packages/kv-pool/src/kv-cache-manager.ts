@@ -77,6 +77,8 @@ export class KvCacheManager implements KvCacheManagerApi {
   private readonly simpleHybrid: boolean;
   private readonly caching: boolean;
   private readonly fullAttentionIndex: number;
+  /** A full-attention or window group that never caches makes every hit 0. */
+  private readonly hitImpossible: boolean;
 
   constructor(options: KvPoolOptions) {
     const { groups, numPages } = options;
@@ -105,6 +107,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     this.alignment = this.types.reduce((a, t) => (a / gcd(a, t.manager.blockSize)) * t.manager.blockSize, 1);
     this.simpleHybrid = this.types.length === 2 && this.types[0]!.fullAttention;
     this.fullAttentionIndex = this.managers.findIndex((m) => m.kind === "full_attention");
+    this.hitImpossible = this.managers.some((m) => (m.kind === "full_attention" || m.kind === "window") && !m.caches);
     const mamba = this.managers.filter((m): m is MambaManager => m instanceof MambaManager);
     this.alignsChunksToBlocks = mamba.length > 0 && mamba.every((m) => m.checkpointBlocks === 0);
   }
@@ -148,7 +151,7 @@ export class KvCacheManager implements KvCacheManagerApi {
   /** vLLM's hybrid fixed point (vllm-rules.md 4.4) for a hit of at most `maxLength` tokens. */
   private hitFor(maxLength: number, view: (blockSize: number, maxBlocks: number) => BlockHashView): Hit {
     const zero = new Hit(0, this.managers.map(() => []), this);
-    if (!this.caching || maxLength <= 0 || this.types.length === 0) return zero;
+    if (!this.caching || this.hitImpossible || maxLength <= 0 || this.types.length === 0) return zero;
     const lists: number[][][] = [];
     let hitLength = maxLength;
     for (;;) {
@@ -256,7 +259,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     if (!this.caching) return;
     for (let g = 0; g < this.managers.length; g++) {
       const m = this.managers[g]!;
-      m.cacheBlocks(s.groups[g]!, s.chain(m.blockSize).ensure(Math.floor(computedTokens / m.blockSize)), computedTokens);
+      if (m.caches) m.cacheBlocks(s.groups[g]!, s.chain(m.blockSize).ensure(Math.floor(computedTokens / m.blockSize)), computedTokens);
     }
   }
 

@@ -19,6 +19,8 @@ export interface SingleTypeManager {
   readonly groupIndex: number;
   readonly blockSize: number;
   readonly kind: "full_attention" | "window" | "mamba" | "ring";
+  /** True when the group's computed blocks become cache entries (prefix caching on and cacheable). */
+  readonly caches: boolean;
   /**
    * Groups with equal keys are searched together (a block hits only if cached in all of them);
    * undefined for a group that never constrains a hit (a non-cacheable state ring).
@@ -114,10 +116,10 @@ abstract class AttentionManager implements SingleTypeManager {
     protected readonly pool: BlockPool,
     readonly groupIndex: number,
     group: CacheGroup,
-    protected readonly cacheable: boolean,
+    readonly caches: boolean,
   ) {
     this.blockSize = group.block_size_tokens;
-    this.hitTypeKey = `${group.kind}/${group.block_size_tokens}/${group.window_tokens ?? 0}/${cacheable}`;
+    this.hitTypeKey = `${group.kind}/${group.block_size_tokens}/${group.window_tokens ?? 0}/${caches}`;
   }
 
   abstract skippedTokens(computed: number): number;
@@ -176,7 +178,7 @@ abstract class AttentionManager implements SingleTypeManager {
   }
 
   cacheBlocks(state: GroupState, hashes: BlockHashView, computed: number): void {
-    if (this.cacheable) cacheFullBlocks(this.pool, this.groupIndex, this.blockSize, state, hashes, computed);
+    if (this.caches) cacheFullBlocks(this.pool, this.groupIndex, this.blockSize, state, hashes, computed);
   }
 
   releaseForSource(state: GroupState, computed: number): number[] {
@@ -230,8 +232,8 @@ export class WindowManager extends AttentionManager {
   readonly kind = "window";
   private readonly window: number;
 
-  constructor(pool: BlockPool, groupIndex: number, group: CacheGroup, cacheable: boolean) {
-    super(pool, groupIndex, group, cacheable);
+  constructor(pool: BlockPool, groupIndex: number, group: CacheGroup, caches: boolean) {
+    super(pool, groupIndex, group, caches);
     if (group.window_tokens === undefined) throw new RangeError(`group ${group.name} (${group.kind}) needs window_tokens`);
     this.window = group.window_tokens;
   }
@@ -281,6 +283,7 @@ export class WindowManager extends AttentionManager {
  */
 export class MambaManager implements SingleTypeManager {
   readonly kind = "mamba";
+  readonly caches = true;
   readonly blockSize: number;
   readonly hitTypeKey: string;
 
@@ -440,6 +443,7 @@ export class MambaManager implements SingleTypeManager {
  */
 export class SingleBlockStateManager implements SingleTypeManager {
   readonly kind = "ring";
+  readonly caches = false;
   readonly blockSize: number;
   readonly hitTypeKey = undefined;
 

@@ -2,6 +2,7 @@ import type { CacheGroup } from "@kvsim/profile-schema";
 import type { KvSequence } from "./contract.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
 import { createPromptTokens } from "./prompt-tokens.js";
+import { Sequence } from "./sequence.js";
 
 /** A group for tests; the byte and layer fields are informational for the pool. */
 export function group(kind: CacheGroup["kind"], blockSize: number, extra: Partial<CacheGroup> = {}): CacheGroup {
@@ -32,3 +33,9 @@ export function admit(m: KvCacheManager, seq: KvSequence): { ok: boolean; hit: n
 
 export const repeat = (v: number, n: number): number[] => Array.from({ length: n }, () => v);
 export const range = (a: number, b: number): number[] => Array.from({ length: b - a }, (_, i) => a + i);
+
+/** A sequence's block tables per group (0 = the null block). */
+export function tablesOf(seq: KvSequence): number[][] {
+  if (!(seq instanceof Sequence)) throw new Error("not a pool sequence");
+  return seq.groups.map((st) => [...st.blocks]);
+}
