@@ -25,11 +25,15 @@ describe("summarize", () => {
     const d = summarize(Float64Array.from([7, 3, 10, 1, 5, 9, 2, 8, 6, 4]));
     expect(d).toEqual({ count: 10, mean: 5.5, min: 1, max: 10, p50: 6, p90: 9, p99: 10, std: Math.sqrt(8.25) });
   });
-  it("sorts numerically, not as strings: [10, 9, 100] -> [9, 10, 100], p50 = index round(1) = 10", () => {
+  it("orders numerically, not as strings: [10, 9, 100] -> p50 = 2nd smallest (index round(1) = 1) = 10", () => {
     const v = Float64Array.from([10, 9, 100]);
-    expect(summarize(v).p50).toBe(10);
-    expect(Array.from(v)).toEqual([9, 10, 100]);
-    expect(percentile(v, 100)).toBe(100);
+    expect(summarize(v)).toMatchObject({ min: 9, p50: 10, p90: 100, max: 100 });
+    expect(percentile(Float64Array.from([9, 10, 100]), 100)).toBe(100);
+  });
+  it("handles ties and many equal values: [5 x 7, 1, 9] -> p50 = 5th smallest of 9 = 5", () => {
+    // Sorted: 1, 5, 5, 5, 5, 5, 5, 5, 9. p50 index round(8 x 0.5) = 4 -> 5; p99 index round(7.92) = 8 -> 9.
+    const d = summarize(Float64Array.from([5, 5, 9, 5, 5, 1, 5, 5, 5]));
+    expect([d.min, d.p50, d.p90, d.p99, d.max]).toEqual([1, 5, 5, 9, 9]);
   });
   it("an empty sample gives zeros", () => {
     expect(summarize(new Float64Array(0))).toEqual({ count: 0, mean: 0, min: 0, max: 0, p50: 0, p90: 0, p99: 0, std: 0 });

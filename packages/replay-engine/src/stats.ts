@@ -27,28 +27,68 @@ export function percentile(sorted: ArrayLike<number>, p: number): number {
 }
 
 /**
- * Summarises a sample; sorts `values` in place (a typed array sorts numerically). An empty sample
- * gives zeros.
+ * Moves the k-th smallest value of `a[lo..hi]` to index k, smaller ones before it and larger ones
+ * after (Hoare's selection with a median-of-three pivot): expected O(n), no full sort.
+ */
+function select(a: Float64Array, k: number, lo: number, hi: number): void {
+  while (hi > lo) {
+    const mid = (lo + hi) >>> 1;
+    // Median of three to a[mid], then use it as the pivot.
+    if (a[mid]! < a[lo]!) swap(a, mid, lo);
+    if (a[hi]! < a[lo]!) swap(a, hi, lo);
+    if (a[hi]! < a[mid]!) swap(a, hi, mid);
+    const pivot = a[mid]!;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i]! < pivot) i++;
+      while (a[j]! > pivot) j--;
+      if (i <= j) {
+        swap(a, i, j);
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) hi = j;
+    else if (k >= i) lo = i;
+    else return;
+  }
+}
+
+function swap(a: Float64Array, i: number, j: number): void {
+  const t = a[i]!;
+  a[i] = a[j]!;
+  a[j] = t;
+}
+
+/**
+ * Summarises a sample, reordering `values` in place: exact nearest-rank percentiles by selection
+ * (no full sort; the ITL sample holds one value per output token). An empty sample gives zeros.
  */
 export function summarize(values: Float64Array): Distribution {
   const n = values.length;
   if (n === 0) return EMPTY;
-  values.sort();
   let sum = 0;
-  for (const v of values) sum += v;
+  let min = Infinity;
+  let max = -Infinity;
+  for (const v of values) {
+    sum += v;
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
   const mean = sum / n;
   let sq = 0;
   for (const v of values) sq += (v - mean) * (v - mean);
-  return {
-    count: n,
-    mean,
-    min: values[0]!,
-    max: values[n - 1]!,
-    p50: percentile(values, 50),
-    p90: percentile(values, 90),
-    p99: percentile(values, 99),
-    std: Math.sqrt(sq / n),
-  };
+  // Select the ranks in increasing order, each within the part above the previous one.
+  const ranks = [percentileRank(n, 50), percentileRank(n, 90), percentileRank(n, 99)] as const;
+  let lo = 0;
+  const at: number[] = [];
+  for (const k of ranks) {
+    select(values, k, lo, n - 1);
+    at.push(values[k]!);
+    lo = k;
+  }
+  return { count: n, mean, min, max, p50: at[0]!, p90: at[1]!, p99: at[2]!, std: Math.sqrt(sq / n) };
 }
 
 /** An append-only sample of doubles that grows without boxing numbers. */

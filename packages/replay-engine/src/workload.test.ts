@@ -1,6 +1,6 @@
 import { InputError } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
-import { HashIdInterner, lengthOnlyTokens, lowerTrace, syntheticRequests, type ReplayRequest, type TraceRecord } from "./workload.js";
+import { HashIdInterner, lengthOnlyTokens, lowerTrace, syntheticRequests, TokenArena, type ReplayRequest, type TraceRecord } from "./workload.js";
 
 async function collect(it: AsyncIterable<ReplayRequest>): Promise<ReplayRequest[]> {
   const out: ReplayRequest[] = [];
@@ -19,6 +19,38 @@ describe("Mooncake hash ids to tokens", () => {
     const i = new HashIdInterner();
     i.tokens([7, 9], 4, 2); // 7 -> 0, 9 -> 1
     expect(Array.from(i.tokens([9, 8], 3, 2))).toEqual([1, 1, 2]); // 9 is 1, 8 is new -> 2; last block cut to 1 token
+  });
+});
+
+describe("TokenArena", () => {
+  it("carves consecutive arrays from one chunk and starts a new chunk when one is full", () => {
+    const arena = new TokenArena(16);
+    const a = arena.alloc(3);
+    const b = arena.alloc(1);
+    const c = arena.alloc(2); // 3 + 1 + 2 = 6 tokens: all in the first 16-token chunk
+    a.fill(1);
+    b.fill(2);
+    c.fill(3);
+    expect([Array.from(a), Array.from(b), Array.from(c)]).toEqual([[1, 1, 1], [2], [3, 3]]);
+    expect(a.buffer).toBe(c.buffer);
+    expect([a.byteOffset, b.byteOffset, c.byteOffset]).toEqual([0, 12, 16]);
+  });
+  it("gives an array longer than a quarter chunk its own buffer (16 / 4 = 4 < 5)", () => {
+    const arena = new TokenArena(16);
+    const small = arena.alloc(4);
+    const big = arena.alloc(5);
+    expect(big.buffer).not.toBe(small.buffer);
+    expect(big.length).toBe(5);
+  });
+  it("opens a new chunk when the rest of the current one is too short (4 + 4 + 4 + 4 = 16, then 1 more)", () => {
+    const arena = new TokenArena(16);
+    const first = arena.alloc(4);
+    arena.alloc(4);
+    arena.alloc(4);
+    arena.alloc(4);
+    const next = arena.alloc(1);
+    expect(next.buffer).not.toBe(first.buffer);
+    expect(next.byteOffset).toBe(0);
   });
 });
 

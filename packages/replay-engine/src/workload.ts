@@ -44,11 +44,35 @@ export interface LowerOptions {
  * Length-only prompt tokens (aisimulate-replay.md section 2.2): seed = (i x 1,000,003) mod 2^32,
  * token[k] = (seed + k) mod 2^32, so two length-only requests never share a first block.
  */
-export function lengthOnlyTokens(index: number, length: number): Uint32Array {
+export function lengthOnlyTokens(index: number, length: number, arena?: TokenArena): Uint32Array {
   const seed = (index * 1_000_003) % 2 ** 32;
-  const out = new Uint32Array(length);
+  const out = arena?.alloc(length) ?? new Uint32Array(length);
   for (let k = 0; k < length; k++) out[k] = seed + k; // a Uint32Array stores mod 2^32
   return out;
+}
+
+/**
+ * Hands out prompt arrays carved from large shared buffers. A prompt is one typed array of tens of
+ * thousands of tokens; allocating each on its own costs an off-heap allocation and adds external
+ * memory pressure that makes the garbage collector run far more often. A chunk is freed once no
+ * prompt in it is referenced. Returned arrays start zeroed only if the caller fills them all.
+ */
+export class TokenArena {
+  private chunk = new Uint32Array(0);
+  private used = 0;
+
+  constructor(private readonly chunkTokens = 1 << 22) {}
+
+  alloc(length: number): Uint32Array {
+    if (length > this.chunkTokens >>> 2) return new Uint32Array(length);
+    if (this.used + length > this.chunk.length) {
+      this.chunk = new Uint32Array(this.chunkTokens);
+      this.used = 0;
+    }
+    const out = this.chunk.subarray(this.used, this.used + length);
+    this.used += length;
+    return out;
+  }
 }
 
 /**
@@ -60,8 +84,8 @@ export function lengthOnlyTokens(index: number, length: number): Uint32Array {
 export class HashIdInterner {
   private readonly ids = new Map<number, number>();
 
-  tokens(hashIds: readonly number[], length: number, blockSize: number): Uint32Array {
-    const out = new Uint32Array(length);
+  tokens(hashIds: readonly number[], length: number, blockSize: number, arena?: TokenArena): Uint32Array {
+    const out = arena?.alloc(length) ?? new Uint32Array(length);
     let at = 0;
     for (const id of hashIds) {
       if (at >= length) break;
@@ -87,6 +111,7 @@ export class HashIdInterner {
  */
 export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable<TraceRecord>, opts: LowerOptions): AsyncGenerator<ReplayRequest> {
   const interner = new HashIdInterner();
+  const arena = new TokenArena();
   const seen = new Set<string>();
   let index = 0;
   let first: number | undefined;
@@ -113,9 +138,9 @@ export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable
       if (capacity < r.inputTokens) {
         fail(r.line, "hash_ids", `${r.hashIds.length} hash ids x trace_block_size ${opts.traceBlockSize} = ${capacity} tokens, fewer than input_length ${r.inputTokens}`);
       }
-      tokens = interner.tokens(r.hashIds, r.inputTokens, opts.traceBlockSize);
+      tokens = interner.tokens(r.hashIds, r.inputTokens, opts.traceBlockSize, arena);
     } else {
-      tokens = lengthOnlyTokens(index, r.inputTokens);
+      tokens = lengthOnlyTokens(index, r.inputTokens, arena);
     }
     yield {
       id,
