@@ -188,6 +188,21 @@ describe("kvsim JSONL", () => {
   });
 });
 
+describe("kvsim JSONL, bad lines like the other formats", () => {
+  const line = (fields: string) => `{"request_id": "a", ${fields}}`;
+  it("broken JSON, a missing field, a negative length", async () => {
+    // '{"request_id": "a", "arrival_ms": 0 ' is 36 characters; the unexpected key starts at column 37.
+    expect(await failure([line('"arrival_ms": 0 "input_tokens": 1, "output_tokens": 1')], kvsim)).toBe("kv.jsonl:1:37: malformed JSON: expected ','");
+    expect(await failure([line('"arrival_ms": 0, "input_tokens": 1')], kvsim)).toBe("kv.jsonl:1: output_tokens: is required");
+    expect(await failure([line('"arrival_ms": 0, "input_tokens": 1, "output_tokens": -2')], kvsim)).toBe("kv.jsonl:1: output_tokens: must be at least 1 (got -2)");
+  });
+  it("decreasing time and an empty trace", async () => {
+    const lines = ['{"request_id": "a", "arrival_ms": 5, "input_tokens": 1, "output_tokens": 1}', "", '{"request_id": "b", "arrival_ms": 4, "input_tokens": 1, "output_tokens": 1}'];
+    expect(await failure(lines, kvsim)).toBe("kv.jsonl:3: arrival_ms: arrival times must not decrease: got 4, earlier than 5 on line 1");
+    expect(await failure([""], kvsim)).toBe("kv.jsonl: the trace has no requests");
+  });
+});
+
 describe("parseTraceLine", () => {
   it("parses one line on its own and returns undefined for a blank one", () => {
     expect(parseTraceLine("kvsim", '{"request_id": "x", "arrival_ms": 5, "input_tokens": 3, "output_tokens": 2}', 9, { file: "f" })).toStrictEqual({

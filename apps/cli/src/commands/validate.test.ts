@@ -284,6 +284,18 @@ describe("kvsim validate: specs", () => {
       ].join("\n"),
     });
   });
+  it("points gate problems of an inline profile into the spec, with the profile's path", async () => {
+    const inline = '{ schema_version: 1, model: m, vllm_version: "0.32.0", tensor_parallel_size: 1, page_size_bytes: 64, kv_cache_groups: [{ name: s, kind: state, num_layers: 1, block_size_tokens: 16, prefix_cacheable: true, transfer_bytes_per_block: 64 }] }';
+    const file = write("inline-gate.yaml", spec([`profile: ${inline}`, ...disagg, "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }"]));
+    const r = await validate(file);
+    // Line 2 is "profile: " (9 characters) + the inline profile, where "{ " (2), "schema_version: 1, " (19),
+    // "model: m, " (10), 'vllm_version: "0.32.0", ' (24), "tensor_parallel_size: 1, " (25) and
+    // "page_size_bytes: 64, " (21) come first: 9 + 101 = 110 characters, so the key is at column 111.
+    expect(r.stderr.split("\n").slice(1, 3)).toStrictEqual([
+      `${file}:2:111: profile.kv_cache_groups: prefill role: kv_cache_groups needs at least one full_attention group: a grouped handoff counts in full-attention blocks`,
+      `${file}:2:111: profile.kv_cache_groups: decode role: kv_cache_groups needs at least one full_attention group: a grouped handoff counts in full-attention blocks`,
+    ]);
+  });
   it("refuses prefill and decode roles with different cache layouts", async () => {
     const file = write(
       "topology.yaml",

@@ -35,6 +35,8 @@ interface Problem {
 interface LoadedProfile {
   readonly profile: Profile;
   readonly file: string;
+  /** "" for a profile file; `profile.` or `decode.profile.` for a profile inlined in the spec. */
+  readonly prefix: string;
   readonly locate: (path: string) => { line: number; column: number } | undefined;
 }
 
@@ -64,7 +66,7 @@ function profileSummary(p: Profile): string {
 }
 
 function gateProblem(loaded: LoadedProfile, p: PdGateProblem): Problem {
-  return { file: loaded.file, issue: { path: p.path, message: p.message, ...(loaded.locate(p.path) ?? {}) } };
+  return { file: loaded.file, issue: { path: `${loaded.prefix}${p.path}`, message: p.message, ...(loaded.locate(p.path) ?? {}) } };
 }
 
 function fromInputError(e: InputError): Problem[] {
@@ -92,15 +94,15 @@ function validateProfileDocument(io: CliIo, doc: LocatedDocument): number {
 /** Loads every profile a spec names (once per file), collecting problems instead of stopping. */
 function profileLoader(specDoc: LocatedDocument, problems: Problem[]) {
   const byFile = new Map<string, LoadedProfile | undefined>();
-  return (ref: string | Profile, at: readonly PropertyKey[]): LoadedProfile | undefined => {
+  return (ref: string | Profile, at: readonly string[]): LoadedProfile | undefined => {
     if (typeof ref !== "string") {
-      return { profile: ref, file: specDoc.file, locate: (path) => specDoc.locate([...at, ...pathKeys(path)]) };
+      return { profile: ref, file: specDoc.file, prefix: `${at.join(".")}.`, locate: (path) => specDoc.locate([...at, ...pathKeys(path)]) };
     }
     if (byFile.has(ref)) return byFile.get(ref);
     let loaded: LoadedProfile | undefined;
     try {
       const doc = parseDocumentText(readText(ref), shown(ref));
-      loaded = { profile: validateDocument(ProfileSchema, doc), file: doc.file, locate: (path) => doc.locate(pathKeys(path)) };
+      loaded = { profile: validateDocument(ProfileSchema, doc), file: doc.file, prefix: "", locate: (path) => doc.locate(pathKeys(path)) };
     } catch (e) {
       if (!(e instanceof InputError)) throw e;
       problems.push(...fromInputError(e.file === ref ? new InputError(shown(ref), e.issues) : e));
