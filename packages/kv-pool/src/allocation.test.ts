@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { poolOf } from "./kv-cache-manager.js";
 import { poolGroupsForProfile } from "./pool-groups.js";
 import { createPromptTokens } from "./prompt-tokens.js";
-import { admit, group, manager, range, repeat, seqOf } from "./test-helpers.js";
+import { admit, group, manager, range, repeat, seqOf, tablesOf } from "./test-helpers.js";
 
 describe("allocation", () => {
   it("is all-or-nothing: a failed step keeps its window blocks and the queue untouched", () => {
@@ -131,5 +131,68 @@ describe("poolGroupsForProfile", () => {
     const g = group("sliding_window", 16, { window_tokens: 64 });
     const grouped: Profile = { schema_version: 1, model: "m", vllm_version: "0.31.0", tensor_parallel_size: 1, page_size_bytes: 10, kv_cache_groups: [g] };
     expect(poolGroupsForProfile(grouped, engineSettings())).toEqual([g]);
+  });
+});
+
+describe("Mamba-type prefix hits (align mode, B 16)", () => {
+  const groups = [group("full_attention", 16), group("state", 16, { name: "mamba" })];
+
+  it("hit when a chunk ended exactly on the boundary: the state checkpoint at 32", () => {
+    const m = manager(20, groups);
+    const a = seqOf(m, "a", range(0, 40));
+    expect(m.allocateSlots(a, { computedTokens: 0, newTokens: 32 })).toBe(true);
+    m.commitComputed(a, 32); // 32 = 2 x 16: the running state block (index 1) is cached
+    expect(m.allocateSlots(a, { computedTokens: 32, newTokens: 8 })).toBe(true);
+    m.commitComputed(a, 40);
+    // Groups allocate in group order each step: chunk 1 gives full 1, 2 and Mamba 3 (index 1);
+    // chunk 2 gives full 4 and Mamba 5 (index 2). The state at 32 (block 3) is kept until C passes it.
+    expect(tablesOf(a)).toEqual([
+      [1, 2, 4],
+      [0, 3, 5],
+    ]);
+    const b = seqOf(m, "b", range(0, 40));
+    const hit = m.findPrefixHit(b);
+    // M = 39 -> full 2 blocks (32); the Mamba state at 32 exists -> 32.
+    expect(hit.tokens).toBe(32);
+    // Full: cdiv(40,16) - 2 = 1 new; Mamba: 1 new running block (the hit state is held by a: not evictable).
+    expect(m.pagesNeeded(b, { computedTokens: 0, newTokens: 8, hit })).toBe(2);
+    expect(m.allocateSlots(b, { computedTokens: 0, newTokens: 8, hit })).toBe(true);
+    // b reuses full 1, 2 and the state block 3; its new blocks come next from the queue: 6 and 7.
+    expect(tablesOf(b)).toEqual([
+      [1, 2, 6],
+      [0, 3, 7],
+    ]);
+  });
+
+  it("no hit when the prompt was prefilled in one unaligned pass (the zero-hit shape of vLLM issue 45238)", () => {
+    const m = manager(20, groups);
+    const a = seqOf(m, "a", range(0, 40));
+    expect(m.allocateSlots(a, { computedTokens: 0, newTokens: 40 })).toBe(true);
+    m.commitComputed(a, 40); // full blocks 0, 1 cached; no state at 16 or 32
+    expect(m.findPrefixHit(seqOf(m, "b", range(0, 40))).tokens).toBe(0);
+  });
+});
+
+describe("preemption", () => {
+  it("a preempted request finds its own prompt and output blocks in the cache", () => {
+    const m = manager(10, [group("full_attention", 4)]);
+    const a = seqOf(m, "a", [1, 2, 3, 4, 5]);
+    expect(m.allocateSlots(a, { computedTokens: 0, newTokens: 5 })).toBe(true);
+    m.commitComputed(a, 5);
+    let computed = 5;
+    // Decode 4 tokens: 9 tokens, floor(9/4) = 2 full blocks (the second one holds 3 outputs).
+    for (const t of [6, 7, 8, 9]) {
+      a.appendToken(t);
+      expect(m.allocateSlots(a, { computedTokens: computed, newTokens: 1 })).toBe(true);
+      computed++;
+      m.commitComputed(a, computed);
+    }
+    expect(a.numTokens).toBe(9);
+    m.free(a);
+    // Re-admission of the same sequence: M = 8 -> 2 blocks = 8 tokens hit, 1 to recompute.
+    const hit = m.findPrefixHit(a);
+    expect(hit.tokens).toBe(8);
+    expect(m.allocateSlots(a, { computedTokens: 0, newTokens: 1, hit })).toBe(true);
+    expect(m.heldBlocks(a)).toEqual([3]);
   });
 });
