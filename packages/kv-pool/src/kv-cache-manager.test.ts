@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { computeBlockHashes } from "./hashing.js";
-import { poolOf } from "./kv-cache-manager.js";
+import { KvCacheManager, poolOf } from "./kv-cache-manager.js";
+import { createPromptTokens } from "./prompt-tokens.js";
 import { admit, group, manager, range, repeat, seqOf, tablesOf } from "./test-helpers.js";
 
 const FA16 = group("full_attention", 16);
@@ -123,5 +124,27 @@ describe("T3 test_prefill_hybrid_model (21 pages, B 16; full, SW 32, SW 32)", ()
     for (const [h, g] of hidden) poolOf(m).uncache(g, hashes[h]!);
     const req1 = seqOf(m, "req1", [...common, ...repeat(3, 5)]);
     expect(m.findPrefixHit(req1).tokens).toBe(blocks * 16);
+  });
+});
+
+describe("README example", () => {
+  it("hits 48 of 55 tokens and holds 5 of 10 pages", () => {
+    const pool = new KvCacheManager({
+      numPages: 11,
+      groups: [{ name: "kv", kind: "full_attention", num_layers: 1, block_size_tokens: 16, prefix_cacheable: true }],
+      enablePrefixCaching: true,
+      vllmVersion: "0.31.0",
+    });
+    const prompt = createPromptTokens(Uint32Array.from({ length: 55 }, (_, i) => i));
+    const a = pool.createSequence("a", prompt);
+    expect(pool.allocateSlots(a, { computedTokens: 0, newTokens: 55 })).toBe(true);
+    pool.commitComputed(a, 55);
+    const b = pool.createSequence("b", prompt);
+    const hit = pool.findPrefixHit(b);
+    // M = 54 -> floor(54/16) = 3 blocks = 48 tokens.
+    expect(hit.tokens).toBe(48);
+    expect(pool.allocateSlots(b, { computedTokens: 0, newTokens: 55 - 48, hit })).toBe(true);
+    // a: 4 pages; b: 3 shared + 1 -> 5 used of 10; usage 1 - 5/10 = 0.5.
+    expect(pool.metrics()).toEqual({ usablePages: 10, usedPages: 5, cachedEvictablePages: 0, freePages: 5, usage: 0.5 });
   });
 });
