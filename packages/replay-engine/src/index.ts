@@ -8,4 +8,3 @@ export {
   type RequestStatus,
   type HandoffRecord,
 } from "./report.js";
-export type { TraceRecord } from "./workload.js";

@@ -1,9 +1,9 @@
+import type { TraceRecord } from "@kvsim/profile-schema";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { runReplay, type ReplayResult } from "./replay.js";
 import type { RequestRecord } from "./report.js";
 import { byTokens, glmProfile, linearProfile, traceSpec } from "./test-fixtures.js";
-import type { TraceRecord } from "./workload.js";
 
 /**
  * Random small traces on random topologies. Prompts draw from a small alphabet of shared

@@ -1,12 +1,12 @@
 import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
-import { checkPdTopology, engineSettings, InputError, tokens as asTokens, type EngineOverrides, type Profile, type Spec } from "@kvsim/profile-schema";
+import { checkPdTopology, engineSettings, InputError, tokens as asTokens, type EngineOverrides, type Profile, type Spec, type TraceRecord } from "@kvsim/profile-schema";
 import { payloadBytes, transferDelayMs, withDestination } from "@kvsim/transfer-rules";
 import { Rank, RankConfigError, type Command, type CommandOutcome, type Effects, type RankConfig, type RankMetrics, type RankRole, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
 import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput, type TransferPricer } from "./coordinator.js";
 import { EventQueue, Phase, Stage } from "./event-queue.js";
 import { createPlacement, type Placement } from "./placement.js";
 import { MetricsCollector, type HandoffRecord, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
-import { lowerTrace, syntheticRequests, type ReplayRequest, type TraceRecord } from "./workload.js";
+import { lowerTrace, syntheticRequests, type ReplayRequest } from "./workload.js";
 
 export interface ReplayProgress {
   /** Requests released so far. */

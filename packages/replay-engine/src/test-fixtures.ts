@@ -1,7 +1,6 @@
 // Test-only inputs (not exported from the package): profiles and specs built through the real
 // schemas, so the defaults a user would get are the ones tested.
-import { SpecSchema, validateProfile, type Profile, type Spec } from "@kvsim/profile-schema";
-import type { TraceRecord } from "./workload.js";
+import { SpecSchema, validateProfile, type Profile, type Spec, type TraceRecord } from "@kvsim/profile-schema";
 
 /** A linear profile: one KV rate per token. */
 export function linearProfile(kvBytesPerToken: number): Profile {

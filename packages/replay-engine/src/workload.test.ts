@@ -1,6 +1,6 @@
-import { InputError } from "@kvsim/profile-schema";
+import { InputError, type TraceRecord } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
-import { HashIdInterner, lengthOnlyTokens, lowerTrace, syntheticRequests, TokenArena, type ReplayRequest, type TraceRecord } from "./workload.js";
+import { HashIdInterner, lengthOnlyTokens, lowerTrace, syntheticRequests, TokenArena, type ReplayRequest } from "./workload.js";
 
 async function collect(it: AsyncIterable<ReplayRequest>): Promise<ReplayRequest[]> {
   const out: ReplayRequest[] = [];

@@ -1,21 +1,6 @@
-import { InputError, type SyntheticWorkload } from "@kvsim/profile-schema";
+import { InputError, type SyntheticWorkload, type TraceRecord } from "@kvsim/profile-schema";
 import { uniformFloat64 } from "pure-rand/distribution/uniformFloat64";
 import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus";
-
-/**
- * One trace record as profile-schema's `readTrace` yields it (the file's own time in `arrivalMs`).
- * Structural, so any reader of the same shape can feed the replay.
- */
-export interface TraceRecord {
-  readonly line: number;
-  readonly requestId?: string;
-  readonly arrivalMs: number;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
-  readonly hashIds?: readonly number[];
-  readonly inputTokenIds?: Uint32Array;
-  readonly sessionId?: string;
-}
 
 /** One request as the replay sees it: normalised arrival, lengths and prompt tokens. */
 export interface ReplayRequest {

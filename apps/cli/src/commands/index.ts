@@ -5,8 +5,9 @@ import { registerDynamo } from "./dynamo.js";
 import { registerEngine } from "./engine.js";
 import { registerSchemas } from "./schemas.js";
 import { registerValidate } from "./validate.js";
+import { registerReplay } from "./replay.js";
 
 /** Each command module registers itself on the program. Keep one module per command. */
 export type RegisterCommand = (program: Command, ctx: CommandContext) => void;
 
-export const COMMANDS: readonly RegisterCommand[] = [registerTransfer, registerValidate, registerSchemas, registerEngine, registerDynamo];
+export const COMMANDS: readonly RegisterCommand[] = [registerTransfer, registerValidate, registerSchemas, registerEngine, registerDynamo, registerReplay];

@@ -1,0 +1,16 @@
+import type { RegisterCommand } from "./index.js";
+import { replayCommand, type ReplayOptions } from "../replay/run.js";
+
+export const registerReplay: RegisterCommand = (program, ctx) => {
+  program
+    .command("replay")
+    .description(
+      "Replay a workload through modelled vLLM ranks and report TTFT, TPOT, ITL, E2E, throughput, prefix reuse, preemptions and handoffs. Without --spec: the bundled example (a small synthetic trace on GLM-5.3-Flash in P/D).",
+    )
+    .option("--spec <file>", "replay spec, YAML or JSON (default: the bundled P/D example)")
+    .option("--format <format>", "table or json (json prints one JSON object and nothing else)", "table")
+    .option("--report <file>", "also write the report as JSON")
+    .option("--requests <file>", "write per-request records as JSON lines")
+    .option("--force", "overwrite existing output files", false)
+    .action(ctx.run((opts: ReplayOptions) => replayCommand(ctx.io, opts)));
+};

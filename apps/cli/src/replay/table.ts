@@ -1,0 +1,69 @@
+import type { ReplayReport } from "@kvsim/replay-engine";
+
+/** A short description of what ran, for the table's title. */
+export interface RunSummary {
+  readonly topology: string;
+  readonly profile: string;
+  readonly router: string;
+  readonly workload: string;
+}
+
+const num = (v: number, digits = 2): string => v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const int = (v: number): string => v.toLocaleString("en-US", { maximumFractionDigits: 0 });
+
+function pad(rows: readonly (readonly string[])[]): string {
+  const widths: number[] = [];
+  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+  return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd()).join("\n");
+}
+
+/** The report as a plain-text table (fixed column alignment, no colours). */
+export function formatReportTable(report: ReplayReport, run: RunSummary): string {
+  const lines: string[] = [];
+  lines.push(`kvsim replay: ${run.topology}; ${run.profile}; router ${run.router}`);
+  lines.push(`workload: ${run.workload}`);
+  lines.push("");
+  const inFlight = report.in_flight_requests > 0 ? `, ${int(report.in_flight_requests)} in flight at the cutoff` : "";
+  lines.push(
+    `requests: ${int(report.num_requests)} arrived, ${int(report.completed_requests)} completed, ${int(report.rejected_requests)} rejected, ${int(report.failed_requests)} failed${inFlight}`,
+  );
+  lines.push("");
+  const metric = (label: string, key: "ttft" | "tpot" | "itl" | "e2e") => [
+    label,
+    num(report[`mean_${key}_ms`]),
+    num(report[`p50_${key}_ms`]),
+    num(report[`p90_${key}_ms`]),
+    num(report[`p99_${key}_ms`]),
+  ];
+  lines.push(
+    pad([
+      ["latency (ms)", "mean", "p50", "p90", "p99"],
+      metric("TTFT", "ttft"),
+      metric("TPOT", "tpot"),
+      metric("ITL", "itl"),
+      metric("E2E", "e2e"),
+    ]),
+  );
+  lines.push("");
+  const rows: [string, string][] = [
+    ["duration (virtual)", `${num(report.duration_ms)} ms`],
+    ["request throughput", `${num(report.request_throughput_rps)} req/s`],
+    ["output throughput", `${num(report.output_throughput_tok_s)} tok/s`],
+    ["input / output tokens", `${int(report.total_input_tokens)} / ${int(report.total_output_tokens)}`],
+    ["prefix cache reuse", `${num(report.prefix_cache_reused_ratio * 100)} %`],
+    ["preemptions", int(report.preemptions)],
+  ];
+  if (report.handoffs.count > 0) {
+    rows.push(["handoffs", `${int(report.handoffs.count)}, ${int(report.handoffs.payload_bytes)} bytes, mean delay ${num(report.handoffs.mean_delay_ms, 3)} ms`]);
+  }
+  if (report.goodput_rps !== undefined && report.goodput_requests !== undefined) {
+    rows.push(["goodput (SLA)", `${num(report.goodput_rps)} req/s (${int(report.goodput_requests)} requests met it)`]);
+  }
+  if (report.wall_time_ms !== undefined) {
+    rows.push(["wall time", `${num(report.wall_time_ms, 0)} ms (${num(report.simulated_requests_per_wall_s ?? 0, 0)} simulated req/s)`]);
+  }
+  rows.push(["digest", report.digest]);
+  const keyWidth = Math.max(...rows.map(([k]) => k.length)) + 2;
+  for (const [k, v] of rows) lines.push(`${k.padEnd(keyWidth)}${v}`);
+  return lines.join("\n") + "\n";
+}
