@@ -36,6 +36,14 @@ describe("aggregated replay (fixed timing, hand-derived)", () => {
     expect(rep.handoffs).toEqual({ count: 0, payload_bytes: 0, mean_delay_ms: 0 });
   });
 
+  it("zero-duration passes complete in the same instant: fixed 0 / 0 gives every token at the arrival", async () => {
+    // Request 2 arrives at 5 (request 1, at 0, is done by then): passes 5 -> 5 (prefill and the
+    // first token), 5 -> 5, 5 -> 5 give its three tokens at 5.
+    const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 1 }, engine: smallEngine, timing: fixed(0, 0) });
+    const r = ok(await runReplay({ spec, records: [byLength(1, 0, 4, 1), byLength(2, 5, 4, 3)] })).records[1]!;
+    expect([r.status, r.arrival_ms, r.first_token_ms, r.last_token_ms, r.ttft_ms, r.e2e_ms, r.output_tokens]).toEqual(["completed", 5, 5, 5, 0, 0, 3]);
+  });
+
   it("S2: two workers, four simultaneous requests under round robin: two requests per worker", async () => {
     // Placement in arrival order: 0, 1, 0, 1.
     const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 2 }, engine: smallEngine, timing: fixed(1, 1) });

@@ -5,11 +5,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { CliIo } from "../io.js";
 import { runCli } from "../main.js";
 
-function capture(): CliIo & { stdout: string; stderr: string } {
+function capture(stderrIsTTY = false): CliIo & { stdout: string; stderr: string } {
   const io = {
     stdout: "",
     stderr: "",
-    stderrIsTTY: false,
+    stderrIsTTY,
     out(t: string) {
       io.stdout += t;
     },
@@ -49,7 +49,9 @@ afterEach(() => {
 });
 
 async function replay(...args: string[]) {
-  const io = capture();
+  return replayWith(capture(), ...args);
+}
+async function replayWith(io: ReturnType<typeof capture>, ...args: string[]) {
   const code = await runCli(["replay", ...args], io);
   return { code, ...io };
 }
@@ -89,6 +91,15 @@ describe("kvsim replay: runs", () => {
     expect([rec.request_id, rec.status, rec.ttft_ms, rec.e2e_ms, rec.tpot_ms]).toEqual(["a", "completed", 12, 14, 2]);
     const again = await replay("--spec", path("spec.yaml"), "--format", "json");
     expect((JSON.parse(again.stdout) as Record<string, unknown>).digest).toBe(file.digest);
+  });
+
+  it("draws a progress bar on stderr only when stderr is a terminal; stdout keeps only the JSON", async () => {
+    const tty = await replayWith(capture(true), "--spec", path("spec.yaml"), "--format", "json");
+    expect(tty.code).toBe(0);
+    expect(tty.stderr).toContain("replay [");
+    expect((JSON.parse(tty.stdout) as Record<string, unknown>).completed_requests).toBe(1);
+    const pipe = await replay("--spec", path("spec.yaml"), "--format", "json");
+    expect(pipe.stderr).toBe("");
   });
 
   it("--force overwrites an existing report", async () => {
