@@ -1,6 +1,6 @@
 import type { Profile } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
-import type { LifecycleFact } from "./contract.js";
+import type { LifecycleFact, StepResult } from "./contract.js";
 import { RankConfigError } from "./rank-config.js";
 import { expectOk, glmProfile, linearProfile, makeRank, rangePrompt, request, runToIdle, scheduledOf } from "./test-helpers.js";
 
@@ -79,19 +79,62 @@ describe("rejections of prompts that can never be served", () => {
     ]);
   });
 
-  it("rejects a request whose sequence outgrows the whole pool instead of waiting forever", () => {
+  it("rejects a request whose sequence outgrows the whole pool instead of recomputing forever", () => {
     // 4 usable pages of 16 tokens, no caching: a 60-token prompt with 20 outputs. Pass 1 computes
     // the prompt (4 blocks); passes 2-5 compute tokens 60-63 (cdiv(64, 16) = 4 blocks); pass 6
-    // needs a 5th block for token 64: the request is the tail of running and preempts itself.
+    // needs a 5th block for token 64 with nothing else on the rank: it can never finish.
     const rank = makeRank({ engine: { block_size: 16, num_gpu_blocks: 5, enable_prefix_caching: false } });
     expectOk(rank.submit({ type: "submit", request: request("r", rangePrompt(0, 60), 20) }));
     const passes = runToIdle(rank);
-    expect(passes.map((p) => p.scheduledTokens)).toEqual([60, 1, 1, 1, 1, 0, 0]);
-    expect(passes[5]!.effects.preemptions).toEqual([{ requestId: "r" }]);
+    expect(passes.map((p) => p.scheduledTokens)).toEqual([60, 1, 1, 1, 1, 0]);
     expect(passes[5]!.durationMs).toBe(0);
-    // Pass 7: it would recompute all 65 tokens (5 blocks) with nothing else on the rank.
-    expect(passes[6]!.effects.rejections).toEqual([{ requestId: "r", reason: "its 65-token chunk does not fit even in the empty pool of 4 usable pages" }]);
+    expect(passes[5]!.effects.preemptions).toEqual([]);
+    expect(passes[5]!.effects.rejections).toEqual([
+      { requestId: "r", reason: "its sequence of 65 tokens outgrew the pool: 64 computed + 1 new do not fit even in the empty pool of 4 usable pages" },
+    ]);
     expect(rank.isDrained()).toBe(true);
+    expect(rank.metrics().pagesUsed).toBe(0);
+  });
+
+  it("rejects a waiting request whose first chunk cannot fit even in the empty pool", () => {
+    // Full attention and a 4-token sliding window, both with 4-token blocks; 7 usable pages. A
+    // 20-token prompt passes the submit check (5 full-attention blocks + cdiv(20, 4) -
+    // floor((20 - 4 + 1) / 4) = 1 window block = 6 pages), but its one-chunk prefill holds every
+    // window block of its own step: 5 + 5 = 10 pages. vLLM would wait forever; the rank rejects it.
+    const profile: Profile = {
+      schema_version: 1,
+      model: "test/swa",
+      vllm_version: "0.31.0",
+      tensor_parallel_size: 1,
+      page_size_bytes: 100,
+      kv_cache_groups: [
+        { name: "fa", kind: "full_attention", num_layers: 1, block_size_tokens: 4 },
+        { name: "swa", kind: "sliding_window", num_layers: 1, block_size_tokens: 4, window_tokens: 4 },
+      ],
+    };
+    const rank = makeRank({ profile, engine: { num_gpu_blocks: 8 } });
+    expect(expectOk(rank.submit({ type: "submit", request: request("r", rangePrompt(0, 20), 1) })).effects.rejections).toEqual([]);
+    const pass = rank.step(0)!;
+    expect(pass.effects.rejections).toEqual([{ requestId: "r", reason: "its 20-token chunk does not fit even in the empty pool of 7 usable pages" }]);
+    expect(rank.isDrained()).toBe(true);
+    // With an 8-token budget the same prompt prefills in chunks that fit (window blocks trimmed between chunks).
+    const chunked = makeRank({ profile, engine: { num_gpu_blocks: 8, max_num_batched_tokens: 8 } });
+    expectOk(chunked.submit({ type: "submit", request: request("r", rangePrompt(0, 20), 1) }));
+    expect(runToIdle(chunked).flatMap((p) => p.effects.finished)).toEqual([{ requestId: "r" }]);
+  });
+
+  it("rejects a preempted request that no longer fits one pass with chunked prefill off", () => {
+    // Chunked prefill off, budget 16, 5 usable pages of 4 tokens, no caching. Pass 1 admits r1 (2
+    // tokens, 1 block) and r0 (14 tokens, 4 blocks): the pool is full. Passes 2 and 3 need no new
+    // block. Pass 4: r1's token 4 needs a 2nd block; r0 (the tail) is preempted with 17 tokens.
+    // Pass 5: r0 would recompute 17 > 16 tokens in one pass: it can never be scheduled.
+    const rank = makeRank({ engine: { block_size: 4, num_gpu_blocks: 6, max_num_batched_tokens: 16, enable_chunked_prefill: false, enable_prefix_caching: false } });
+    expectOk(rank.submit({ type: "submit", request: request("r1", rangePrompt(100, 2), 10) }));
+    expectOk(rank.submit({ type: "submit", request: request("r0", rangePrompt(0, 14), 6) }));
+    const passes = [0, 1, 2, 3, 4].reduce<StepResult[]>((acc) => [...acc, rank.step(acc.at(-1)?.endMs ?? 0)!], []);
+    expect(passes.map((p) => scheduledOf(p))).toEqual([{ r1: 2, r0: 14 }, { r1: 1, r0: 1 }, { r1: 1, r0: 1 }, { r1: 1 }, { r1: 1 }]);
+    expect(passes[3]!.effects.preemptions).toEqual([{ requestId: "r0" }]);
+    expect(passes[4]!.effects.rejections).toEqual([{ requestId: "r0", reason: "needs 17 tokens in one pass with chunked prefill off, more than max_num_batched_tokens 16" }]);
   });
 
   it("a destination that can never be reserved is rejected at the command", () => {

@@ -449,7 +449,16 @@ export class Rank {
         }
         // FCFS: the victim is the tail of running; it is never already scheduled in this step.
         const victim = this.running.pop()!;
-        this.preempt(victim, fx);
+        this.pool.free(victim.seq);
+        this.capacityGeneration++;
+        if (victim === req && this.running.length === 0 && this.pool.metrics().usedPages === 0) {
+          // Alone in an otherwise empty pool it still does not fit: recomputing would only come
+          // back here, so it can never finish (vLLM would loop; max_model_len usually prevents it).
+          fx.rejections.push({ requestId: req.id, reason: `its sequence of ${req.seq.numTokens} tokens outgrew the pool: ${req.computed} computed + ${n} new do not fit even in the empty pool of ${this.usablePages} usable pages` });
+          this.retire(req);
+          break;
+        }
+        this.requeuePreempted(victim, fx);
         preempted = true;
         if (victim === req) break;
       }
@@ -595,12 +604,17 @@ export class Rank {
     this.waiting.popFront();
     this.waitingLive--;
     fx.rejections.push({ requestId: req.id, reason });
+    this.retire(req);
+    return "rejected";
+  }
+
+  /** Forgets a rejected request (its blocks already freed) and retires its handoff. */
+  private retire(req: Req): void {
     if (req.handoff !== undefined) {
       req.handoff.state = "retired";
       req.handoff.cancelled = true;
     }
     this.forget(req);
-    return "rejected";
   }
 
   /**
@@ -618,10 +632,8 @@ export class Rank {
     return n;
   }
 
-  /** Preemption by recompute (vllm-rules 1.3): free tail-first, computed 0, to the front of waiting. */
-  private preempt(req: Req, fx: EffectsBuilder): void {
-    this.pool.free(req.seq);
-    this.capacityGeneration++;
+  /** Preemption by recompute (vllm-rules 1.3), once its blocks are freed tail first: computed 0, to the front of waiting. */
+  private requeuePreempted(req: Req, fx: EffectsBuilder): void {
     req.computed = 0;
     req.preemptions++;
     req.phase = "waiting";
