@@ -46,7 +46,9 @@ export class TokenArena {
   private chunk = new Uint32Array(0);
   private used = 0;
 
-  constructor(private readonly chunkTokens = 1 << 22) {}
+  // 2^18 tokens (1 MiB): small enough that freed chunks are reused by the allocator instead of
+  // being mapped afresh (page faults), large enough to hold several prompts.
+  constructor(private readonly chunkTokens = 1 << 18) {}
 
   alloc(length: number): Uint32Array {
     if (length > this.chunkTokens >>> 2) return new Uint32Array(length);
