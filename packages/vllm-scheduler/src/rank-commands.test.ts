@@ -143,6 +143,13 @@ describe("rejections of prompts that can never be served", () => {
     const out = expectOk(rank.submit({ type: "reserve_destination", handoffId: "h", request: request("r", rangePrompt(0, 9), 1) }));
     expect(out.effects.rejections).toEqual([{ requestId: "r", reason: "prompt of 9 tokens needs at least 3 pages across its cache groups, more than the 2 usable pages of the pool" }]);
     expect(rank.isDrained()).toBe(true);
+    // Cleanup of the rejected handoff is harmless; activating it is refused; its id stays used.
+    expect(expectOk(rank.submit({ type: "cancel_destination", handoffId: "h" })).result).toBe("noop");
+    expect(rank.submit({ type: "activate_destination", handoffId: "h" })).toEqual({ ok: false, reason: 'destination handoff "h" was rejected' });
+    expect(rank.submit({ type: "reserve_destination", handoffId: "h", request: request("r", rangePrompt(0, 4), 1) })).toEqual({
+      ok: false,
+      reason: 'handoff "h" was already used on this rank',
+    });
   });
 });
 

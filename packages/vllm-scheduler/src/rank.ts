@@ -153,6 +153,8 @@ export class Rank {
 
   private readonly requests = new Map<string, Req>();
   private readonly handoffs = new Map<string, Handoff>();
+  /** Handoffs whose request was rejected at the command: cleanup commands on them are no-ops. */
+  private readonly rejectedHandoffs = new Map<string, "source" | "destination">();
   private readonly running: Req[] = [];
   private readonly waiting = new Deque<Req>();
   private waitingLive = 0;
@@ -280,6 +282,7 @@ export class Rank {
     const rejection = this.promptRejection(n, t);
     if (rejection !== undefined) {
       fx.rejections.push({ requestId: request.id, reason: rejection });
+      this.rejectedHandoffs.set(handoffId, "source");
       return this.ok("submitted", fx);
     }
     const prompt = t === n ? request.prompt : createPromptTokens(request.prompt.tokens.subarray(0, t));
@@ -295,8 +298,8 @@ export class Rank {
   /** release_source (cancel = false) and cancel_source (cancel = true). */
   private releaseSource(handoffId: string, cancel: boolean): CommandOutcome {
     const h = this.handoffs.get(handoffId);
-    if (h?.side !== "source") return fail(`unknown source handoff "${handoffId}"`);
     const fx = new EffectsBuilder();
+    if (h?.side !== "source") return this.rejectedHandoffs.get(handoffId) === "source" ? this.ok("noop", fx) : fail(`unknown source handoff "${handoffId}"`);
     switch (h.state) {
       case "retired":
         return this.ok("noop", fx);
@@ -330,6 +333,7 @@ export class Rank {
     const rejection = this.promptRejection(n, t);
     if (rejection !== undefined) {
       fx.rejections.push({ requestId: request.id, reason: rejection });
+      this.rejectedHandoffs.set(handoffId, "destination");
       return this.ok("accepted", fx);
     }
     const req = this.newRequest(request.id, request.prompt, request.maxOutputTokens, "pending_destination");
@@ -344,7 +348,9 @@ export class Rank {
 
   private activateDestination(handoffId: string): CommandOutcome {
     const h = this.handoffs.get(handoffId);
-    if (h?.side !== "destination") return fail(`unknown destination handoff "${handoffId}"`);
+    if (h?.side !== "destination") {
+      return fail(this.rejectedHandoffs.get(handoffId) === "destination" ? `destination handoff "${handoffId}" was rejected` : `unknown destination handoff "${handoffId}"`);
+    }
     const fx = new EffectsBuilder();
     switch (h.state) {
       case "pending":
@@ -373,8 +379,10 @@ export class Rank {
 
   private cancelDestination(handoffId: string): CommandOutcome {
     const h = this.handoffs.get(handoffId);
-    if (h?.side !== "destination") return fail(`unknown destination handoff "${handoffId}"`);
     const fx = new EffectsBuilder();
+    if (h?.side !== "destination") {
+      return this.rejectedHandoffs.get(handoffId) === "destination" ? this.ok("noop", fx) : fail(`unknown destination handoff "${handoffId}"`);
+    }
     if (h.state === "retired") return this.ok("noop", fx);
     this.dropRequest(h.req);
     h.cancelled = true;
@@ -797,7 +805,7 @@ export class Rank {
 
   private invalidHandoffId(handoffId: string): string | undefined {
     if (typeof handoffId !== "string" || handoffId === "") return "handoff id must be a non-empty string";
-    if (this.handoffs.has(handoffId)) return `handoff "${handoffId}" was already used on this rank`;
+    if (this.handoffs.has(handoffId) || this.rejectedHandoffs.has(handoffId)) return `handoff "${handoffId}" was already used on this rank`;
     return undefined;
   }
 
