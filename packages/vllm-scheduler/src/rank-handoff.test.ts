@@ -172,3 +172,30 @@ describe("linear destination reservations count block-rounded tokens", () => {
     expect(reserved(second.effects.lifecycle)).toEqual([{ handoffId: "h2", missing: { unit: "block", units: 0 }, hitTokens: 8 }]);
   });
 });
+
+describe("Mamba-type align mode (vllm-rules 3.6, _mamba_block_aligned_split)", () => {
+  // GLM-5.3-Flash on 0.31.0 has no checkpoint blocks, so with prefix caching the KDA states are
+  // checkpointed at 2,176-token boundaries and prefill chunks are cut to them. A source of N = 8,192
+  // computes T = 8,191; its last boundary is floor(8191 / 2176) x 2176 = 6,528.
+  const source = (budget: number) => {
+    const rank = makeRank({ role: "prefill", profile: glmProfile("0.31.0"), engine: { num_gpu_blocks: 32, max_num_batched_tokens: budget } });
+    expectOk(rank.submit({ type: "submit_handoff_prefill", handoffId: "h", request: request("r", rangePrompt(0, 8192), 1) }));
+    return runToIdle(rank);
+  };
+
+  it("a chunk crossing the last boundary ends on it; the last chunk runs to the end", () => {
+    // Budget 8,192: 8,191 would cross 6,528, so pass 1 stops there; pass 2 computes 8,191 - 6,528 = 1,663.
+    const passes = source(8192);
+    expect(passes.map((p) => p.scheduledTokens)).toEqual([6528, 1663]);
+    // Held: 4 full-attention + 1 ring + 4 KDA running states (block 3); released at completion: the
+    // 4 KDA states checkpointed at 6,528 tokens (block 2), kept until then as the previous state.
+    expect(passes[1]!.effects.lifecycle).toMatchObject([{ type: "source_held", heldPages: 9, releasedPages: 4, terms: { promptUnits: 4, fixedBytes: 36_927_488 } }]);
+  });
+
+  it("chunks before the last boundary are cut to whole blocks", () => {
+    // Budget 4,096 (n is cut to floor(n / 2176) x 2176 while the chunk ends before 6,528):
+    // pass 1: 0 + 4,096 < 6,528 -> n = 2,176; pass 2: 2,176 + 4,096 = 6,272 < 6,528 -> 2,176;
+    // pass 3: 4,352 + 4,096 crosses 6,528 -> n = 6,528 - 4,352 = 2,176; pass 4: the last 1,663.
+    expect(source(4096).map((p) => p.scheduledTokens)).toEqual([2176, 2176, 2176, 1663]);
+  });
+});
