@@ -229,6 +229,22 @@ describe("cutoff, no progress, inputs", () => {
     expect(seenAtFirstTerminal).toEqual([1, 2]);
   });
 
+  it("closes the record stream when the cutoff stops the replay early", async () => {
+    let closed = false;
+    function* records() {
+      try {
+        for (let i = 1; i <= 100; i++) yield byLength(i, i * 100, 4, 2);
+      } finally {
+        closed = true;
+      }
+    }
+    // Request 1 arrives at 0 (normalised from 100); the cutoff at 50 stops before request 2 (at 100).
+    const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 1 }, engine: smallEngine, timing: fixed(10, 2), max_virtual_time_ms: 50 });
+    const r = ok(await runReplay({ spec, records: records() }));
+    expect([r.report.num_requests, r.report.completed_requests]).toEqual([1, 1]);
+    expect(closed).toBe(true);
+  });
+
   it("a synthetic workload needs no records; specProfilePaths lists the paths to load", async () => {
     const spec = traceSpec({
       profile: linearProfile(1000),

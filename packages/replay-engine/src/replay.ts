@@ -177,10 +177,13 @@ class ReplayEngine {
       };
     }
     const targets = (pool: readonly Worker[]) =>
-      pool.map((w) => ({ prefixHitTokens: (p: PromptTokens) => w.rank.peekPrefixHitTokens(p), load: () => {
+      pool.map((w) => ({
+        prefixHitTokens: (p: PromptTokens) => w.rank.peekPrefixHitTokens(p),
+        load: () => {
           const l = w.rank.load();
           return l.running + l.waiting;
-        } }));
+        },
+      }));
     this.firstPlacement = createPlacement(spec.router, targets(this.firstPool));
     this.decodePlacement = this.disaggregated ? createPlacement(spec.router, targets(this.decodePool)) : undefined;
     this.requests = this.requestStream(input);
@@ -241,6 +244,9 @@ class ReplayEngine {
     } catch (e) {
       if (e instanceof NoProgress) return this.stuck(e.message);
       throw e;
+    } finally {
+      // Stopped early (cutoff, no progress, an error): let the record stream close its source.
+      await this.requests.return?.();
     }
     if (this.live.size > 0 && !stoppedAtCap) {
       return this.stuck(`no event is pending and ${this.live.size} request(s) have not finished`);
