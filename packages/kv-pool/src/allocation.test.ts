@@ -107,13 +107,14 @@ describe("allocation", () => {
   });
 });
 
-describe("alignsChunksToBlocks", () => {
+describe("prefillChunking", () => {
   const mamba = group("state", 16, { name: "m", prefill_checkpoint_blocks: 1 });
-  it("is true with a Mamba-type group and caching on, unless it has checkpoint blocks on 0.32.0", () => {
-    expect(manager(10, [group("full_attention", 16), mamba], { version: "0.31.0" }).alignsChunksToBlocks).toBe(true);
-    expect(manager(10, [group("full_attention", 16), mamba], { version: "0.32.0" }).alignsChunksToBlocks).toBe(false);
-    expect(manager(10, [group("full_attention", 16), mamba], { version: "0.31.0", caching: false }).alignsChunksToBlocks).toBe(false);
-    expect(manager(10, [group("full_attention", 16), group("state", 16, { prefix_cacheable: false })]).alignsChunksToBlocks).toBe(false);
+  it("splits chunks at block boundaries with a Mamba-type group and caching on; on 0.32.0 checkpoint blocks free the final chunk", () => {
+    expect(manager(10, [group("full_attention", 16), mamba], { version: "0.31.0" }).prefillChunking).toBe("align_split");
+    expect(manager(10, [group("full_attention", 16), mamba], { version: "0.32.0" }).prefillChunking).toBe("whole_blocks_before_final");
+    expect(manager(10, [group("full_attention", 16), group("state", 16, { name: "m" })], { version: "0.32.0" }).prefillChunking).toBe("align_split");
+    expect(manager(10, [group("full_attention", 16), mamba], { version: "0.31.0", caching: false }).prefillChunking).toBe("any");
+    expect(manager(10, [group("full_attention", 16), group("state", 16, { prefix_cacheable: false })]).prefillChunking).toBe("any");
   });
 });
 

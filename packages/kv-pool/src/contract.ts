@@ -4,6 +4,18 @@
  */
 import type { CacheGroup } from "@kvsim/profile-schema";
 
+/**
+ * How a rank must cut prefill chunks so a Mamba-type state can be cached (vLLM's "align" mode):
+ * * `any` — no constraint (no Mamba-type group, or prefix caching off);
+ * * `align_split` — vLLM's `_mamba_block_aligned_split`: a chunk ending before the last block
+ *   boundary of the sequence is cut to whole blocks, one crossing it ends exactly on it, the last
+ *   chunk runs to the end;
+ * * `whole_blocks_before_final` — vLLM 0.32.0 with `prefill_checkpoint_blocks`: a chunk that
+ *   reaches the end of the prompt runs unchanged (its checkpoint blocks keep the states at the block
+ *   boundaries inside it); any earlier chunk is cut to whole blocks so its end is a checkpoint.
+ */
+export type PrefillChunking = "any" | "align_split" | "whole_blocks_before_final";
+
 /** A 64-bit block hash (XXH3-64, seed 1337, chained with the parent hash). */
 export type BlockHash = bigint;
 
@@ -118,8 +130,8 @@ export interface KvCacheManagerApi {
   activateDestination(seq: KvSequence, transferredTokens: number): void;
   /** Real (non-null) blocks the sequence holds, per group, in group order. */
   heldBlocks(seq: KvSequence): readonly number[];
-  /** True when chunks must end on block boundaries (a Mamba-type group with caching on: vLLM's align mode). */
-  readonly alignsChunksToBlocks: boolean;
+  /** How prefill chunks must be cut so Mamba-type states land on block boundaries (see PrefillChunking). */
+  readonly prefillChunking: PrefillChunking;
   /** Events collected since the last call (empty unless collectEvents). */
   takeEvents(): KvEvent[];
   metrics(): PoolMetrics;

@@ -38,8 +38,8 @@ describe("source release (grouped-pd.md section 3)", () => {
       ],
     };
     const m = new KvCacheManager({ numPages: 64, groups: poolGroupsForProfile(profile, engineSettings({ num_gpu_blocks: 64 })), enablePrefixCaching: true, vllmVersion: "0.32.0" });
-    // With checkpoint blocks on 0.32.0 the scheduler need not split chunks at block boundaries.
-    expect(m.alignsChunksToBlocks).toBe(false);
+    // With checkpoint blocks on 0.32.0 a chunk that reaches the end of the prompt is not cut.
+    expect(m.prefillChunking).toBe("whole_blocks_before_final");
     // The 8,192-token prompt backs off one token: the source computes T = 8,191.
     const prompt = createPromptTokens(Uint32Array.from(range(0, 8191)));
     const src = m.createSequence("src", prompt);
@@ -81,7 +81,7 @@ describe("destination reservation and activation (grouped-pd.md section 4)", () 
   /** Leaves a hit of 512 tokens on the rank: a request sharing 600 tokens, in block-aligned chunks. */
   function warmed(): KvCacheManager {
     const m = manager(200, groups, { events: true });
-    expect(m.alignsChunksToBlocks).toBe(true);
+    expect(m.prefillChunking).toBe("align_split");
     const warm = seqOf(m, "warm", prompt.slice(0, 600));
     expect(m.allocateSlots(warm, { computedTokens: 0, newTokens: 512 })).toBe(true);
     m.commitComputed(warm, 512); // 512 = 32 x 16: the state block at index 31 is cached

@@ -12,5 +12,6 @@ export type {
   DestinationReservation,
   KvEvent,
   PoolMetrics,
+  PrefillChunking,
   KvCacheManagerApi,
 } from "./contract.js";

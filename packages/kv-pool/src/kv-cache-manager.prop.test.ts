@@ -230,7 +230,7 @@ describe("KvCacheManager properties", () => {
 
   it("layouts with checkpoint blocks really take them (the properties exercise that path)", () => {
     const m = new KvCacheManager({ numPages: 8, groups: LAYOUTS[1]!.groups, enablePrefixCaching: true, vllmVersion: "0.32.0" });
-    expect(m.alignsChunksToBlocks).toBe(false);
+    expect(m.prefillChunking).toBe("whole_blocks_before_final");
     const s = m.createSequence("s", createPromptTokens(Uint32Array.from(BASES[0]!.slice(0, 10))));
     // 10 tokens, B 4: full cdiv(10,4) = 3, ring 1, kda0 1 + 1 checkpoint, kda1 1 + 2 checkpoints -> 9 > 7 usable.
     expect(m.pagesNeeded(s, { computedTokens: 0, newTokens: 10 })).toBe(9);

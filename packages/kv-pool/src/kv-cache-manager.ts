@@ -9,6 +9,7 @@ import type {
   KvPoolOptions,
   KvSequence,
   PoolMetrics,
+  PrefillChunking,
   PrefixHit,
   PromptTokens,
 } from "./contract.js";
@@ -69,7 +70,7 @@ const internals = new WeakMap<KvCacheManager, BlockPool>();
  * group kind, prefix hits by vLLM's hybrid fixed point, all-or-nothing allocation.
  */
 export class KvCacheManager implements KvCacheManagerApi {
-  readonly alignsChunksToBlocks: boolean;
+  readonly prefillChunking: PrefillChunking;
   private readonly pool: BlockPool;
   private readonly managers: SingleTypeManager[];
   private readonly types: HitType[];
@@ -109,7 +110,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     this.fullAttentionIndex = this.managers.findIndex((m) => m.kind === "full_attention");
     this.hitImpossible = this.managers.some((m) => (m.kind === "full_attention" || m.kind === "window") && !m.caches);
     const mamba = this.managers.filter((m): m is MambaManager => m instanceof MambaManager);
-    this.alignsChunksToBlocks = mamba.length > 0 && mamba.every((m) => m.checkpointBlocks === 0);
+    this.prefillChunking = mamba.length === 0 ? "any" : mamba.every((m) => m.checkpointBlocks > 0) ? "whole_blocks_before_final" : "align_split";
   }
 
   private managerFor(g: CacheGroup, i: number, checkpoints: boolean): SingleTypeManager {

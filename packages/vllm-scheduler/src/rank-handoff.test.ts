@@ -1,3 +1,4 @@
+import { createPromptTokens } from "@kvsim/kv-pool";
 import type { Profile } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
 import type { Command, LifecycleFact } from "./contract.js";
@@ -197,5 +198,30 @@ describe("Mamba-type align mode (vllm-rules 3.6, _mamba_block_aligned_split)", (
     // pass 1: 0 + 4,096 < 6,528 -> n = 2,176; pass 2: 2,176 + 4,096 = 6,272 < 6,528 -> 2,176;
     // pass 3: 4,352 + 4,096 crosses 6,528 -> n = 6,528 - 4,352 = 2,176; pass 4: the last 1,663.
     expect(source(4096).map((p) => p.scheduledTokens)).toEqual([2176, 2176, 2176, 1663]);
+  });
+});
+
+describe("vLLM 0.32.0 checkpoint blocks: whole-block chunks until the final one", () => {
+  // GLM-5.3-Flash on 0.32.0: the final prefill chunk (the one reaching the end of the prompt) is not
+  // cut, its checkpoint blocks keep the KDA states at the boundaries inside it; an earlier chunk
+  // still ends on a 2,176-token boundary so its running KDA state is a reusable checkpoint.
+  const prompt = (tail: number) => createPromptTokens(Uint32Array.from({ length: 11_264 }, (_, i) => (i < 8192 ? i : tail + i)));
+
+  it("cuts a chunk that cannot reach the end to whole blocks, and a later request hits that boundary", () => {
+    const rank = makeRank({ role: "aggregated", profile: glmProfile("0.32.0"), engine: { num_gpu_blocks: 64, max_num_batched_tokens: 8192 } });
+    expectOk(rank.submit({ type: "submit", request: request("a", prompt(1_000_000), 1) }));
+    // Pass 1: 11,264 tokens do not fit the 8,192 budget, so n = floor(8192 / 2176) x 2176 = 6,528.
+    // Pass 2: 11,264 - 6,528 = 4,736 tokens reach the end of the prompt and run unchanged.
+    const passes = runToIdle(rank);
+    expect(passes.map((p) => p.scheduledTokens)).toEqual([6528, 4736]);
+    // A second request shares the first 8,192 tokens. Its hit is the largest boundary where both the
+    // full-attention blocks and a KDA checkpoint are cached: 6,528 (3 blocks); the checkpoint of the
+    // final chunk (at 10,880) lies in the first request's own tail, so it does not match.
+    expect(rank.peekPrefixHitTokens(prompt(2_000_000))).toBe(6528);
+    expectOk(rank.submit({ type: "submit", request: request("b", prompt(2_000_000), 1) }));
+    const next = rank.step(100)!;
+    expect(next.effects.admissions).toEqual([{ requestId: "b", reusedTokens: 6528, resumed: false }]);
+    // 11,264 - 6,528 = 4,736 tokens left, which reach the end: one pass.
+    expect(next.scheduledTokens).toBe(4736);
   });
 });

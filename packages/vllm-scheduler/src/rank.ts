@@ -9,6 +9,7 @@ import {
   type KvCacheManagerApi,
   type KvEvent,
   type KvSequence,
+  type PrefillChunking,
   type PrefixHit,
   type PromptTokens,
 } from "@kvsim/kv-pool";
@@ -149,6 +150,8 @@ export class Rank {
   private readonly linearBlockSize: number | undefined;
   /** Mamba "align" mode: prefill chunks end on multiples of this block (vllm-rules 3.6). */
   private readonly alignBlock: number | undefined;
+  /** How the pool needs prefill chunks cut (kv-pool's PrefillChunking). */
+  private readonly chunking: PrefillChunking;
   private readonly checkpointsOnPrompt: boolean;
 
   private readonly requests = new Map<string, Req>();
@@ -178,7 +181,8 @@ export class Rank {
       vllmVersion: config.profile.vllm_version,
       collectEvents: this.collectKvEvents,
     });
-    this.alignBlock = this.pool.alignsChunksToBlocks ? mambaBlockSize(this.groups) : undefined;
+    this.chunking = this.pool.prefillChunking;
+    this.alignBlock = this.chunking === "any" ? undefined : mambaBlockSize(this.groups);
     const problems = rankConfigProblems(config, this.alignBlock);
     if (problems.length > 0) throw new RankConfigError(problems);
     this.role = config.role;
@@ -628,12 +632,17 @@ export class Rank {
   /**
    * vLLM's `_mamba_block_aligned_split` (vllm-rules 3.6): while a prompt is being prefilled, a chunk
    * that ends before the last block boundary of the sequence is cut down to whole blocks, and one
-   * that would cross it ends exactly on it; the last chunk runs to the end unchanged.
+   * that would cross it ends exactly on it; the last chunk runs to the end unchanged. With vLLM
+   * 0.32.0's prefill checkpoint blocks, a chunk that reaches the end of the sequence is not cut (its
+   * checkpoint blocks keep the boundary states inside it); earlier chunks still end on whole blocks.
    */
   private alignChunk(req: Req, computedBefore: number, n: number): number {
     const b = this.alignBlock;
     if (b === undefined || req.outputs > 0 || n <= 0) return n;
     const total = req.seq.numTokens;
+    if (this.chunking === "whole_blocks_before_final") {
+      return computedBefore + n >= total ? n : Math.floor(n / b) * b;
+    }
     const lastBoundary = total - (total % b);
     if (computedBefore + n < lastBoundary) return Math.floor(n / b) * b;
     if (computedBefore < lastBoundary) return lastBoundary - computedBefore;
