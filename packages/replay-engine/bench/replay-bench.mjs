@@ -113,6 +113,8 @@ async function runScenario(name) {
   console.log(`  wall time              ${wallMs.toFixed(0)} ms (process CPU ${cpuMs.toFixed(0)} ms)`);
   console.log(`  simulated requests/s   ${(r.num_requests / (wallMs / 1000)).toFixed(0)} (wall)`);
   console.log(`  peak RSS               ${rssMb.toFixed(0)} MB`);
+  // The digest pins the simulated outcome: a performance change must leave it unchanged.
+  console.log(`  digest                 ${r.digest}`);
 }
 
 const which = process.argv[2];
