@@ -212,7 +212,8 @@ export function parseDocumentText(text: string, file: string, format: DocumentFo
 export function renderValue(v: unknown): string {
   let s: string;
   try {
-    const json: unknown = typeof v === "bigint" ? v.toString() : JSON.stringify(v);
+    // JSON.stringify turns NaN and the infinities into "null"; name them as they are.
+    const json: unknown = typeof v === "bigint" || (typeof v === "number" && !Number.isFinite(v)) ? String(v) : JSON.stringify(v);
     s = typeof json === "string" ? json : String(v);
   } catch {
     s = String(v);
