@@ -1,10 +1,16 @@
 import { z } from "zod";
 import { nonNegativeInt, positiveInt } from "./primitives.js";
 
+/** The most pool pages one rank may have. */
+export const MAX_PAGES_PER_RANK = 2 ** 24;
+
 /** The engine fields without defaults, shared by the settings and the overrides schemas. */
 const fields = {
   num_gpu_blocks: positiveInt()
     .min(2, { error: "must be at least 2 (page 0 is the null page)", abort: true })
+    // A rank's pool is allocated up front; 2^24 pages is far beyond any GPU's KV cache and keeps a
+    // typo (an extra few zeros) from exhausting the machine's memory.
+    .max(MAX_PAGES_PER_RANK, { error: `must be at most ${MAX_PAGES_PER_RANK} (2^24) pages per rank`, abort: true })
     .describe("Pool pages per rank, the null page included (P pages give P - 1 usable)."),
   block_size: positiveInt().describe("Tokens per block; linear profiles only (grouped profiles take it from their groups)."),
   max_num_batched_tokens: positiveInt().describe("Token budget of one forward pass."),

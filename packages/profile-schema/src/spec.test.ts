@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { engineSettings, EngineOverridesSchema } from "./engine.js";
 import { InputError } from "./errors.js";
 import { parseSpec } from "./parse.js";
+import { SpecSchema } from "./spec.js";
 
 const base = [
   "version: 1",
@@ -89,5 +90,26 @@ describe("engine settings", () => {
   });
   it("refuses a pool of one page (page 0 is the null page)", () => {
     expect(EngineOverridesSchema.safeParse({ num_gpu_blocks: 1 }).success).toBe(false);
+  });
+});
+
+describe("size limits that keep a typo from exhausting memory", () => {
+  const base = {
+    version: 1,
+    profile: { schema_version: 1, model: "m", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1 },
+    timing: { type: "fixed", prefill_ms: 1, decode_ms: 1 },
+    workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } },
+  };
+  const issues = (extra: object): string[] => {
+    const r = SpecSchema.safeParse({ ...base, ...extra });
+    return r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+  };
+  it("allows 2^24 pages per rank and 1,024 workers per pool, and refuses one more", () => {
+    // 2^24 = 16,777,216.
+    expect(issues({ topology: { kind: "aggregated", workers: 1024 }, engine: { num_gpu_blocks: 16_777_216 } })).toEqual([]);
+    expect(issues({ topology: { kind: "aggregated", workers: 1 }, engine: { num_gpu_blocks: 16_777_217 } })).toEqual([
+      "engine.num_gpu_blocks: must be at most 16777216 (2^24) pages per rank",
+    ]);
+    expect(issues({ topology: { kind: "disaggregated", prefill: { workers: 1025 }, decode: { workers: 1 } } })).toEqual(["topology.prefill.workers: must be at most 1024"]);
   });
 });

@@ -10,10 +10,13 @@ export const ProfileRefSchema = z.union([nonBlank(), ProfileSchema], {
   error: "expected a path to a profile file or an inline profile object",
 });
 
-const PoolSchema = z.strictObject({ workers: positiveInt() });
+/** The most workers one pool may have (each is a whole modelled rank). */
+export const MAX_WORKERS_PER_POOL = 1024;
+const workerCount = () => positiveInt().max(MAX_WORKERS_PER_POOL, { error: `must be at most ${MAX_WORKERS_PER_POOL}`, abort: true });
+const PoolSchema = z.strictObject({ workers: workerCount() });
 
 export const TopologySchema = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("aggregated"), workers: positiveInt() }),
+  z.strictObject({ kind: z.literal("aggregated"), workers: workerCount() }),
   z.strictObject({ kind: z.literal("disaggregated"), prefill: PoolSchema, decode: PoolSchema }),
 ], { error: "kind must be aggregated or disaggregated" });
 export type Topology = z.infer<typeof TopologySchema>;
