@@ -92,6 +92,7 @@ export {
   AzureTraceRowSchema,
   AZURE_TRACE_HEADER,
   DEFAULT_TRACE_BLOCK_SIZE,
+  MAX_REQUEST_TOKENS,
   parseTraceLine,
   readTrace,
   type MooncakeTraceLine,

@@ -218,3 +218,21 @@ describe("parseTraceLine", () => {
     expect(() => parseTraceLine("mooncake", "{}", 1, { file: "f", traceBlockSize: 0 })).toThrow(RangeError);
   });
 });
+
+describe("request size limit", () => {
+  it("accepts 2^24 tokens and refuses one more, in every format, before a prompt is synthesised", async () => {
+    // 2^24 = 16,777,216 tokens; at 512 tokens per hash id that needs 32,768 ids.
+    const ids = JSON.stringify(Array.from({ length: 32_768 }, (_, i) => i));
+    const ok = await collect([`{"timestamp": 0, "input_length": 16777216, "output_length": 1, "hash_ids": ${ids}}`], mooncake);
+    expect(ok[0]!.inputTokens).toBe(16_777_216);
+    expect(await failure(['{"timestamp": 0, "input_length": 1, "output_length": 16777217, "hash_ids": [1]}'], mooncake)).toBe(
+      "trace.jsonl:1: output_length: must be at most 16777216 (2^24) tokens (got 16777217)",
+    );
+    expect(await failure(['{"request_id": "a", "arrival_ms": 0, "input_tokens": 1000000000, "output_tokens": 1}'], kvsim)).toBe(
+      "kv.jsonl:1: input_tokens: must be at most 16777216 (2^24) tokens (got 1000000000)",
+    );
+    expect(await failure(["TIMESTAMP,ContextTokens,GeneratedTokens", "2023-11-16 18:17:03.9799600,99999999,10"], azure)).toMatch(
+      /^azure\.csv:2: ContextTokens: must be at most 16777216 \(2\^24\) tokens \(got 99999999\)$/,
+    );
+  });
+});

@@ -4,6 +4,14 @@ import { z } from "zod";
 import { renderValue, zodIssues } from "./document.js";
 import { InputError, type InputIssue } from "./errors.js";
 import { finiteNumber, nonBlank, positiveInt } from "./primitives.js";
+
+/**
+ * The most tokens one request may ask for, in its prompt or its output (2^24, about 16.8M): beyond
+ * any model's context, and small enough that a mistyped length cannot exhaust memory when the
+ * replay synthesises the prompt.
+ */
+export const MAX_REQUEST_TOKENS = 2 ** 24;
+const tokenCount = () => positiveInt().max(MAX_REQUEST_TOKENS, { error: `must be at most ${MAX_REQUEST_TOKENS} (2^24) tokens`, abort: true });
 import type { TraceFormat } from "./spec.js";
 
 /** One request of a trace, in the file's own time (the replay engine normalises to the first arrival). */
@@ -64,8 +72,8 @@ const idArray = (plural: string, one: string, max: number) =>
 export const MooncakeTraceLineSchema = z.strictObject({
   /** Arrival in ms. */
   timestamp: arrivalTime(),
-  input_length: positiveInt(),
-  output_length: positiveInt(),
+  input_length: tokenCount(),
+  output_length: tokenCount(),
   /** One id per `trace_block_size` tokens of the prompt. */
   hash_ids: idArray("non-negative integers", "a non-negative integer", Number.MAX_SAFE_INTEGER),
   session_id: nonBlank().optional(),
@@ -77,9 +85,9 @@ export const KvsimTraceLineSchema = z
   .strictObject({
     request_id: nonBlank(),
     arrival_ms: arrivalTime(),
-    input_tokens: positiveInt().optional(),
+    input_tokens: tokenCount().optional(),
     input_token_ids: idArray("unsigned 32-bit integers", `an integer in [0, ${MAX_U32}]`, MAX_U32).optional(),
-    output_tokens: positiveInt(),
+    output_tokens: tokenCount(),
   })
   .superRefine((l, ctx) => {
     if (l.input_tokens === undefined && l.input_token_ids === undefined) {
@@ -102,8 +110,8 @@ export type KvsimTraceLine = z.infer<typeof KvsimTraceLineSchema>;
 export const AzureTraceRowSchema = z.strictObject({
   /** UTC, e.g. `2023-11-16 18:15:46.6805900`. */
   TIMESTAMP: z.string(),
-  ContextTokens: positiveInt(),
-  GeneratedTokens: positiveInt(),
+  ContextTokens: tokenCount(),
+  GeneratedTokens: tokenCount(),
 });
 export type AzureTraceRow = z.infer<typeof AzureTraceRowSchema>;
 
