@@ -111,5 +111,9 @@ describe("size limits that keep a typo from exhausting memory", () => {
       "engine.num_gpu_blocks: must be at most 16777216 (2^24) pages per rank",
     ]);
     expect(issues({ topology: { kind: "disaggregated", prefill: { workers: 1025 }, decode: { workers: 1 } } })).toEqual(["topology.prefill.workers: must be at most 1024"]);
+    // A synthetic request is bounded like a trace request: 2^24 + 1 = 16,777,217 tokens is refused.
+    expect(
+      issues({ topology: { kind: "aggregated", workers: 1 }, workload: { synthetic: { requests: 1, input_tokens: 16_777_217, output_tokens: 1 } } }),
+    ).toEqual(["workload.synthetic.input_tokens: must be at most 16777216 (2^24) tokens"]);
   });
 });

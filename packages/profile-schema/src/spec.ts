@@ -2,6 +2,7 @@ import { z } from "zod";
 import { EngineOverridesSchema } from "./engine.js";
 import { finiteNumber, nonBlank, nonNegativeInt, positiveInt } from "./primitives.js";
 import { ProfileSchema } from "./profile.js";
+import { MAX_REQUEST_TOKENS } from "./trace.js";
 
 const positiveFinite = () => finiteNumber().positive({ error: "must be greater than 0", abort: true });
 
@@ -54,8 +55,8 @@ export type Timing = z.infer<typeof TimingSchema>;
 
 export const SyntheticWorkloadSchema = z.strictObject({
   requests: positiveInt(),
-  input_tokens: positiveInt(),
-  output_tokens: positiveInt(),
+  input_tokens: positiveInt().max(MAX_REQUEST_TOKENS, { error: `must be at most ${MAX_REQUEST_TOKENS} (2^24) tokens`, abort: true }),
+  output_tokens: positiveInt().max(MAX_REQUEST_TOKENS, { error: `must be at most ${MAX_REQUEST_TOKENS} (2^24) tokens`, abort: true }),
   /** Mean Poisson arrival rate; absent: every request arrives at 0. */
   rate_per_s: positiveFinite().optional(),
   seed: nonNegativeInt().default(0),
