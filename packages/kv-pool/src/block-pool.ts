@@ -1,5 +1,24 @@
 import type { BlockHash, KvEvent, PoolMetrics } from "./contract.js";
+import { BlockHashTable } from "./block-hash-table.js";
 import { FreeQueue } from "./free-queue.js";
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+/** Scratch for splitting a BigInt hash into 32-bit halves without allocating. */
+const whole = new BigUint64Array(1);
+const halves = new Uint32Array(whole.buffer);
+const LO = LITTLE_ENDIAN ? 0 : 1;
+const HI = 1 - LO;
+
+/** Writes `hash` into the scratch: its halves are then `halves[HI]` and `halves[LO]`. */
+function splitHash(hash: BlockHash): void {
+  whole[0] = hash;
+}
+
+function joinHash(hi: number, lo: number): BlockHash {
+  halves[HI] = hi;
+  halves[LO] = lo;
+  return whole[0]!;
+}
 
 /** Block id of the null block: holds nothing, never allocated, freed or cached. */
 export const NULL_BLOCK = 0;
@@ -20,9 +39,13 @@ export class BlockPool {
   private readonly queue: FreeQueue;
   /** Group index of a block's cache entry, -1 when the block has no hash. */
   private readonly hashGroup: Int32Array;
-  private readonly hashValue: BigUint64Array;
-  /** Per group: block hash -> the block holding it, or the blocks when duplicated. */
-  private readonly cache: Map<BlockHash, number | number[]>[];
+  /** A cached block's hash as two 32-bit halves (no BigInt on the hot path). */
+  private readonly hashHi: Uint32Array;
+  private readonly hashLo: Uint32Array;
+  /** (group, hash) -> the first block caching it; later copies follow through `nextCopy`. */
+  private readonly cache: BlockHashTable;
+  /** The next block cached under the same key, in caching order; -1 at the end. */
+  private readonly nextCopy: Int32Array;
   private freeHashed = 0;
   private readonly events: KvEvent[] | undefined;
 
@@ -34,10 +57,14 @@ export class BlockPool {
     if (!Number.isInteger(numPages) || numPages < 2) throw new RangeError(`numPages must be an integer >= 2 (page 0 is the null page), got ${numPages}`);
     this.refCounts = new Int32Array(numPages);
     this.hashGroup = new Int32Array(numPages).fill(-1);
-    this.hashValue = new BigUint64Array(numPages);
+    this.hashHi = new Uint32Array(numPages);
+    this.hashLo = new Uint32Array(numPages);
+    this.nextCopy = new Int32Array(numPages).fill(-1);
     this.queue = new FreeQueue(numPages);
     for (let id = 1; id < numPages; id++) this.queue.pushBack(id);
-    this.cache = Array.from({ length: numGroups }, () => new Map<BlockHash, number | number[]>());
+    if (!Number.isInteger(numGroups) || numGroups < 1) throw new RangeError(`numGroups must be a positive integer, got ${numGroups}`);
+    // Every key is held by at least one of the P - 1 usable pages.
+    this.cache = new BlockHashTable(numPages - 1);
     this.events = collectEvents ? [] : undefined;
   }
 
@@ -55,7 +82,8 @@ export class BlockPool {
 
   /** True when the block is cached under exactly (group, hash). */
   holds(id: number, group: number, hash: BlockHash): boolean {
-    return this.hashGroup[id] === group && this.hashValue[id] === hash;
+    splitHash(hash);
+    return this.hashGroup[id] === group && this.hashHi[id] === halves[HI] && this.hashLo[id] === halves[LO];
   }
 
   /** A hit block that a touch would take out of the free queue. */
@@ -65,9 +93,9 @@ export class BlockPool {
 
   /** Any block holding (group, hash), or NULL_BLOCK. */
   cachedBlock(group: number, hash: BlockHash): number {
-    const e = this.cache[group]!.get(hash);
-    if (e === undefined) return NULL_BLOCK;
-    return typeof e === "number" ? e : e[0]!;
+    splitHash(hash);
+    const first = this.cache.get(group, halves[HI]!, halves[LO]!);
+    return first < 0 ? NULL_BLOCK : first;
   }
 
   /** Takes n blocks from the front of the free queue, evicting cached ones; each gets ref 1. */
@@ -131,48 +159,60 @@ export class BlockPool {
     if (id === NULL_BLOCK || this.hashGroup[id]! >= 0 || this.refCounts[id]! <= 0) {
       throw new Error(`pool invariant: block ${id} cannot be cached`);
     }
+    splitHash(hash);
+    const hi = halves[HI]!;
+    const lo = halves[LO]!;
     this.hashGroup[id] = group;
-    this.hashValue[id] = hash;
-    const map = this.cache[group]!;
-    const e = map.get(hash);
-    if (e === undefined) {
-      map.set(hash, id);
+    this.hashHi[id] = hi;
+    this.hashLo[id] = lo;
+    const first = this.cache.get(group, hi, lo);
+    if (first < 0) {
+      this.cache.set(group, hi, lo, id);
       return true;
     }
-    if (typeof e === "number") map.set(hash, [e, id]);
-    else e.push(id);
+    // A duplicate copy goes last: the first copy stays the one hits use.
+    let last = first;
+    for (let n = this.nextCopy[last]!; n >= 0; n = this.nextCopy[last]!) last = n;
+    this.nextCopy[last] = id;
     return false;
   }
 
   /** Drops a block's cache entry and hash (eviction); `removed` when its key's last copy goes. */
   private evict(id: number): void {
     const group = this.hashGroup[id]!;
-    const hash = this.hashValue[id]!;
+    const hi = this.hashHi[id]!;
+    const lo = this.hashLo[id]!;
     this.hashGroup[id] = -1;
-    this.hashValue[id] = 0n;
-    const map = this.cache[group]!;
-    const e = map.get(hash);
+    const next = this.nextCopy[id]!;
+    this.nextCopy[id] = -1;
+    const first = this.cache.get(group, hi, lo);
     let last = false;
-    if (e === id) {
-      map.delete(hash);
-      last = true;
-    } else if (Array.isArray(e)) {
-      const k = e.indexOf(id);
-      if (k >= 0) e.splice(k, 1);
-      if (e.length === 1) map.set(hash, e[0]!);
+    if (first === id) {
+      if (next < 0) {
+        this.cache.delete(group, hi, lo);
+        last = true;
+      } else {
+        this.cache.set(group, hi, lo, next);
+      }
+    } else {
+      let prev = first;
+      while (prev >= 0 && this.nextCopy[prev] !== id) prev = this.nextCopy[prev]!;
+      if (prev >= 0) this.nextCopy[prev] = next;
     }
     if (last && this.events !== undefined) {
-      const prev = this.events[this.events.length - 1];
-      if (prev?.type === "removed" && prev.groupIndex === group) (prev.blockHashes as BlockHash[]).push(hash);
+      const hash = joinHash(hi, lo);
+      const prevEvent = this.events[this.events.length - 1];
+      if (prevEvent?.type === "removed" && prevEvent.groupIndex === group) (prevEvent.blockHashes as BlockHash[]).push(hash);
       else this.events.push({ type: "removed", groupIndex: group, blockHashes: [hash] });
     }
   }
 
   /** Test hook: hides every copy of (group, hash) from the cache, as evicting them would. */
   uncache(group: number, hash: BlockHash): void {
-    const e = this.cache[group]!.get(hash);
-    if (e === undefined) return;
-    for (const id of typeof e === "number" ? [e] : [...e]) {
+    splitHash(hash);
+    const copies: number[] = [];
+    for (let id = this.cache.get(group, halves[HI]!, halves[LO]!); id >= 0; id = this.nextCopy[id]!) copies.push(id);
+    for (const id of copies) {
       if (this.queue.has(id)) this.freeHashed--;
       this.evict(id);
     }
@@ -209,9 +249,11 @@ export class BlockPool {
   /** Cached keys per group, sorted (O(cache): tests and determinism checks only). */
   cacheSnapshot(): string[] {
     const out: string[] = [];
-    this.cache.forEach((m, g) => {
-      for (const [h, e] of m) out.push(`${g}:${h}:${typeof e === "number" ? e : e.join("/")}`);
-    });
+    for (const [g, hi, lo, first] of this.cache.entries()) {
+      const copies: number[] = [];
+      for (let id = first; id >= 0; id = this.nextCopy[id]!) copies.push(id);
+      out.push(`${g}:${joinHash(hi, lo)}:${copies.join("/")}`);
+    }
     return out.sort();
   }
 }

@@ -1,0 +1,108 @@
+import { describe, expect, it } from "vitest";
+import { BlockHashTable } from "./block-hash-table.js";
+
+describe("BlockHashTable", () => {
+  it("sizes its capacity to the next power of two >= 2 x maxEntries", () => {
+    // 2 x 5 = 10 -> 16; 2 x 8 = 16 -> 16; 2 x 9 = 18 -> 32; 2 x 1 = 2 -> the minimum 4.
+    expect(new BlockHashTable(5).capacity).toBe(16);
+    expect(new BlockHashTable(8).capacity).toBe(16);
+    expect(new BlockHashTable(9).capacity).toBe(32);
+    expect(new BlockHashTable(1).capacity).toBe(4);
+  });
+
+  it("gets what was set, overwrites in place and answers -1 for absent keys", () => {
+    const t = new BlockHashTable(4);
+    t.set(0, 0xdead_beef, 0x1234_5678, 7);
+    t.set(1, 0xdead_beef, 0x1234_5678, 9); // same hash, another group: another key
+    expect(t.get(0, 0xdead_beef, 0x1234_5678)).toBe(7);
+    expect(t.get(1, 0xdead_beef, 0x1234_5678)).toBe(9);
+    expect(t.get(0, 0xdead_beee, 0x1234_5678)).toBe(-1); // high half differs
+    expect(t.get(0, 0xdead_beef, 0x1234_5679)).toBe(-1); // low half differs
+    t.set(0, 0xdead_beef, 0x1234_5678, 8);
+    expect(t.get(0, 0xdead_beef, 0x1234_5678)).toBe(8);
+    expect(t.size).toBe(2);
+  });
+
+  it("home slot is (lo XOR group) mod capacity", () => {
+    const t = new BlockHashTable(8); // capacity 16, mask 15
+    // 0x1234_5678 & 15 = 8; XOR group 3 -> 0x...7b & 15 = 11; 0xffff_ffff & 15 = 15, XOR 1 -> 14.
+    expect(t.homeSlot(0, 0x1234_5678)).toBe(8);
+    expect(t.homeSlot(3, 0x1234_5678)).toBe(11);
+    expect(t.homeSlot(1, 0xffff_ffff)).toBe(14);
+  });
+
+  it("keys differing only in their high half share a probe run; each stays reachable", () => {
+    const t = new BlockHashTable(8); // capacity 16
+    // lo = 5, group 0: all five start probing at slot 5 and occupy slots 5..9 in insertion order.
+    for (let hi = 1; hi <= 5; hi++) t.set(0, hi, 5, 100 + hi);
+    expect(t.entries()).toEqual([
+      [0, 1, 5, 101],
+      [0, 2, 5, 102],
+      [0, 3, 5, 103],
+      [0, 4, 5, 104],
+      [0, 5, 5, 105],
+    ]);
+    for (let hi = 1; hi <= 5; hi++) expect(t.get(0, hi, 5)).toBe(100 + hi);
+    expect(t.get(0, 6, 5)).toBe(-1); // probes slots 5..10, stops at the empty slot 10
+  });
+
+  it("deletion from the middle of a run shifts later entries back (no tombstones)", () => {
+    const t = new BlockHashTable(8); // capacity 16
+    for (let hi = 1; hi <= 4; hi++) t.set(0, hi, 5, hi); // slots 5, 6, 7, 8
+    t.set(0, 9, 7, 90); // home 7 is taken: slot 9
+    expect(t.delete(0, 2, 5)).toBe(true); // frees slot 6
+    // Slot 7 (home 5) moves to 6, slot 8 (home 5) to 7, slot 9 (home 7) to 8: 5, 6, 7, 8 occupied.
+    expect(t.entries()).toEqual([
+      [0, 1, 5, 1],
+      [0, 3, 5, 3],
+      [0, 4, 5, 4],
+      [0, 9, 7, 90],
+    ]);
+    expect(t.get(0, 2, 5)).toBe(-1);
+    expect(t.get(0, 4, 5)).toBe(4);
+    expect(t.get(0, 9, 7)).toBe(90);
+    expect(t.delete(0, 2, 5)).toBe(false); // already gone
+    expect(t.size).toBe(4);
+  });
+
+  it("an entry at its home slot is not moved before it, across the wrap-around", () => {
+    const t = new BlockHashTable(8); // capacity 16
+    t.set(0, 1, 14, 1); // slot 14
+    t.set(0, 2, 14, 2); // slot 15
+    t.set(0, 3, 14, 3); // wraps to slot 0
+    t.set(0, 4, 1, 4); // home 1: slot 1, a run 14, 15, 0, 1
+    expect(t.delete(0, 1, 14)).toBe(true);
+    // 15 -> 14, 0 -> 15 (home 14 is before the hole 15 cyclically), slot 1 has home 1 in (0, 1]: stays.
+    expect(t.entries()).toEqual([
+      [0, 4, 1, 4],
+      [0, 2, 14, 2],
+      [0, 3, 14, 3],
+    ]);
+    expect(t.get(0, 3, 14)).toBe(3);
+    expect(t.get(0, 4, 1)).toBe(4);
+  });
+
+  it("keys come and go far beyond the capacity without losing any live key", () => {
+    const t = new BlockHashTable(8); // capacity 16, at most 8 live keys
+    // Round r holds keys hi = r .. r + 7 (all lo = 3, one run): insert r + 7, delete r - 1.
+    for (let hi = 0; hi < 8; hi++) t.set(0, hi, 3, hi);
+    for (let r = 1; r <= 100; r++) {
+      expect(t.delete(0, r - 1, 3)).toBe(true);
+      t.set(0, r + 7, 3, r + 7);
+    }
+    // Live keys are hi = 100 .. 107.
+    expect(t.size).toBe(8);
+    for (let hi = 100; hi <= 107; hi++) expect(t.get(0, hi, 3)).toBe(hi);
+    expect(t.get(0, 99, 3)).toBe(-1);
+  });
+
+  it("refuses more than maxEntries keys and negative values", () => {
+    const t = new BlockHashTable(2);
+    t.set(0, 0, 1, 1);
+    t.set(0, 0, 2, 2);
+    t.set(0, 0, 2, 3); // an overwrite is not a new key
+    expect(() => { t.set(0, 0, 3, 3); }).toThrow(/more than 2 keys/);
+    expect(() => { t.set(0, 0, 1, -1); }).toThrow(RangeError);
+    expect(() => new BlockHashTable(0)).toThrow(RangeError);
+  });
+});

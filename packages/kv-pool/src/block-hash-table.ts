@@ -1,0 +1,129 @@
+/**
+ * An open-addressing hash table from a key (group index, 64-bit block hash given as its high and
+ * low 32-bit halves) to a non-negative int32 value, on typed arrays: no BigInt and no allocation
+ * per operation. Linear probing; deletion shifts later entries of the probe run back, so there
+ * are no tombstones and lookups stay short however many keys come and go.
+ *
+ * The capacity is fixed: a power of two at least twice `maxEntries`, so the load factor stays at
+ * or below 1/2. The home slot depends on the low half and the group only (block hashes are XXH3
+ * output, so their low bits are already uniform): keys differing only in their high half collide,
+ * which the tests use to build probe runs by hand.
+ */
+const GROUP = 0;
+const HI = 1;
+const LO = 2;
+const VALUE = 3;
+
+export class BlockHashTable {
+  /**
+   * Slot s is words [4s, 4s + 4): group, high half, low half, value (-1: empty). One array keeps
+   * a slot's fields in one cache line: a probe costs one memory access, not four.
+   */
+  private readonly words: Int32Array;
+  private readonly mask: number;
+  private count = 0;
+
+  constructor(readonly maxEntries: number) {
+    if (!Number.isSafeInteger(maxEntries) || maxEntries < 1 || maxEntries > 2 ** 28) {
+      throw new RangeError(`maxEntries must be an integer in 1..2^28, got ${maxEntries}`);
+    }
+    let capacity = 4;
+    while (capacity < 2 * maxEntries) capacity *= 2;
+    this.mask = capacity - 1;
+    this.words = new Int32Array(capacity * 4);
+    for (let s = 0; s < capacity; s++) this.words[4 * s + VALUE] = -1;
+  }
+
+  /** Number of slots (a power of two, >= 2 x maxEntries). */
+  get capacity(): number {
+    return this.mask + 1;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** The slot where probing for (group, lo) starts: (lo XOR group) mod capacity. */
+  homeSlot(group: number, lo: number): number {
+    return (lo ^ group) & this.mask;
+  }
+
+  /** The value stored under the key, or -1. */
+  get(group: number, hi: number, lo: number): number {
+    const slot = this.find(group, hi, lo);
+    return slot < 0 ? -1 : this.words[4 * slot + VALUE]!;
+  }
+
+  /** Stores `value` (>= 0) under the key, replacing any value it had. */
+  set(group: number, hi: number, lo: number, value: number): void {
+    if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff) throw new RangeError(`value must be a non-negative int32, got ${value}`);
+    const w = this.words;
+    const h = hi | 0;
+    const l = lo | 0;
+    let slot = this.homeSlot(group, lo);
+    for (;;) {
+      const at = 4 * slot;
+      if (w[at + VALUE]! < 0) break;
+      if (w[at + LO] === l && w[at + HI] === h && w[at + GROUP] === group) {
+        w[at + VALUE] = value;
+        return;
+      }
+      slot = (slot + 1) & this.mask;
+    }
+    if (this.count >= this.maxEntries) throw new Error(`hash table invariant: more than ${this.maxEntries} keys`);
+    const at = 4 * slot;
+    w[at + GROUP] = group;
+    w[at + HI] = h;
+    w[at + LO] = l;
+    w[at + VALUE] = value;
+    this.count++;
+  }
+
+  /** Removes the key; returns false when it was absent. */
+  delete(group: number, hi: number, lo: number): boolean {
+    let hole = this.find(group, hi, lo);
+    if (hole < 0) return false;
+    const w = this.words;
+    // Backward shift: an entry later in the run moves into the hole unless its home slot lies
+    // cyclically in (hole, slot], where moving it would put it before its home.
+    let slot = hole;
+    for (;;) {
+      slot = (slot + 1) & this.mask;
+      const at = 4 * slot;
+      if (w[at + VALUE]! < 0) break;
+      const home = this.homeSlot(w[at + GROUP]!, w[at + LO]!);
+      const stays = hole <= slot ? hole < home && home <= slot : hole < home || home <= slot;
+      if (stays) continue;
+      w.copyWithin(4 * hole, at, at + 4);
+      hole = slot;
+    }
+    w[4 * hole + VALUE] = -1;
+    this.count--;
+    return true;
+  }
+
+  /** Every entry as [group, hi, lo, value], in slot order (O(capacity): tests and diagnostics). */
+  entries(): [number, number, number, number][] {
+    const w = this.words;
+    const out: [number, number, number, number][] = [];
+    for (let at = 0; at < w.length; at += 4) {
+      const v = w[at + VALUE]!;
+      if (v >= 0) out.push([w[at + GROUP]!, w[at + HI]! >>> 0, w[at + LO]! >>> 0, v]);
+    }
+    return out;
+  }
+
+  /** The slot holding the key, or -1. */
+  private find(group: number, hi: number, lo: number): number {
+    const w = this.words;
+    const h = hi | 0;
+    const l = lo | 0;
+    let slot = this.homeSlot(group, lo);
+    for (;;) {
+      const at = 4 * slot;
+      if (w[at + VALUE]! < 0) return -1;
+      if (w[at + LO] === l && w[at + HI] === h && w[at + GROUP] === group) return slot;
+      slot = (slot + 1) & this.mask;
+    }
+  }
+}
