@@ -1,21 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { runCli } from "./main.js";
-import type { CliIo } from "./io.js";
+import { captureIo } from "./test-io.js";
 
-export function captureIo(): CliIo & { stdout: string; stderr: string } {
-  const io = {
-    stdout: "",
-    stderr: "",
-    stderrIsTTY: false,
-    out(t: string) {
-      io.stdout += t;
-    },
-    err(t: string) {
-      io.stderr += t;
-    },
-  };
-  return io;
-}
 
 describe("kvsim", () => {
   it("prints its version and exits 0", async () => {

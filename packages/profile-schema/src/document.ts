@@ -104,7 +104,8 @@ function parseJson(text: string, file: string): LocatedDocument {
   };
 }
 
-function describeJsonError(code: string): string {
+/** Plain words for a jsonc-parser error code. */
+export function describeJsonError(code: string): string {
   const words: Record<string, string> = {
     InvalidSymbol: "unexpected character",
     InvalidNumberFormat: "invalid number",
@@ -114,7 +115,7 @@ function describeJsonError(code: string): string {
     CommaExpected: "expected ','",
     CloseBraceExpected: "expected '}'",
     CloseBracketExpected: "expected ']'",
-    EndOfFileExpected: "unexpected content after the document",
+    EndOfFileExpected: "unexpected content after the value",
     InvalidCommentToken: "comments are not allowed",
     UnexpectedEndOfComment: "unterminated comment",
     UnexpectedEndOfString: "unterminated string",

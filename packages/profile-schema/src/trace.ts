@@ -1,7 +1,7 @@
 import { parse as parseCsv } from "csv-parse/sync";
 import { parseTree, printParseErrorCode, type ParseError } from "jsonc-parser";
 import { z } from "zod";
-import { renderValue, zodIssues } from "./document.js";
+import { describeJsonError, renderValue, zodIssues } from "./document.js";
 import { InputError, type InputIssue } from "./errors.js";
 import { finiteNumber, nonBlank, positiveInt } from "./primitives.js";
 
@@ -149,7 +149,7 @@ function parseJsonLine(text: string, file: string, line: number): Record<string,
     const errors: ParseError[] = [];
     parseTree(text, errors, { disallowComments: true, allowTrailingComma: false });
     const first = errors[0];
-    const what = first === undefined ? (e instanceof Error ? e.message : String(e)) : jsonErrorWords(printParseErrorCode(first.error));
+    const what = first === undefined ? (e instanceof Error ? e.message : String(e)) : describeJsonError(printParseErrorCode(first.error));
     throw new InputError(file, [{ path: "", message: `malformed JSON: ${what}`, line, ...(first === undefined ? {} : { column: first.offset + 1 }) }]);
   }
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
@@ -158,26 +158,6 @@ function parseJsonLine(text: string, file: string, line: number): Record<string,
   return value as Record<string, unknown>;
 }
 
-function jsonErrorWords(code: string): string {
-  const words: Record<string, string> = {
-    InvalidSymbol: "unexpected character",
-    InvalidNumberFormat: "invalid number",
-    PropertyNameExpected: "expected a double-quoted property name",
-    ValueExpected: "expected a value",
-    ColonExpected: "expected ':'",
-    CommaExpected: "expected ','",
-    CloseBraceExpected: "expected '}'",
-    CloseBracketExpected: "expected ']'",
-    EndOfFileExpected: "unexpected content after the object",
-    InvalidCommentToken: "comments are not allowed",
-    UnexpectedEndOfString: "unterminated string",
-    UnexpectedEndOfNumber: "unterminated number",
-    InvalidUnicode: "invalid unicode escape",
-    InvalidEscapeCharacter: "invalid escape character",
-    InvalidCharacter: "invalid character in string",
-  };
-  return words[code] ?? code;
-}
 
 function validateLine<S extends z.ZodType>(schema: S, value: unknown, format: "mooncake" | "kvsim", file: string, line: number): z.output<S> {
   const result = schema.safeParse(value, { reportInput: true });

@@ -2,23 +2,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CliIo } from "../io.js";
 import { runCli } from "../main.js";
+import { captureIo } from "../test-io.js";
 
-function captureIo(): CliIo & { stdout: string; stderr: string } {
-  const io = {
-    stdout: "",
-    stderr: "",
-    stderrIsTTY: false,
-    out(t: string) {
-      io.stdout += t;
-    },
-    err(t: string) {
-      io.stderr += t;
-    },
-  };
-  return io;
-}
 
 // GLM-5.3-Flash, TP 4, fp8 (grouped-pd.md section 2): full attention 11 x 1,114,112 + 11 x 71,808
 // = 13,045,120 B per 2,176-token block; ring 11 x 2,048 = 22,528; KDA 9 x 1,085,440 = 9,768,960

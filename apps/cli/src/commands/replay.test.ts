@@ -2,23 +2,10 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { CliIo } from "../io.js";
 import { runCli } from "../main.js";
+import { captureIo } from "../test-io.js";
 
-function capture(stderrIsTTY = false): CliIo & { stdout: string; stderr: string } {
-  const io = {
-    stdout: "",
-    stderr: "",
-    stderrIsTTY,
-    out(t: string) {
-      io.stdout += t;
-    },
-    err(t: string) {
-      io.stderr += t;
-    },
-  };
-  return io;
-}
+const capture = (stderrIsTTY = false) => captureIo({ stderrIsTTY });
 
 let dir: string;
 const path = (name: string) => join(dir, name);

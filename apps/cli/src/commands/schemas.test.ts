@@ -4,23 +4,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { profileJsonSchema, specJsonSchema } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
-import type { CliIo } from "../io.js";
 import { runCli } from "../main.js";
+import { captureIo } from "../test-io.js";
 
-function captureIo(): CliIo & { stdout: string; stderr: string } {
-  const io = {
-    stdout: "",
-    stderr: "",
-    stderrIsTTY: false,
-    out(t: string) {
-      io.stdout += t;
-    },
-    err(t: string) {
-      io.stderr += t;
-    },
-  };
-  return io;
-}
 
 async function kvsim(...argv: string[]) {
   const io = captureIo();

@@ -3,23 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { checkPdGate, parseProfile, type Profile } from "@kvsim/profile-schema";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { CliIo } from "../io.js";
 import { runCli } from "../main.js";
+import { captureIo } from "../test-io.js";
 
-function captureIo(): CliIo & { stdout: string; stderr: string } {
-  const io = {
-    stdout: "",
-    stderr: "",
-    stderrIsTTY: false,
-    out(t: string) {
-      io.stdout += t;
-    },
-    err(t: string) {
-      io.stderr += t;
-    },
-  };
-  return io;
-}
 
 async function validate(file: string) {
   const io = captureIo();
