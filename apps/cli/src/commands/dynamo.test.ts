@@ -2,38 +2,15 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { glmFlashProfile } from "@kvsim/profile-schema/testing";
 import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
 
 
-// GLM-5.3-Flash, TP 4, fp8 (grouped-pd.md section 2): full attention 11 x 1,114,112 + 11 x 71,808
-// = 13,045,120 B per 2,176-token block; ring 11 x 2,048 = 22,528; KDA 9 x 1,085,440 = 9,768,960
-// (two groups) and 8 x 1,085,440 = 8,683,520 (two groups). Fixed = 22,528 + 19,537,920 +
-// 17,367,040 = 36,927,488 B.
-const state = (name: string, layers: number, perLayer: number, cacheable: boolean) => ({
-  name,
-  kind: "state",
-  num_layers: layers,
-  block_size_tokens: 2176,
-  prefix_cacheable: cacheable,
-  transfer_bytes_per_block: layers * perLayer,
-});
-const GLM = {
-  schema_version: 1,
-  model: "zai-org/GLM-5.3-Flash",
-  vllm_version: "0.32.0",
-  tensor_parallel_size: 4,
-  kv_cache_dtype: "fp8",
-  page_size_bytes: 13_045_120,
-  kv_cache_groups: [
-    { name: "full_attention", kind: "full_attention", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 11 * 1_114_112 + 11 * 71_808 },
-    state("tail_ring", 11, 2048, false),
-    state("kda_0", 9, 1_085_440, true),
-    state("kda_1", 9, 1_085_440, true),
-    state("kda_2", 8, 1_085_440, true),
-    state("kda_3", 8, 1_085_440, true),
-  ],
-};
+// GLM-5.3-Flash, TP 4, fp8 (grouped-pd.md section 2; the arithmetic is in
+// @kvsim/profile-schema/testing): 13,045,120 B per 2,176-token full-attention block; fixed =
+// 22,528 + 19,537,920 + 17,367,040 = 36,927,488 B.
+const GLM = glmFlashProfile("0.32.0");
 const LINEAR = { schema_version: 1, model: "linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 131_072 };
 
 let dir: string;

@@ -2,38 +2,15 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { GroupedProfile } from "@kvsim/profile-schema";
+import { glmFlashProfile } from "@kvsim/profile-schema/testing";
 import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
 
 
-// GLM-5.3-Flash, TP 4, fp8, vLLM 0.32.0, from the oracle table of grouped-pd.md section 2:
-// full attention 11 x 1,114,112 + 11 x 71,808 = 13,045,120 B/block; ring 11 x 2,048 = 22,528;
-// kda_0/1 9 x 1,085,440 = 9,768,960; kda_2/3 8 x 1,085,440 = 8,683,520.
-const kda = (name: string, layers: number) => ({
-  name,
-  kind: "state",
-  num_layers: layers,
-  block_size_tokens: 2176,
-  prefix_cacheable: true,
-  transfer_bytes_per_block: layers * 1_085_440,
-  prefill_checkpoint_blocks: 1,
-});
-const GLM = {
-  schema_version: 1,
-  model: "zai-org/GLM-5.3-Flash",
-  vllm_version: "0.32.0",
-  tensor_parallel_size: 4,
-  kv_cache_dtype: "fp8",
-  page_size_bytes: 13_045_120,
-  kv_cache_groups: [
-    { name: "full_attention", kind: "full_attention", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 13_045_120 },
-    { name: "tail_ring", kind: "state", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: false, transfer_bytes_per_block: 22_528 },
-    kda("kda_0", 9),
-    kda("kda_1", 9),
-    kda("kda_2", 8),
-    kda("kda_3", 8),
-  ],
-};
+// GLM-5.3-Flash, TP 4, fp8, vLLM 0.32.0 (grouped-pd.md section 2; the arithmetic is in
+// @kvsim/profile-schema/testing): 13,045,120 B per full-attention block, 36,927,488 fixed bytes.
+const GLM = glmFlashProfile("0.32.0") as GroupedProfile;
 // Rows at N 8,192 (T 8,191 = 4 full blocks: 4 x 13,045,120 = 52,180,480); fixed 22,528 + 2 x 9,768,960 + 2 x 8,683,520 = 36,927,488.
 const GLM_ROWS_8192 = [
   { name: "full_attention", kind: "full_attention", blocks: 4, bytes: 52_180_480 },
