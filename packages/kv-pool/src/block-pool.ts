@@ -1,24 +1,7 @@
 import type { BlockHash, KvEvent, PoolMetrics } from "./contract.js";
 import { BlockHashTable } from "./block-hash-table.js";
 import { FreeQueue } from "./free-queue.js";
-
-const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
-/** Scratch for splitting a BigInt hash into 32-bit halves without allocating. */
-const whole = new BigUint64Array(1);
-const halves = new Uint32Array(whole.buffer);
-const LO = LITTLE_ENDIAN ? 0 : 1;
-const HI = 1 - LO;
-
-/** Writes `hash` into the scratch: its halves are then `halves[HI]` and `halves[LO]`. */
-function splitHash(hash: BlockHash): void {
-  whole[0] = hash;
-}
-
-function joinHash(hi: number, lo: number): BlockHash {
-  halves[HI] = hi;
-  halves[LO] = lo;
-  return whole[0]!;
-}
+import { hashHi, hashLo, joinHash } from "./hash-halves.js";
 
 /** Block id of the null block: holds nothing, never allocated, freed or cached. */
 export const NULL_BLOCK = 0;
@@ -82,8 +65,12 @@ export class BlockPool {
 
   /** True when the block is cached under exactly (group, hash). */
   holds(id: number, group: number, hash: BlockHash): boolean {
-    splitHash(hash);
-    return this.hashGroup[id] === group && this.hashHi[id] === halves[HI] && this.hashLo[id] === halves[LO];
+    return this.holdsKey(id, group, hashHi(hash), hashLo(hash));
+  }
+
+  /** `holds` with the hash as its 32-bit halves. */
+  holdsKey(id: number, group: number, hi: number, lo: number): boolean {
+    return this.hashGroup[id] === group && this.hashHi[id] === hi && this.hashLo[id] === lo;
   }
 
   /** A hit block that a touch would take out of the free queue. */
@@ -93,8 +80,12 @@ export class BlockPool {
 
   /** Any block holding (group, hash), or NULL_BLOCK. */
   cachedBlock(group: number, hash: BlockHash): number {
-    splitHash(hash);
-    const first = this.cache.get(group, halves[HI]!, halves[LO]!);
+    return this.cachedBlockKey(group, hashHi(hash), hashLo(hash));
+  }
+
+  /** `cachedBlock` with the hash as its 32-bit halves: the first copy cached, or NULL_BLOCK. */
+  cachedBlockKey(group: number, hi: number, lo: number): number {
+    const first = this.cache.get(group, hi, lo);
     return first < 0 ? NULL_BLOCK : first;
   }
 
@@ -156,12 +147,14 @@ export class BlockPool {
    * copy of that key (then a `stored` event is due).
    */
   cacheBlock(id: number, group: number, hash: BlockHash): boolean {
+    return this.cacheBlockKey(id, group, hashHi(hash), hashLo(hash));
+  }
+
+  /** `cacheBlock` with the hash as its 32-bit halves. */
+  cacheBlockKey(id: number, group: number, hi: number, lo: number): boolean {
     if (id === NULL_BLOCK || this.hashGroup[id]! >= 0 || this.refCounts[id]! <= 0) {
       throw new Error(`pool invariant: block ${id} cannot be cached`);
     }
-    splitHash(hash);
-    const hi = halves[HI]!;
-    const lo = halves[LO]!;
     this.hashGroup[id] = group;
     this.hashHi[id] = hi;
     this.hashLo[id] = lo;
@@ -209,9 +202,8 @@ export class BlockPool {
 
   /** Test hook: hides every copy of (group, hash) from the cache, as evicting them would. */
   uncache(group: number, hash: BlockHash): void {
-    splitHash(hash);
     const copies: number[] = [];
-    for (let id = this.cache.get(group, halves[HI]!, halves[LO]!); id >= 0; id = this.nextCopy[id]!) copies.push(id);
+    for (let id = this.cache.get(group, hashHi(hash), hashLo(hash)); id >= 0; id = this.nextCopy[id]!) copies.push(id);
     for (const id of copies) {
       if (this.queue.has(id)) this.freeHashed--;
       this.evict(id);

@@ -1,10 +1,136 @@
 import { xxh3 } from "@node-rs/xxhash";
 import type { BlockHash } from "./contract.js";
+import { hashHi, hashLo, joinHash } from "./hash-halves.js";
+import { xxh3PairInto } from "./xxh3-pair.js";
 
 /** XXH3-64 seed shared with the Dynamo router (dynamo-mocker.md section 6.3). */
 const SEED = 1337n;
 
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+
+/** Read access to the chained hashes of a token sequence at one block size. */
+export interface BlockHashView {
+  /** Full blocks hashed so far. */
+  readonly length: number;
+  blockHash(i: number): BlockHash;
+  tokensHash(i: number): BlockHash;
+}
+
+/**
+ * A view whose hashes are stored as 32-bit halves: the pool reads them without a BigInt.
+ * `blockHash` and `tokensHash` join the halves (events, tests).
+ */
+export abstract class PackedHashView implements BlockHashView {
+  abstract readonly length: number;
+  abstract blockHi(i: number): number;
+  abstract blockLo(i: number): number;
+  abstract tokensHi(i: number): number;
+  abstract tokensLo(i: number): number;
+
+  blockHash(i: number): BlockHash {
+    return joinHash(this.blockHi(i), this.blockLo(i));
+  }
+
+  tokensHash(i: number): BlockHash {
+    return joinHash(this.tokensHi(i), this.tokensLo(i));
+  }
+}
+
+/** High half of block i's hash: read directly from a packed view, split from the BigInt otherwise. */
+export function blockHashHi(view: BlockHashView, i: number): number {
+  return view instanceof PackedHashView ? view.blockHi(i) : hashHi(view.blockHash(i));
+}
+
+/** Low half of block i's hash (see blockHashHi). */
+export function blockHashLo(view: BlockHashView, i: number): number {
+  return view instanceof PackedHashView ? view.blockLo(i) : hashLo(view.blockHash(i));
+}
+
+/** Tokens as a head (the prompt) and a tail (appended outputs), read without concatenating. */
+export interface TokenSource {
+  readonly head: ArrayLike<number>;
+  readonly headLength: number;
+  readonly tail: ArrayLike<number>;
+}
+
+/** Words per block in a chain: block hash high, low, tokens hash high, low. */
+const WORDS = 4;
+
+/**
+ * A growing chain of block hashes at one block size, packed in one Uint32Array (four words per
+ * block), so a prompt's chain costs no object per block.
+ */
+export class HashChain extends PackedHashView {
+  private words: Uint32Array;
+  private count = 0;
+
+  constructor(capacity = 4) {
+    super();
+    this.words = new Uint32Array(WORDS * Math.max(capacity, 1));
+  }
+
+  get length(): number {
+    return this.count;
+  }
+
+  blockHi(i: number): number {
+    return this.words[WORDS * i]!;
+  }
+
+  blockLo(i: number): number {
+    return this.words[WORDS * i + 1]!;
+  }
+
+  tokensHi(i: number): number {
+    return this.words[WORDS * i + 2]!;
+  }
+
+  tokensLo(i: number): number {
+    return this.words[WORDS * i + 3]!;
+  }
+
+  /**
+   * Extends the chain to `numBlocks` full blocks of `source` (which must hold that many tokens);
+   * block i continues from block i - 1, or from `parent` (another chain's last block, or none)
+   * when the chain is empty. `offset` is the absolute block index of the chain's first block.
+   */
+  extend(source: TokenSource, blockSize: number, numBlocks: number, parent: { chain: PackedHashView; index: number } | null, offset: number): void {
+    if (numBlocks <= this.count) return;
+    if (WORDS * numBlocks > this.words.length) {
+      const grown = new Uint32Array(WORDS * Math.max(numBlocks, 2 * this.count));
+      grown.set(this.words.subarray(0, WORDS * this.count));
+      this.words = grown;
+    }
+    const hasher = hasherFor(blockSize);
+    const w = this.words;
+    let has = this.count > 0 || parent !== null;
+    let pHi = 0;
+    let pLo = 0;
+    if (this.count > 0) {
+      pHi = w[WORDS * (this.count - 1)]!;
+      pLo = w[WORDS * (this.count - 1) + 1]!;
+    } else if (parent !== null) {
+      pHi = parent.chain.blockHi(parent.index);
+      pLo = parent.chain.blockLo(parent.index);
+    }
+    for (let i = this.count; i < numBlocks; i++) {
+      const at = WORDS * i;
+      hasher.tokensHash(source, (offset + i) * blockSize, w, at + 2);
+      if (has) {
+        // Block i hashes [parent LE u64, tokens hash LE u64].
+        xxh3PairInto(pHi, pLo, w[at + 2]!, w[at + 3]!, w, at);
+      } else {
+        // Block 0's hash is its tokens hash.
+        w[at] = w[at + 2]!;
+        w[at + 1] = w[at + 3]!;
+        has = true;
+      }
+      pHi = w[at]!;
+      pLo = w[at + 1]!;
+    }
+    this.count = numBlocks;
+  }
+}
 
 /**
  * Hashes full blocks of one block size. Owns a scratch buffer (no Buffer per hash) and remembers
@@ -14,19 +140,19 @@ const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 class BlockHasher {
   private readonly words: Uint32Array;
   private readonly bytes: Uint8Array;
-  private lastTokensHash: BlockHash | undefined;
-  private readonly pair = new Uint8Array(16);
-  private readonly pairView = new DataView(this.pair.buffer);
+  private hasLast = false;
+  private lastHi = 0;
+  private lastLo = 0;
 
   constructor(readonly blockSize: number) {
     this.words = new Uint32Array(blockSize);
     this.bytes = LITTLE_ENDIAN ? new Uint8Array(this.words.buffer) : new Uint8Array(blockSize * 4);
   }
 
-  /** Tokens hash of `blockSize` tokens read through `tokenAt(start + j)`. */
-  tokensHash(source: TokenSource, start: number): BlockHash {
+  /** Writes the tokens hash of `blockSize` tokens from `start` to out[at] (high), out[at + 1] (low). */
+  tokensHash(source: TokenSource, start: number, out: Uint32Array, at: number): void {
     const words = this.words;
-    let same = this.lastTokensHash !== undefined;
+    let same = this.hasLast;
     const { head, tail, headLength } = source;
     for (let j = 0; j < this.blockSize; j++) {
       const k = start + j;
@@ -36,30 +162,19 @@ class BlockHasher {
         same = false;
       }
     }
-    if (same) return this.lastTokensHash!;
-    if (!LITTLE_ENDIAN) {
-      const view = new DataView(this.bytes.buffer);
-      for (let j = 0; j < this.blockSize; j++) view.setUint32(j * 4, words[j]!, true);
+    if (!same) {
+      if (!LITTLE_ENDIAN) {
+        const view = new DataView(this.bytes.buffer);
+        for (let j = 0; j < this.blockSize; j++) view.setUint32(j * 4, words[j]!, true);
+      }
+      const h = xxh3.xxh64(this.bytes, SEED);
+      this.lastHi = hashHi(h);
+      this.lastLo = hashLo(h);
+      this.hasLast = true;
     }
-    const h = xxh3.xxh64(this.bytes, SEED);
-    this.lastTokensHash = h;
-    return h;
+    out[at] = this.lastHi;
+    out[at + 1] = this.lastLo;
   }
-
-  /** Sequence hash of a block: its tokens hash for block 0, else XXH3 over [parent LE, tokens LE]. */
-  chain(parent: BlockHash | null, tokensHash: BlockHash): BlockHash {
-    if (parent === null) return tokensHash;
-    this.pairView.setBigUint64(0, parent, true);
-    this.pairView.setBigUint64(8, tokensHash, true);
-    return xxh3.xxh64(this.pair, SEED);
-  }
-}
-
-/** Tokens as a head (the prompt) and a tail (appended outputs), read without concatenating. */
-export interface TokenSource {
-  readonly head: ArrayLike<number>;
-  readonly headLength: number;
-  readonly tail: ArrayLike<number>;
 }
 
 const hashers = new Map<number, BlockHasher>();
@@ -71,36 +186,6 @@ function hasherFor(blockSize: number): BlockHasher {
     hashers.set(blockSize, h);
   }
   return h;
-}
-
-/** A growing chain of block hashes at one block size. */
-export interface HashChain {
-  readonly blockHashes: BlockHash[];
-  readonly tokensHashes: BlockHash[];
-}
-
-/**
- * Extends `chain` to `numBlocks` full blocks of `source` (which must hold that many tokens);
- * block i continues from chain block i - 1, or from `parent` when the chain is empty.
- * `offset` is the absolute block index of the chain's first block.
- */
-export function extendChain(
-  chain: HashChain,
-  source: TokenSource,
-  blockSize: number,
-  numBlocks: number,
-  parent: BlockHash | null,
-  offset: number,
-): void {
-  const hasher = hasherFor(blockSize);
-  let prev = chain.blockHashes.length > 0 ? chain.blockHashes[chain.blockHashes.length - 1]! : parent;
-  for (let i = chain.blockHashes.length; i < numBlocks; i++) {
-    const th = hasher.tokensHash(source, (offset + i) * blockSize);
-    const bh = hasher.chain(prev, th);
-    chain.tokensHashes.push(th);
-    chain.blockHashes.push(bh);
-    prev = bh;
-  }
 }
 
 const EMPTY: ArrayLike<number> = new Uint32Array(0);
@@ -115,7 +200,8 @@ export function computeBlockHashes(tokens: ArrayLike<number>, blockSize: number)
     const t = tokens[i]!;
     if (!Number.isInteger(t) || t < 0 || t > 0xffffffff) throw new RangeError(`token ${i} (${t}) is not a u32 token id`);
   }
-  const chain: HashChain = { blockHashes: [], tokensHashes: [] };
-  extendChain(chain, { head: tokens, headLength: tokens.length, tail: EMPTY }, blockSize, Math.floor(tokens.length / blockSize), null, 0);
-  return chain.blockHashes.map((blockHash, i) => ({ tokensHash: chain.tokensHashes[i]!, blockHash }));
+  const n = Math.floor(tokens.length / blockSize);
+  const chain = new HashChain(n);
+  chain.extend({ head: tokens, headLength: tokens.length, tail: EMPTY }, blockSize, n, null, 0);
+  return Array.from({ length: n }, (_, i) => ({ tokensHash: chain.tokensHash(i), blockHash: chain.blockHash(i) }));
 }

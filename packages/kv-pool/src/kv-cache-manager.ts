@@ -15,7 +15,8 @@ import type {
 } from "./contract.js";
 import { FRESH, FullAttentionManager, MambaManager, SingleBlockStateManager, WindowManager, type SingleTypeManager } from "./managers.js";
 import { asPromptImpl } from "./prompt-tokens.js";
-import { ChainView, Sequence, type BlockHashView } from "./sequence.js";
+import type { BlockHashView } from "./hashing.js";
+import { Sequence } from "./sequence.js";
 
 /** A hit found by this manager: its length and, per group, the blocks it reuses. */
 class Hit implements PrefixHit {
@@ -146,7 +147,7 @@ export class KvCacheManager implements KvCacheManagerApi {
 
   peekPrefixHitTokens(prompt: PromptTokens): number {
     const p = asPromptImpl(prompt);
-    return this.hitFor(p.tokens.length - 1, (b) => new ChainView(p.chain(b))).tokens;
+    return this.hitFor(p.tokens.length - 1, (b) => p.chain(b)).tokens;
   }
 
   /** vLLM's hybrid fixed point (vllm-rules.md 4.4) for a hit of at most `maxLength` tokens. */
@@ -188,7 +189,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     hit.blocks.forEach((l, g) => {
       const chain = s.chain(this.managers[g]!.blockSize);
       l.forEach((b, i) => {
-        if (b !== NULL_BLOCK && !this.pool.holds(b, g, chain.blockHash(i))) throw new Error("stale prefix hit: a hit block was evicted since findPrefixHit");
+        if (b !== NULL_BLOCK && !this.pool.holdsKey(b, g, chain.blockHi(i), chain.blockLo(i))) throw new Error("stale prefix hit: a hit block was evicted since findPrefixHit");
       });
     });
     return hit;

@@ -1,8 +1,8 @@
 import type { CacheGroup } from "@kvsim/profile-schema";
 import { cdiv } from "@kvsim/profile-schema";
 import { NULL_BLOCK, type BlockPool, type StoredBlock } from "./block-pool.js";
-import type { BlockHash } from "./contract.js";
-import type { BlockHashView, GroupState } from "./sequence.js";
+import { blockHashHi, blockHashLo, type BlockHashView } from "./hashing.js";
+import type { GroupState } from "./sequence.js";
 
 /** The common "nothing to release" answer, shared so a decode step allocates nothing. */
 const NONE: number[] = [];
@@ -50,11 +50,13 @@ export interface SingleTypeManager {
   planReservation(tokens: number, hitBlocks: readonly number[], hitTokens: number): number[];
 }
 
-/** Blocks holding `hash` in every group of `groups`, or undefined when any misses. */
-function lookup(pool: BlockPool, groups: readonly number[], hash: BlockHash): number[] | undefined {
+/** Blocks holding block i's hash of `hashes` in every group of `groups`, or undefined when any misses. */
+function lookup(pool: BlockPool, groups: readonly number[], hashes: BlockHashView, i: number): number[] | undefined {
+  const hi = blockHashHi(hashes, i);
+  const lo = blockHashLo(hashes, i);
   const out: number[] = [];
   for (const g of groups) {
-    const b = pool.cachedBlock(g, hash);
+    const b = pool.cachedBlockKey(g, hi, lo);
     if (b === NULL_BLOCK) return undefined;
     out.push(b);
   }
@@ -77,13 +79,12 @@ function cacheFullBlocks(pool: BlockPool, groupIndex: number, blockSize: number,
       flush();
       continue;
     }
-    const h = hashes.blockHash(i);
-    if (pool.cacheBlock(b, groupIndex, h) && pool.collectsEvents) {
+    if (pool.cacheBlockKey(b, groupIndex, blockHashHi(hashes, i), blockHashLo(hashes, i)) && pool.collectsEvents) {
       if (run === undefined) {
         run = [];
         runStart = i;
       }
-      run.push({ blockHash: h, tokensHash: hashes.tokensHash(i) });
+      run.push({ blockHash: hashes.blockHash(i), tokensHash: hashes.tokensHash(i) });
     } else {
       flush();
     }
@@ -94,9 +95,8 @@ function cacheFullBlocks(pool: BlockPool, groupIndex: number, blockSize: number,
 
 /** Caches one block that holds the state at the end of table block `index`. */
 function cacheOne(pool: BlockPool, groupIndex: number, block: number, index: number, hashes: BlockHashView): void {
-  const h = hashes.blockHash(index);
-  if (pool.cacheBlock(block, groupIndex, h) && pool.collectsEvents) {
-    pool.emitStored(groupIndex, index === 0 ? null : hashes.blockHash(index - 1), [{ blockHash: h, tokensHash: hashes.tokensHash(index) }]);
+  if (pool.cacheBlockKey(block, groupIndex, blockHashHi(hashes, index), blockHashLo(hashes, index)) && pool.collectsEvents) {
+    pool.emitStored(groupIndex, index === 0 ? null : hashes.blockHash(index - 1), [{ blockHash: hashes.blockHash(index), tokensHash: hashes.tokensHash(index) }]);
   }
 }
 
@@ -215,7 +215,7 @@ export class FullAttentionManager extends AttentionManager {
     const out: number[][] = groups.map(() => []);
     const max = Math.min(Math.floor(maxLength / this.blockSize), hashes.length);
     for (let i = 0; i < max; i++) {
-      const hit = lookup(this.pool, groups, hashes.blockHash(i));
+      const hit = lookup(this.pool, groups, hashes, i);
       if (hit === undefined) break;
       hit.forEach((b, k) => out[k]!.push(b));
     }
@@ -250,7 +250,7 @@ export class WindowManager extends AttentionManager {
     let run = 0;
     let found = false;
     for (let i = max - 1; i >= 0; i--) {
-      const hit = lookup(this.pool, groups, hashes.blockHash(i));
+      const hit = lookup(this.pool, groups, hashes, i);
       if (hit === undefined) {
         run = 0;
         continue;
@@ -306,7 +306,7 @@ export class MambaManager implements SingleTypeManager {
     const b = this.blockSize;
     for (let i = Math.min(Math.floor(maxLength / b), hashes.length) - 1; i >= 0; i--) {
       if (((i + 1) * b) % alignment !== 0) continue;
-      const hit = lookup(this.pool, groups, hashes.blockHash(i));
+      const hit = lookup(this.pool, groups, hashes, i);
       if (hit === undefined) continue;
       return hit.map((blk) => {
         const l = new Array<number>(i + 1).fill(NULL_BLOCK);

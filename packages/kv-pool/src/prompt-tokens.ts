@@ -1,11 +1,12 @@
 import type { BlockHash, PromptTokens } from "./contract.js";
-import { extendChain, type HashChain } from "./hashing.js";
+import { HashChain } from "./hashing.js";
 
 const EMPTY = new Uint32Array(0);
 
 /** A prompt with its chained block hashes memoised per block size (shared by every rank). */
 export class PromptTokensImpl implements PromptTokens {
   private readonly chains = new Map<number, HashChain>();
+  private readonly bigints = new Map<number, readonly BlockHash[]>();
 
   constructor(readonly tokens: Uint32Array) {}
 
@@ -14,16 +15,23 @@ export class PromptTokensImpl implements PromptTokens {
     let c = this.chains.get(blockSize);
     if (c === undefined) {
       if (!Number.isInteger(blockSize) || blockSize <= 0) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
-      c = { blockHashes: [], tokensHashes: [] };
       const t = this.tokens;
-      extendChain(c, { head: t, headLength: t.length, tail: EMPTY }, blockSize, Math.floor(t.length / blockSize), null, 0);
+      const n = Math.floor(t.length / blockSize);
+      c = new HashChain(n);
+      c.extend({ head: t, headLength: t.length, tail: EMPTY }, blockSize, n, null, 0);
       this.chains.set(blockSize, c);
     }
     return c;
   }
 
   blockHashes(blockSize: number): readonly BlockHash[] {
-    return this.chain(blockSize).blockHashes;
+    let out = this.bigints.get(blockSize);
+    if (out === undefined) {
+      const c = this.chain(blockSize);
+      out = Array.from({ length: c.length }, (_, i) => c.blockHash(i));
+      this.bigints.set(blockSize, out);
+    }
+    return out;
   }
 }
 

@@ -1,62 +1,57 @@
-import type { BlockHash, KvSequence } from "./contract.js";
-import { extendChain, type HashChain } from "./hashing.js";
+import type { KvSequence } from "./contract.js";
+import { HashChain, PackedHashView } from "./hashing.js";
 import type { PromptTokensImpl } from "./prompt-tokens.js";
 
-/** Read access to the chained hashes of a token sequence at one block size. */
-export interface BlockHashView {
-  /** Full blocks hashed so far. */
-  readonly length: number;
-  blockHash(i: number): BlockHash;
-  tokensHash(i: number): BlockHash;
-}
-
-/** A prompt's memoised chain seen as a view. */
-export class ChainView implements BlockHashView {
-  constructor(private readonly chain: HashChain) {}
-  get length(): number {
-    return this.chain.blockHashes.length;
-  }
-  blockHash(i: number): BlockHash {
-    return this.chain.blockHashes[i]!;
-  }
-  tokensHash(i: number): BlockHash {
-    return this.chain.tokensHashes[i]!;
-  }
-}
+export type { BlockHashView } from "./hashing.js";
 
 /**
  * A sequence's chain at one block size: the prompt's shared chain plus the blocks completed
  * by output tokens, hashed once each, on first need.
  */
-export class SequenceChain implements BlockHashView {
-  private readonly ext: HashChain = { blockHashes: [], tokensHashes: [] };
+export class SequenceChain extends PackedHashView {
+  private readonly ext = new HashChain();
+  private readonly baseLength: number;
+
   constructor(
     private readonly seq: Sequence,
     private readonly base: HashChain,
     private readonly blockSize: number,
-  ) {}
+  ) {
+    super();
+    this.baseLength = base.length;
+  }
 
   get length(): number {
-    return this.base.blockHashes.length + this.ext.blockHashes.length;
+    return this.baseLength + this.ext.length;
   }
 
-  blockHash(i: number): BlockHash {
-    const n = this.base.blockHashes.length;
-    return i < n ? this.base.blockHashes[i]! : this.ext.blockHashes[i - n]!;
+  blockHi(i: number): number {
+    const n = this.baseLength;
+    return i < n ? this.base.blockHi(i) : this.ext.blockHi(i - n);
   }
 
-  tokensHash(i: number): BlockHash {
-    const n = this.base.tokensHashes.length;
-    return i < n ? this.base.tokensHashes[i]! : this.ext.tokensHashes[i - n]!;
+  blockLo(i: number): number {
+    const n = this.baseLength;
+    return i < n ? this.base.blockLo(i) : this.ext.blockLo(i - n);
+  }
+
+  tokensHi(i: number): number {
+    const n = this.baseLength;
+    return i < n ? this.base.tokensHi(i) : this.ext.tokensHi(i - n);
+  }
+
+  tokensLo(i: number): number {
+    const n = this.baseLength;
+    return i < n ? this.base.tokensLo(i) : this.ext.tokensLo(i - n);
   }
 
   /** Hashes blocks up to `numBlocks` (at most the sequence's full blocks). */
   ensure(numBlocks: number): this {
-    const n = this.base.blockHashes.length;
+    const n = this.baseLength;
     const target = Math.min(numBlocks, Math.floor(this.seq.numTokens / this.blockSize));
     if (target > this.length) {
-      const parent = n > 0 ? this.base.blockHashes[n - 1]! : null;
-      extendChain(this.ext, this.seq.tokenSource(), this.blockSize, target - n, parent, n);
+      const parent = n > 0 ? { chain: this.base, index: n - 1 } : null;
+      this.ext.extend(this.seq.tokenSource(), this.blockSize, target - n, parent, n);
     }
     return this;
   }
