@@ -105,4 +105,28 @@ describe("BlockHashTable", () => {
     expect(() => { t.set(0, 0, 1, -1); }).toThrow(RangeError);
     expect(() => new BlockHashTable(0)).toThrow(RangeError);
   });
+
+  it("putIfAbsent inserts only a new key and answers the existing value otherwise", () => {
+    const t = new BlockHashTable(4);
+    expect(t.putIfAbsent(2, 10, 20, 5)).toBe(-1); // inserted
+    expect(t.putIfAbsent(2, 10, 20, 6)).toBe(5); // present: unchanged, its value answered
+    expect(t.get(2, 10, 20)).toBe(5);
+    expect(t.size).toBe(1);
+  });
+
+  it("find gives a slot that valueAt, setValueAt and deleteAt use without probing again", () => {
+    const t = new BlockHashTable(8); // capacity 16
+    t.set(0, 1, 4, 11); // slot 4
+    t.set(0, 2, 4, 12); // slot 5
+    const slot = t.find(0, 2, 4);
+    expect(slot).toBe(5);
+    expect(t.valueAt(slot)).toBe(12);
+    t.setValueAt(slot, 13);
+    expect(t.get(0, 2, 4)).toBe(13);
+    expect(t.find(0, 3, 4)).toBe(-1); // probes 4, 5, stops at the empty slot 6
+    t.deleteAt(t.find(0, 1, 4)); // slot 4 emptied; (0, 2, 4) with home 4 shifts back into it
+    expect(t.find(0, 2, 4)).toBe(4);
+    expect(t.size).toBe(1);
+    expect(() => { t.deleteAt(5); }).toThrow(/empty/);
+  });
 });

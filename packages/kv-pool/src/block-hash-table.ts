@@ -54,8 +54,36 @@ export class BlockHashTable {
     return slot < 0 ? -1 : this.words[4 * slot + VALUE]!;
   }
 
-  /** Stores `value` (>= 0) under the key, replacing any value it had. */
-  set(group: number, hi: number, lo: number, value: number): void {
+  /** The slot holding the key, or -1 (for `valueAt`, `setValueAt`, `deleteAt`: one probe, several uses). */
+  find(group: number, hi: number, lo: number): number {
+    const w = this.words;
+    const h = hi | 0;
+    const l = lo | 0;
+    let slot = this.homeSlot(group, lo);
+    for (;;) {
+      const at = 4 * slot;
+      if (w[at + VALUE]! < 0) return -1;
+      if (w[at + LO] === l && w[at + HI] === h && w[at + GROUP] === group) return slot;
+      slot = (slot + 1) & this.mask;
+    }
+  }
+
+  /** The value in an occupied slot returned by `find`. */
+  valueAt(slot: number): number {
+    return this.words[4 * slot + VALUE]!;
+  }
+
+  /** Replaces the value in an occupied slot returned by `find`. */
+  setValueAt(slot: number, value: number): void {
+    if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff) throw new RangeError(`value must be a non-negative int32, got ${value}`);
+    this.words[4 * slot + VALUE] = value;
+  }
+
+  /**
+   * Stores `value` (>= 0) under the key when it is absent and returns -1; when present, changes
+   * nothing and returns the value it has. One probe either way.
+   */
+  putIfAbsent(group: number, hi: number, lo: number, value: number): number {
     if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff) throw new RangeError(`value must be a non-negative int32, got ${value}`);
     const w = this.words;
     const h = hi | 0;
@@ -63,11 +91,9 @@ export class BlockHashTable {
     let slot = this.homeSlot(group, lo);
     for (;;) {
       const at = 4 * slot;
-      if (w[at + VALUE]! < 0) break;
-      if (w[at + LO] === l && w[at + HI] === h && w[at + GROUP] === group) {
-        w[at + VALUE] = value;
-        return;
-      }
+      const v = w[at + VALUE]!;
+      if (v < 0) break;
+      if (w[at + LO] === l && w[at + HI] === h && w[at + GROUP] === group) return v;
       slot = (slot + 1) & this.mask;
     }
     if (this.count >= this.maxEntries) throw new Error(`hash table invariant: more than ${this.maxEntries} keys`);
@@ -77,29 +103,44 @@ export class BlockHashTable {
     w[at + LO] = l;
     w[at + VALUE] = value;
     this.count++;
+    return -1;
+  }
+
+  /** Stores `value` (>= 0) under the key, replacing any value it had. */
+  set(group: number, hi: number, lo: number, value: number): void {
+    const slot = this.find(group, hi, lo);
+    if (slot >= 0) this.setValueAt(slot, value);
+    else this.putIfAbsent(group, hi, lo, value);
   }
 
   /** Removes the key; returns false when it was absent. */
   delete(group: number, hi: number, lo: number): boolean {
-    let hole = this.find(group, hi, lo);
-    if (hole < 0) return false;
+    const slot = this.find(group, hi, lo);
+    if (slot < 0) return false;
+    this.deleteAt(slot);
+    return true;
+  }
+
+  /** Empties an occupied slot returned by `find`. */
+  deleteAt(slot: number): void {
     const w = this.words;
+    if (w[4 * slot + VALUE]! < 0) throw new Error(`hash table: slot ${slot} is empty`);
     // Backward shift: an entry later in the run moves into the hole unless its home slot lies
-    // cyclically in (hole, slot], where moving it would put it before its home.
-    let slot = hole;
+    // cyclically in (hole, next], where moving it would put it before its home.
+    let hole = slot;
+    let next = slot;
     for (;;) {
-      slot = (slot + 1) & this.mask;
-      const at = 4 * slot;
+      next = (next + 1) & this.mask;
+      const at = 4 * next;
       if (w[at + VALUE]! < 0) break;
       const home = this.homeSlot(w[at + GROUP]!, w[at + LO]!);
-      const stays = hole <= slot ? hole < home && home <= slot : hole < home || home <= slot;
+      const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
       if (stays) continue;
       w.copyWithin(4 * hole, at, at + 4);
-      hole = slot;
+      hole = next;
     }
     w[4 * hole + VALUE] = -1;
     this.count--;
-    return true;
   }
 
   /** Every entry as [group, hi, lo, value], in slot order (O(capacity): tests and diagnostics). */
@@ -111,19 +152,5 @@ export class BlockHashTable {
       if (v >= 0) out.push([w[at + GROUP]!, w[at + HI]! >>> 0, w[at + LO]! >>> 0, v]);
     }
     return out;
-  }
-
-  /** The slot holding the key, or -1. */
-  private find(group: number, hi: number, lo: number): number {
-    const w = this.words;
-    const h = hi | 0;
-    const l = lo | 0;
-    let slot = this.homeSlot(group, lo);
-    for (;;) {
-      const at = 4 * slot;
-      if (w[at + VALUE]! < 0) return -1;
-      if (w[at + LO] === l && w[at + HI] === h && w[at + GROUP] === group) return slot;
-      slot = (slot + 1) & this.mask;
-    }
   }
 }

@@ -158,11 +158,8 @@ export class BlockPool {
     this.hashGroup[id] = group;
     this.hashHi[id] = hi;
     this.hashLo[id] = lo;
-    const first = this.cache.get(group, hi, lo);
-    if (first < 0) {
-      this.cache.set(group, hi, lo, id);
-      return true;
-    }
+    const first = this.cache.putIfAbsent(group, hi, lo, id);
+    if (first < 0) return true;
     // A duplicate copy goes last: the first copy stays the one hits use.
     let last = first;
     for (let n = this.nextCopy[last]!; n >= 0; n = this.nextCopy[last]!) last = n;
@@ -178,14 +175,15 @@ export class BlockPool {
     this.hashGroup[id] = -1;
     const next = this.nextCopy[id]!;
     this.nextCopy[id] = -1;
-    const first = this.cache.get(group, hi, lo);
+    const slot = this.cache.find(group, hi, lo);
+    const first = slot < 0 ? -1 : this.cache.valueAt(slot);
     let last = false;
     if (first === id) {
       if (next < 0) {
-        this.cache.delete(group, hi, lo);
+        this.cache.deleteAt(slot);
         last = true;
       } else {
-        this.cache.set(group, hi, lo, next);
+        this.cache.setValueAt(slot, next);
       }
     } else {
       let prev = first;
