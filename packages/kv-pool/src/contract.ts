@@ -38,6 +38,14 @@ export interface PromptTokens {
   blockHashes(blockSize: number): readonly BlockHash[];
 }
 
+/**
+ * A prompt's memoised block hashes without its tokens (from `promptHashes`): lets a later prompt
+ * with the same leading tokens copy them (`createPromptTokens(tokens, { hashes, tokens })`).
+ */
+export interface PromptHashes {
+  readonly kind: "prompt-hashes";
+}
+
 /** One request's KV state on one rank: its tokens (prompt + outputs) and per-group block tables. */
 export interface KvSequence {
   readonly id: string;

@@ -89,6 +89,15 @@ export class HashChain extends PackedHashView {
     return this.words[WORDS * i + 3]!;
   }
 
+  /** Starts an empty chain with the first `numBlocks` blocks of `source` (equal tokens give equal hashes). */
+  copyPrefix(source: HashChain, numBlocks: number): void {
+    if (this.count !== 0) throw new Error("hash chain invariant: copyPrefix on a non-empty chain");
+    if (numBlocks > source.count) throw new RangeError(`copyPrefix of ${numBlocks} blocks from a chain of ${source.count}`);
+    if (WORDS * numBlocks > this.words.length) this.words = new Uint32Array(WORDS * numBlocks);
+    this.words.set(source.words.subarray(0, WORDS * numBlocks));
+    this.count = numBlocks;
+  }
+
   /**
    * Extends the chain to `numBlocks` full blocks of `source` (which must hold that many tokens);
    * block i continues from block i - 1, or from `parent` (another chain's last block, or none)

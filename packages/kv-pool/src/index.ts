@@ -1,11 +1,12 @@
 export { KvCacheManager } from "./kv-cache-manager.js";
-export { createPromptTokens } from "./prompt-tokens.js";
+export { createPromptTokens, promptHashes, promptPrefix } from "./prompt-tokens.js";
 export { computeBlockHashes } from "./hashing.js";
 export { poolGroupsForProfile } from "./pool-groups.js";
 export type {
   BlockHash,
   KvPoolOptions,
   PromptTokens,
+  PromptHashes,
   KvSequence,
   PrefixHit,
   AllocateRequest,

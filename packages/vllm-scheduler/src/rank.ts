@@ -4,7 +4,7 @@
  */
 import {
   KvCacheManager,
-  createPromptTokens,
+  promptPrefix,
   poolGroupsForProfile,
   type KvCacheManagerApi,
   type KvEvent,
@@ -289,7 +289,8 @@ export class Rank {
       this.rejectedHandoffs.set(handoffId, "source");
       return this.ok("submitted", fx);
     }
-    const prompt = t === n ? request.prompt : createPromptTokens(request.prompt.tokens.subarray(0, t));
+    // The truncated prompt shares the whole prompt's block hashes (computed once for both sides).
+    const prompt = t === n ? request.prompt : promptPrefix(request.prompt, t);
     // The prefill rank samples exactly one token (vLLM's proxy sends max_tokens = 1).
     const req = this.newRequest(request.id, prompt, 1, undefined);
     const handoff: Handoff = { id: handoffId, side: "source", state: "pending", cancelled: false, req, promptTokens: n, transferredTokens: t, hitTokens: 0 };
