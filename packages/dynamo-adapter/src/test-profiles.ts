@@ -1,4 +1,5 @@
 import type { Profile } from "@kvsim/profile-schema";
+import { glmFlashProfile } from "@kvsim/profile-schema/testing";
 
 /**
  * Profiles for tests, built from grouped-pd.md's oracle table (not exported from the package).
@@ -7,22 +8,7 @@ import type { Profile } from "@kvsim/profile-schema";
  * 2,176-token block; fixed bytes = ring 11 x 2,048 = 22,528 + KDA 2 x 9 x 1,085,440 = 19,537,920
  * + 2 x 8 x 1,085,440 = 17,367,040, total 36,927,488 B.
  */
-export const GLM: Profile = {
-  schema_version: 1,
-  model: "GLM-5.3-Flash",
-  vllm_version: "0.32.0",
-  tensor_parallel_size: 4,
-  kv_cache_dtype: "fp8",
-  page_size_bytes: 13_045_120,
-  kv_cache_groups: [
-    { name: "full_attention", kind: "full_attention", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 13_045_120 },
-    { name: "tail_ring", kind: "state", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: false, transfer_bytes_per_block: 22_528 },
-    { name: "kda_0", kind: "state", num_layers: 9, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 9_768_960 },
-    { name: "kda_1", kind: "state", num_layers: 9, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 9_768_960 },
-    { name: "kda_2", kind: "state", num_layers: 8, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 8_683_520 },
-    { name: "kda_3", kind: "state", num_layers: 8, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 8_683_520 },
-  ],
-};
+export const GLM: Profile = glmFlashProfile("0.32.0");
 
 /** A linear profile at `kvBytesPerToken` bytes per token. */
 export function linearProfile(kvBytesPerToken: number): Profile {
