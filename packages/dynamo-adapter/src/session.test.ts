@@ -1,5 +1,6 @@
 import { InputError } from "@kvsim/profile-schema";
 import { sampledTokenId } from "@kvsim/vllm-scheduler";
+import { glmFlashProfile } from "@kvsim/profile-schema/testing";
 import { describe, expect, it } from "vitest";
 import { parseJsonExact, stringifyJsonExact, type JsonValue } from "./json-u64.js";
 import { createEngineSession, type EngineSession } from "./session.js";
@@ -249,7 +250,8 @@ describe("createEngineSession refusals", () => {
     ]);
   });
   it("the P/D gate of the rank, as located issues", () => {
-    const old = { ...GLM, vllm_version: "0.30.0" };
+    // The 0.31.0 layout (no checkpoint blocks) relabelled as 0.30.0: only the version is wrong.
+    const old = { ...glmFlashProfile("0.31.0"), vllm_version: "0.30.0" };
     expect(fail(() => createEngineSession({ profile: old, role: "decode" }))).toEqual(["vllm_version: decode role: vllm_version must be 0.31.0 or 0.32.0 for a grouped P/D rank (got 0.30.0)"]);
   });
 });
