@@ -265,7 +265,7 @@ class ReplayEngine {
     this.collector.onArrival();
     const live: LiveRequest = {
       req,
-      prompt: createPromptTokens(req.tokens),
+      prompt: req.prompt ?? createPromptTokens(req.tokens),
       admittedMs: undefined,
       firstTokenMs: undefined,
       lastTokenMs: undefined,

@@ -1,3 +1,4 @@
+import { createPromptTokens, promptHashes, type PromptHashes, type PromptTokens } from "@kvsim/kv-pool";
 import { InputError, type SyntheticWorkload, type TraceRecord } from "@kvsim/profile-schema";
 import { uniformFloat64 } from "pure-rand/distribution/uniformFloat64";
 import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus";
@@ -13,6 +14,8 @@ export interface ReplayRequest {
   readonly arrivalMs: number;
   readonly outputTokens: number;
   readonly tokens: Uint32Array;
+  /** The prompt over `tokens`, when lowering built it (sharing block hashes with earlier prompts). */
+  readonly prompt?: PromptTokens;
   readonly sessionId?: string;
 }
 
@@ -91,6 +94,62 @@ export class HashIdInterner {
   }
 }
 
+interface TrieNode {
+  readonly children: Map<number, TrieNode>;
+  /** Hashes of the latest prompt whose hash ids started with this node's path, and its length. */
+  hashes: PromptHashes | undefined;
+  length: number;
+}
+
+/**
+ * Lets Mooncake prompts share block hashes. Equal hash-id prefixes give equal token prefixes, so
+ * a trie over hash ids remembers, per prefix, the hashes (not the tokens) of the latest prompt
+ * that had it; a new prompt whose first k ids match copies the hashes of its first
+ * min(k x blockSize, both lengths) tokens instead of recomputing them. Only work changes: the
+ * hashes are equal either way.
+ */
+export class PromptPrefixTrie {
+  private readonly root: TrieNode = { children: new Map(), hashes: undefined, length: 0 };
+
+  /**
+   * Tokens whose hashes a prompt of `length` tokens lowered from `hashIds` can copy, with the
+   * hashes to copy from: the deepest known prefix of its ids (k ids) gives min(k x blockSize,
+   * that prompt's length, length); 0 when no prefix is known.
+   */
+  lookup(hashIds: readonly number[], length: number, blockSize: number): { hashes: PromptHashes; tokens: number } | undefined {
+    const used = Math.min(hashIds.length, Math.ceil(length / blockSize));
+    let node = this.root;
+    let shared: { hashes: PromptHashes; tokens: number } | undefined;
+    for (let k = 0; k < used; k++) {
+      const child = node.children.get(hashIds[k]!);
+      if (child?.hashes === undefined) break;
+      shared = { hashes: child.hashes, tokens: Math.min((k + 1) * blockSize, child.length, length) };
+      node = child;
+    }
+    return shared;
+  }
+
+  /** The prompt for `tokens`, lowered from `hashIds` with `blockSize` tokens per id; it becomes the latest for its prefixes. */
+  prompt(hashIds: readonly number[], tokens: Uint32Array, blockSize: number): PromptTokens {
+    const prompt = createPromptTokens(tokens, this.lookup(hashIds, tokens.length, blockSize));
+    const hashes = promptHashes(prompt);
+    const used = Math.min(hashIds.length, Math.ceil(tokens.length / blockSize));
+    let node = this.root;
+    for (let k = 0; k < used; k++) {
+      const id = hashIds[k]!;
+      let child = node.children.get(id);
+      if (child === undefined) {
+        child = { children: new Map(), hashes: undefined, length: 0 };
+        node.children.set(id, child);
+      }
+      child.hashes = hashes;
+      child.length = tokens.length;
+      node = child;
+    }
+    return prompt;
+  }
+}
+
 /**
  * Lowers a stream of trace records to replay requests, lazily: one record is read per request
  * pulled. Arrivals are normalised (the first becomes 0, all divided by `speedup`) and must not go
@@ -98,6 +157,7 @@ export class HashIdInterner {
  */
 export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable<TraceRecord>, opts: LowerOptions): AsyncGenerator<ReplayRequest> {
   const interner = new HashIdInterner();
+  const prefixes = new PromptPrefixTrie();
   const arena = new TokenArena();
   const seen = new Set<string>();
   let index = 0;
@@ -117,6 +177,7 @@ export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable
     if (seen.has(id)) fail(r.line, "request_id", `duplicate request id "${id}"`);
     seen.add(id);
     let tokens: Uint32Array;
+    let prompt: PromptTokens | undefined;
     if (r.inputTokenIds !== undefined) {
       if (r.inputTokenIds.length !== r.inputTokens) fail(r.line, "input_token_ids", `has ${r.inputTokenIds.length} tokens, input length is ${r.inputTokens}`);
       tokens = r.inputTokenIds;
@@ -126,6 +187,7 @@ export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable
         fail(r.line, "hash_ids", `${r.hashIds.length} hash ids x trace_block_size ${opts.traceBlockSize} = ${capacity} tokens, fewer than input_length ${r.inputTokens}`);
       }
       tokens = interner.tokens(r.hashIds, r.inputTokens, opts.traceBlockSize, arena);
+      prompt = prefixes.prompt(r.hashIds, tokens, opts.traceBlockSize);
     } else {
       tokens = lengthOnlyTokens(index, r.inputTokens, arena);
     }
@@ -136,6 +198,7 @@ export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable
       arrivalMs: (r.arrivalMs - first) / opts.speedup,
       outputTokens: r.outputTokens,
       tokens,
+      ...(prompt === undefined ? {} : { prompt }),
       ...(r.sessionId === undefined ? {} : { sessionId: r.sessionId }),
     };
     index++;
