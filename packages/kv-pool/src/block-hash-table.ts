@@ -136,7 +136,11 @@ export class BlockHashTable {
       const home = this.homeSlot(w[at + GROUP]!, w[at + LO]!);
       const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
       if (stays) continue;
-      w.copyWithin(4 * hole, at, at + 4);
+      const to = 4 * hole;
+      w[to + GROUP] = w[at + GROUP]!;
+      w[to + HI] = w[at + HI]!;
+      w[to + LO] = w[at + LO]!;
+      w[to + VALUE] = w[at + VALUE]!;
       hole = next;
     }
     w[4 * hole + VALUE] = -1;
