@@ -162,6 +162,22 @@ describe("PromptPrefixTrie (hash sharing between Mooncake prompts)", () => {
     expect(trie.lookup([1, 2], 8, 4)?.tokens).toBe(8); // a still is the latest through [1, 2]
   });
 
+  it("forgets everything past its retained-token bound, so memory stays bounded; hashes stay exact", () => {
+    // Bound 20 tokens: a (8) and b (12) fit exactly (8 + 12 = 20); c (8) would make 28, so the trie
+    // starts again before c and nothing from a or b can be shared afterwards.
+    const trie = new PromptPrefixTrie(20);
+    const interner = new HashIdInterner();
+    trie.prompt([1, 2], interner.tokens([1, 2], 8, 4), 4);
+    trie.prompt([3, 4, 5], interner.tokens([3, 4, 5], 12, 4), 4);
+    expect(trie.lookup([1, 2], 8, 4)?.tokens).toBe(8);
+    const tc = interner.tokens([1, 9], 8, 4);
+    const c = trie.prompt([1, 9], tc, 4);
+    expect(c.blockHashes(4)).toEqual(computeBlockHashes(tc, 4).map((h) => h.blockHash));
+    expect(trie.lookup([3, 4, 5], 12, 4)).toBeUndefined();
+    // Only c is known now: through [1] it shares min(4, 8, 8) = 4 tokens.
+    expect(trie.lookup([1, 2], 8, 4)?.tokens).toBe(4);
+  });
+
   it("lowerTrace hands Mooncake requests a prompt over their tokens", async () => {
     const [r] = await collect(lowerTrace([rec(1, 0, { inputTokens: 6, hashIds: [100, 200] })], opts));
     // Canonical ids 0 and 1, 4 tokens each, cut at 6: 0 0 0 0 1 1.

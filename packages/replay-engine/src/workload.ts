@@ -110,6 +110,14 @@ interface TrieNode {
  */
 export class PromptPrefixTrie {
   private readonly root: TrieNode = { children: new Map(), hashes: undefined, length: 0 };
+  private retainedTokens = 0;
+
+  /**
+   * @param maxRetainedTokens bound on the prompt tokens whose hashes the trie keeps alive (about one
+   * byte of hashes per token at 16-token blocks). Past it the trie forgets everything and starts
+   * again, so memory stays bounded on a trace of any length; only hashing work is repeated.
+   */
+  constructor(private readonly maxRetainedTokens = 2 ** 27) {}
 
   /**
    * Tokens whose hashes a prompt of `length` tokens lowered from `hashIds` can copy, with the
@@ -133,6 +141,11 @@ export class PromptPrefixTrie {
   prompt(hashIds: readonly number[], tokens: Uint32Array, blockSize: number): PromptTokens {
     const prompt = createPromptTokens(tokens, this.lookup(hashIds, tokens.length, blockSize));
     const hashes = promptHashes(prompt);
+    if (this.retainedTokens + tokens.length > this.maxRetainedTokens) {
+      this.root.children.clear();
+      this.retainedTokens = 0;
+    }
+    this.retainedTokens += tokens.length;
     const used = Math.min(hashIds.length, Math.ceil(tokens.length / blockSize));
     let node = this.root;
     for (let k = 0; k < used; k++) {
