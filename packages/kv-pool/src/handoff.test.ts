@@ -1,5 +1,5 @@
-import type { Profile } from "@kvsim/profile-schema";
 import { engineSettings } from "@kvsim/profile-schema";
+import { glmFlashProfile } from "@kvsim/profile-schema/testing";
 import { describe, expect, it } from "vitest";
 import { computeBlockHashes } from "./hashing.js";
 import { KvCacheManager, poolOf } from "./kv-cache-manager.js";
@@ -24,19 +24,8 @@ describe("source release (grouped-pd.md section 3)", () => {
 
   it("a GLM-5.3-Flash 0.32.0 source of 8,191 tokens holds 13 blocks, then 9; its checkpoints stay cached", () => {
     // grouped-pd.md section 2 table: every group has 2,176-token blocks; page 13,045,120 B.
-    const profile: Profile = {
-      schema_version: 1,
-      model: "GLM-5.3-Flash",
-      vllm_version: "0.32.0",
-      tensor_parallel_size: 4,
-      page_size_bytes: 13_045_120,
-      kv_cache_groups: [
-        { name: "full_attention", kind: "full_attention", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 13_045_120 },
-        { name: "tail_ring", kind: "state", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: false, transfer_bytes_per_block: 22_528 },
-        ...[0, 1].map((i) => ({ name: `kda_${i}`, kind: "state" as const, num_layers: 9, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 9_768_960, prefill_checkpoint_blocks: 1 })),
-        ...[2, 3].map((i) => ({ name: `kda_${i}`, kind: "state" as const, num_layers: 8, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 8_683_520, prefill_checkpoint_blocks: 1 })),
-      ],
-    };
+    // (The fixture is built from that table, with prefill_checkpoint_blocks 1 on the KDA groups.)
+    const profile = glmFlashProfile("0.32.0");
     const m = new KvCacheManager({ numPages: 64, groups: poolGroupsForProfile(profile, engineSettings({ num_gpu_blocks: 64 })), enablePrefixCaching: true, vllmVersion: "0.32.0" });
     // With checkpoint blocks on 0.32.0 a chunk that reaches the end of the prompt is not cut.
     expect(m.prefillChunking).toBe("whole_blocks_before_final");

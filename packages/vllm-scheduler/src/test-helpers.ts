@@ -1,5 +1,6 @@
 /** Fixtures shared by the scheduler's tests (not exported from the package). */
 import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
+import { glmFlashProfile } from "@kvsim/profile-schema/testing";
 import { engineSettings, type EngineOverrides, type Profile, type Timing } from "@kvsim/profile-schema";
 import type { CommandOutcome, RankConfig, RankRole, RequestInput, StepResult } from "./contract.js";
 import { Rank } from "./rank.js";
@@ -13,40 +14,8 @@ export const linearProfile = (extra: Partial<Profile> = {}): Profile => ({
   ...extra,
 });
 
-/**
- * GLM-5.3-Flash, TP 4, fp8 cache, built from the table of grouped-pd.md section 2: full attention
- * 11 x 1,114,112 + 11 x 71,808 = 13,045,120 bytes per block; the tail ring 11 x 2,048 = 22,528;
- * KDA 0 and 1 9 x 1,085,440 = 9,768,960; KDA 2 and 3 8 x 1,085,440 = 8,683,520; all 2,176-token
- * blocks; page 13,045,120 bytes. On 0.32.0 each KDA group takes one prefill checkpoint block.
- */
-export function glmProfile(version: "0.31.0" | "0.32.0" = "0.32.0"): Profile {
-  const checkpoints = version === "0.32.0" ? { prefill_checkpoint_blocks: 1 } : {};
-  const kda = (name: string, layers: number) => ({
-    name,
-    kind: "state" as const,
-    num_layers: layers,
-    block_size_tokens: 2176,
-    prefix_cacheable: true,
-    transfer_bytes_per_block: layers * 1_085_440,
-    ...checkpoints,
-  });
-  return {
-    schema_version: 1,
-    model: "zai-org/GLM-5.3-Flash",
-    vllm_version: version,
-    tensor_parallel_size: 4,
-    kv_cache_dtype: "fp8",
-    page_size_bytes: 13_045_120,
-    kv_cache_groups: [
-      { name: "full_attention", kind: "full_attention", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 11 * 1_114_112 + 11 * 71_808 },
-      { name: "tail_ring", kind: "state", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: false, transfer_bytes_per_block: 11 * 2048 },
-      kda("kda_0", 9),
-      kda("kda_1", 9),
-      kda("kda_2", 8),
-      kda("kda_3", 8),
-    ],
-  };
-}
+/** GLM-5.3-Flash, TP 4, fp8 (grouped-pd.md section 2; the table's arithmetic is in the fixture). */
+export const glmProfile = (version: "0.31.0" | "0.32.0" = "0.32.0"): Profile => glmFlashProfile(version);
 
 export const FIXED_10_2: Timing = { type: "fixed", prefill_ms: 10, decode_ms: 2 };
 
