@@ -102,5 +102,5 @@ export {
   type TraceReadOptions,
   type TraceLineOptions,
 } from "./trace.js";
-export { checkPdGate, checkPdTopology, fullAttentionBlockSize, PD_VLLM_VERSIONS, type PdRole, type PdGateProblem } from "./pd-gate.js";
+export { checkPdGate, checkPdTopology, handoffLayoutIssues, fullAttentionBlockSize, PD_VLLM_VERSIONS, type PdRole, type PdGateProblem } from "./pd-gate.js";
 export { profileJsonSchema, specJsonSchema, PROFILE_SCHEMA_ID, SPEC_SCHEMA_ID, type JsonSchema } from "./json-schema.js";

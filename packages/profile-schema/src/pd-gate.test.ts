@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { checkPdGate, checkPdTopology, fullAttentionBlockSize } from "./pd-gate.js";
+import { checkPdGate, checkPdTopology, fullAttentionBlockSize, handoffLayoutIssues } from "./pd-gate.js";
 import type { CacheGroup, GroupedProfile, LinearProfile } from "./profile.js";
+import { glmFlashProfile, linearTestProfile } from "./testing.js";
 
 // GLM-5.3-Flash, TP 4, fp8: the oracle table of grouped-pd.md section 2.
 const kda = (i: number, layers: number, bytes: number, checkpoints?: number): CacheGroup => ({
@@ -156,5 +157,19 @@ describe("fullAttentionBlockSize", () => {
   });
   it("throws for a profile the gate refuses", () => {
     expect(() => fullAttentionBlockSize(withGroup(glm("0.32.0"), 0, (g) => ({ ...g, kind: "state" })))).toThrow(RangeError);
+  });
+});
+
+describe("handoffLayoutIssues (the version-independent part of the gate, used by transfer pricing)", () => {
+  it("passes GLM on both versions and any linear profile, and refuses a layout without full attention", () => {
+    expect(handoffLayoutIssues(glmFlashProfile("0.31.0"))).toEqual([]);
+    expect(handoffLayoutIssues(linearTestProfile(1000))).toEqual([]);
+    // A 0.30.0 profile fails the gate on its version only, not on its layout.
+    expect(handoffLayoutIssues({ ...glmFlashProfile("0.31.0"), vllm_version: "0.30.0" })).toEqual([]);
+    const noFull = glmFlashProfile("0.31.0");
+    noFull.kv_cache_groups = noFull.kv_cache_groups!.filter((g) => g.kind !== "full_attention");
+    expect(handoffLayoutIssues(noFull)).toEqual([
+      { path: "kv_cache_groups", message: "kv_cache_groups needs at least one full_attention group: a grouped handoff counts in full-attention blocks" },
+    ]);
   });
 });

@@ -1,4 +1,4 @@
-import { formatPath } from "./errors.js";
+import { formatPath, type InputIssue } from "./errors.js";
 import { isGroupedProfile, isMambaTypeGroup, type CacheGroup, type GroupedProfile, type Profile } from "./profile.js";
 import { tokens, type Tokens } from "./units.js";
 
@@ -30,24 +30,8 @@ export function checkPdGate(profile: Profile, role: PdRole): PdGateProblem[] {
   if (!PD_VLLM_VERSIONS.includes(version)) {
     add("vllm_version", `vllm_version must be ${PD_VLLM_VERSIONS.join(" or ")} for a grouped P/D rank (got ${version})`);
   }
-  let firstFull: { readonly index: number; readonly size: number } | undefined;
+  for (const issue of handoffLayoutIssues(profile)) add(issue.path, issue.message);
   profile.kv_cache_groups.forEach((g, i) => {
-    if (g.prefix_cacheable === undefined) {
-      add(groupPath(i, "prefix_cacheable"), `prefix_cacheable is required on every group for P/D (${groupLabel(g, i)} has none)`);
-    }
-    if (g.transfer_bytes_per_block === undefined) {
-      add(groupPath(i, "transfer_bytes_per_block"), `transfer_bytes_per_block is required on every group for P/D (${groupLabel(g, i)} has none)`);
-    }
-    if (g.kind === "full_attention") {
-      if (firstFull === undefined) {
-        firstFull = { index: i, size: g.block_size_tokens };
-      } else if (g.block_size_tokens !== firstFull.size) {
-        add(
-          groupPath(i, "block_size_tokens"),
-          `block_size_tokens must be the same on every full_attention group, the handoff unit (got ${g.block_size_tokens}, kv_cache_groups[${firstFull.index}] has ${firstFull.size})`,
-        );
-      }
-    }
     const checkpoints = g.prefill_checkpoint_blocks ?? 0;
     if (checkpoints > 0) {
       if (!isMambaTypeGroup(g)) {
@@ -61,10 +45,41 @@ export function checkPdGate(profile: Profile, role: PdRole): PdGateProblem[] {
       }
     }
   });
+  return problems;
+}
+
+/**
+ * Why a profile's cache layout cannot be priced as a handoff, whatever its vLLM version: every
+ * group needs `prefix_cacheable` and `transfer_bytes_per_block`, and the full-attention groups (at
+ * least one) share one block size, the handoff's unit. Empty for a linear profile. Part of
+ * `checkPdGate`; transfer pricing checks only this.
+ */
+export function handoffLayoutIssues(profile: Profile): InputIssue[] {
+  if (!isGroupedProfile(profile)) return [];
+  const issues: InputIssue[] = [];
+  const add = (path: string, message: string) => issues.push({ path, message });
+  let firstFull: { readonly index: number; readonly size: number } | undefined;
+  profile.kv_cache_groups.forEach((g, i) => {
+    if (g.prefix_cacheable === undefined) {
+      add(groupPath(i, "prefix_cacheable"), `prefix_cacheable is required on every group for P/D (${groupLabel(g, i)} has none)`);
+    }
+    if (g.transfer_bytes_per_block === undefined) {
+      add(groupPath(i, "transfer_bytes_per_block"), `transfer_bytes_per_block is required on every group for P/D (${groupLabel(g, i)} has none)`);
+    }
+    if (g.kind !== "full_attention") return;
+    if (firstFull === undefined) {
+      firstFull = { index: i, size: g.block_size_tokens };
+    } else if (g.block_size_tokens !== firstFull.size) {
+      add(
+        groupPath(i, "block_size_tokens"),
+        `block_size_tokens must be the same on every full_attention group, the handoff unit (got ${g.block_size_tokens}, kv_cache_groups[${firstFull.index}] has ${firstFull.size})`,
+      );
+    }
+  });
   if (firstFull === undefined) {
     add("kv_cache_groups", "kv_cache_groups needs at least one full_attention group: a grouped handoff counts in full-attention blocks");
   }
-  return problems;
+  return issues;
 }
 
 /** The group fields a P/D pair must agree on. prefill_checkpoint_blocks is local: checkpoints never move. */

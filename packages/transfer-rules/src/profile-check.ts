@@ -1,4 +1,4 @@
-import { InputError, tokens, type CacheGroup, type GroupedProfile, type InputIssue, type Profile, type Tokens } from "@kvsim/profile-schema";
+import { InputError, fullAttentionBlockSize, handoffLayoutIssues, type CacheGroup, type GroupedProfile, type InputIssue, type Profile, type Tokens } from "@kvsim/profile-schema";
 
 /** A group whose transfer marker is known to be present. */
 export type PricedGroup = CacheGroup & { readonly transfer_bytes_per_block: number; readonly prefix_cacheable: boolean };
@@ -14,50 +14,17 @@ const LABEL = "<profile>";
 
 /**
  * Why a profile cannot price a handoff (grouped-pd.md section 5), as located issues; empty when it
- * can. A linear profile always can. A grouped one needs, on every group, `prefix_cacheable` and
- * `transfer_bytes_per_block`, and at least one full-attention group, all of one block size.
- * Profiles written before the markers existed still load and serve aggregated replay; only
- * pricing refuses them.
+ * can: profile-schema's `handoffLayoutIssues`. Profiles written before the markers existed still
+ * load and serve aggregated replay; only pricing refuses them.
  */
-export function transferProfileIssues(profile: Profile): InputIssue[] {
-  const groups = profile.kv_cache_groups;
-  if (groups === undefined) return [];
-  const issues: InputIssue[] = [];
-  groups.forEach((g, i) => {
-    for (const field of ["prefix_cacheable", "transfer_bytes_per_block"] as const) {
-      if (g[field] === undefined) {
-        issues.push({
-          path: `kv_cache_groups[${i}].${field}`,
-          message: `group "${g.name}" needs ${field} to price a handoff (a profile without the transfer markers serves aggregated replay only)`,
-        });
-      }
-    }
-  });
-  const full = groups.map((g, i) => ({ g, i })).filter(({ g }) => g.kind === "full_attention");
-  const first = full[0];
-  if (first === undefined) {
-    issues.push({ path: "kv_cache_groups", message: "a grouped handoff counts in full-attention blocks: at least one full_attention group is needed" });
-  } else {
-    for (const { g, i } of full.slice(1)) {
-      if (g.block_size_tokens !== first.g.block_size_tokens) {
-        issues.push({
-          path: `kv_cache_groups[${i}].block_size_tokens`,
-          message: `full-attention groups must share one block size: group "${g.name}" has ${g.block_size_tokens}, group "${first.g.name}" has ${first.g.block_size_tokens}`,
-        });
-      }
-    }
-  }
-  return issues;
-}
+export const transferProfileIssues = (profile: Profile): InputIssue[] => handoffLayoutIssues(profile);
 
 /** The checked groups of a grouped profile; throws InputError naming each group and field. */
 export function pricedGroups(profile: GroupedProfile): PricedGroups {
   const issues = transferProfileIssues(profile);
   if (issues.length > 0) throw new InputError(LABEL, issues);
-  const groups = profile.kv_cache_groups;
-  const full = groups.find((g) => g.kind === "full_attention");
-  // transferProfileIssues guarantees both: every marker present and a full-attention group.
-  return { blockSizeTokens: tokens(full!.block_size_tokens), groups: groups as readonly PricedGroup[] };
+  // handoffLayoutIssues guarantees every marker and one full-attention block size.
+  return { blockSizeTokens: fullAttentionBlockSize(profile), groups: profile.kv_cache_groups as readonly PricedGroup[] };
 }
 
 /**

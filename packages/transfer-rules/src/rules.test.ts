@@ -186,11 +186,11 @@ describe("profiles that cannot price a handoff", () => {
     expect(transferProfileIssues(old)).toEqual([
       {
         path: "kv_cache_groups[1].transfer_bytes_per_block",
-        message: 'group "tail_ring" needs transfer_bytes_per_block to price a handoff (a profile without the transfer markers serves aggregated replay only)',
+        message: 'transfer_bytes_per_block is required on every group for P/D (kv_cache_groups[1] "tail_ring" has none)',
       },
     ]);
     expect(() => groupPayload(old, tokens(999))).toThrow(InputError);
-    expect(() => sourceTerms(old, tokens(1000), { mode: "full_prompt" })).toThrow(/kv_cache_groups\[1\]\.transfer_bytes_per_block: group "tail_ring"/);
+    expect(() => sourceTerms(old, tokens(1000), { mode: "full_prompt" })).toThrow(/kv_cache_groups\[1\]\.transfer_bytes_per_block: transfer_bytes_per_block is required on every group for P\/D \(kv_cache_groups\[1\] "tail_ring"/);
     // Backoff needs only prefix_cacheable on state groups, which the ring still has.
     expect(backoffTokens(old, tokens(1000))).toBe(1);
   });
@@ -202,7 +202,7 @@ describe("profiles that cannot price a handoff", () => {
     expect(transferProfileIssues(groupedProfile([windowGroup(32, 16, 300)])).map((i) => i.path)).toEqual(["kv_cache_groups"]);
     const split = groupedProfile([fullGroup(16, 1000, "a"), fullGroup(32, 1000, "b")]);
     expect(transferProfileIssues(split)).toEqual([
-      { path: "kv_cache_groups[1].block_size_tokens", message: 'full-attention groups must share one block size: group "b" has 32, group "a" has 16' },
+      { path: "kv_cache_groups[1].block_size_tokens", message: "block_size_tokens must be the same on every full_attention group, the handoff unit (got 32, kv_cache_groups[0] has 16)" },
     ]);
     expect(transferProfileIssues(glm)).toEqual([]);
     expect(transferProfileIssues(linearProfile(1000))).toEqual([]);

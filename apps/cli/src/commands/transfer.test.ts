@@ -198,7 +198,7 @@ describe("kvsim transfer: bad input exits 2 and prints nothing on stdout", () =>
   it("a grouped profile without the transfer markers is refused, naming the group", async () => {
     const r = await run(["--profile", path("old.json"), "--prompt-tokens", "10"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`${path("old.json")}: kv_cache_groups[1].transfer_bytes_per_block: group "tail_ring" needs transfer_bytes_per_block`);
+    expect(r.stderr).toContain(`${path("old.json")}: kv_cache_groups[1].transfer_bytes_per_block: transfer_bytes_per_block is required on every group for P/D (kv_cache_groups[1] "tail_ring" has none)`);
     expect(r.stdout).toBe("");
   });
 });
