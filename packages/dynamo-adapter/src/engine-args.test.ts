@@ -1,18 +1,7 @@
-import { InputError } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
 import { DYNAMO_VLLM_BLOCK_SIZE, UNBOUNDED, fromMockEngineArgs, toMockEngineArgs } from "./engine-args.js";
-import { GLM, LLAMA_8B } from "./test-profiles.js";
+import { GLM, LLAMA_8B, refusal } from "./test-profiles.js";
 
-/** The issues of the InputError `fn` throws, as "path: message" lines. */
-function refusal(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof InputError) return e.issues.map((i) => `${i.path}: ${i.message}`);
-    throw e;
-  }
-  throw new Error("expected an InputError");
-}
 
 describe("fromMockEngineArgs: defaults (dynamo-mocker.md section 3 and 8.7)", () => {
   it("empty args: vLLM block 64, 16,384 blocks, 256 seqs, 8,192 tokens, caching and chunking on, aggregated, full_prompt, no bandwidth, polynomial", () => {

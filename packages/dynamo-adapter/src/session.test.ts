@@ -1,10 +1,9 @@
-import { InputError } from "@kvsim/profile-schema";
 import { sampledTokenId } from "@kvsim/vllm-scheduler";
 import { glmFlashProfile } from "@kvsim/profile-schema/testing";
 import { describe, expect, it } from "vitest";
 import { parseJsonExact, stringifyJsonExact, type JsonValue } from "./json-u64.js";
 import { createEngineSession, type EngineSession } from "./session.js";
-import { GLM, INEXACT, linearProfile } from "./test-profiles.js";
+import { GLM, INEXACT, linearProfile, refusal } from "./test-profiles.js";
 
 /** Sends one line (a string as is, anything else as exact JSON) and parses the response line. */
 function send(s: EngineSession, request: unknown): Record<string, JsonValue> {
@@ -229,15 +228,7 @@ describe("a grouped handoff: GLM-5.3-Flash, N = 1,000", () => {
 });
 
 describe("createEngineSession refusals", () => {
-  const fail = (fn: () => unknown): string[] => {
-    try {
-      fn();
-    } catch (e) {
-      if (e instanceof InputError) return e.issues.map((i) => `${i.path}: ${i.message}`);
-      throw e;
-    }
-    throw new Error("expected an InputError");
-  };
+  const fail = refusal;
   it("a worker_type that contradicts the role", () => {
     expect(fail(() => createEngineSession({ profile: PROFILE, role: "prefill", engineArgs: { worker_type: "decode" } }))).toEqual(["worker_type: says decode but the session serves the prefill role"]);
   });

@@ -1,4 +1,4 @@
-import type { Profile } from "@kvsim/profile-schema";
+import { InputError, type Profile } from "@kvsim/profile-schema";
 import { glmFlashProfile } from "@kvsim/profile-schema/testing";
 
 /**
@@ -33,3 +33,14 @@ export const INEXACT: Profile = {
     { name: "sw", kind: "sliding_window", num_layers: 1, block_size_tokens: 16, window_tokens: 32, prefix_cacheable: true, transfer_bytes_per_block: 512 },
   ],
 };
+
+/** The issues of the InputError `fn` throws, as "path: message" lines (fails when none is thrown). */
+export function refusal(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof InputError) return e.issues.map((i) => `${i.path}: ${i.message}`);
+    throw e;
+  }
+  throw new Error("expected an InputError");
+}

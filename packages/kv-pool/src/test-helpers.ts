@@ -1,6 +1,8 @@
+import { xxh3 } from "@node-rs/xxhash";
 import type { CacheGroup } from "@kvsim/profile-schema";
 import type { KvSequence } from "./contract.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
+import { xxh3PairInto } from "./xxh3-pair.js";
 import { createPromptTokens } from "./prompt-tokens.js";
 import { Sequence } from "./sequence.js";
 
@@ -38,4 +40,23 @@ export const range = (a: number, b: number): number[] => Array.from({ length: b 
 export function tablesOf(seq: KvSequence): number[][] {
   if (!(seq instanceof Sequence)) throw new Error("not a pool sequence");
   return seq.groups.map((st) => [...st.blocks]);
+}
+
+/**
+ * Oracle for the JS chain step: the native XXH3-64 of @node-rs/xxhash (the library block hashing
+ * used before) over the 16 bytes [a LE u64, b LE u64] with seed 1337.
+ */
+export function nativePairHash(a: bigint, b: bigint): bigint {
+  const bytes = new Uint8Array(16);
+  const view = new DataView(bytes.buffer);
+  view.setBigUint64(0, a, true);
+  view.setBigUint64(8, b, true);
+  return xxh3.xxh64(bytes, 1337n);
+}
+
+/** The same hash through `xxh3PairInto`, on 32-bit halves. */
+export function jsPairHash(a: bigint, b: bigint): bigint {
+  const out = new Uint32Array(2);
+  xxh3PairInto(Number(a >> 32n), Number(a & 0xffffffffn), Number(b >> 32n), Number(b & 0xffffffffn), out, 0);
+  return (BigInt(out[0]!) << 32n) | BigInt(out[1]!);
 }
