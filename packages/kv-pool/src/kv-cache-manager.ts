@@ -1,5 +1,5 @@
 import type { CacheGroup } from "@kvsim/profile-schema";
-import { cdiv, isMambaTypeGroup } from "@kvsim/profile-schema";
+import { cdiv, isMambaTypeGroup, prefillCheckpointBlocks } from "@kvsim/profile-schema";
 import { BlockPool, NULL_BLOCK } from "./block-pool.js";
 import type {
   AllocateRequest,
@@ -51,7 +51,6 @@ interface HitType {
   readonly fullAttention: boolean;
 }
 
-const CHECKPOINT_VERSION = /^0\.32\.0(?:[+.-].*)?$/;
 
 function gcd(a: number, b: number): number {
   while (b !== 0) [a, b] = [b, a % b];
@@ -89,8 +88,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     this.caching = options.enablePrefixCaching;
     this.pool = new BlockPool(numPages, groups.length, options.collectEvents === true);
     internals.set(this, this.pool);
-    const checkpoints = CHECKPOINT_VERSION.test(options.vllmVersion);
-    this.managers = groups.map((g, i) => this.managerFor(g, i, checkpoints));
+    this.managers = groups.map((g, i) => this.managerFor(g, i, options.vllmVersion));
 
     const types: HitType[] = [];
     const byKey = new Map<string, HitType>();
@@ -114,7 +112,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     this.prefillChunking = mamba.length === 0 ? "any" : mamba.every((m) => m.checkpointBlocks > 0) ? "whole_blocks_before_final" : "align_split";
   }
 
-  private managerFor(g: CacheGroup, i: number, checkpoints: boolean): SingleTypeManager {
+  private managerFor(g: CacheGroup, i: number, vllmVersion: string): SingleTypeManager {
     checkCount(`groups[${i}].block_size_tokens`, g.block_size_tokens, 1);
     switch (g.kind) {
       case "full_attention":
@@ -125,7 +123,7 @@ export class KvCacheManager implements KvCacheManagerApi {
       case "state":
         // Without prefix caching a Mamba-type state is vLLM's "none" mode: one block, never cached.
         if (isMambaTypeGroup(g) && this.caching) {
-          return new MambaManager(this.pool, i, g, checkpoints ? (g.prefill_checkpoint_blocks ?? 0) : 0);
+          return new MambaManager(this.pool, i, g, prefillCheckpointBlocks(g, vllmVersion, this.caching));
         }
         return new SingleBlockStateManager(this.pool, i, g);
     }

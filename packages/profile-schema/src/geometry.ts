@@ -1,5 +1,5 @@
 import type { CacheGroup } from "./profile.js";
-import { isWindowKind } from "./profile.js";
+import { isMambaTypeGroup, isWindowKind } from "./profile.js";
 import { blocks, type Blocks, type Tokens } from "./units.js";
 
 /** Ceiling division of non-negative integers. */
@@ -59,4 +59,23 @@ export function groupBlocksForTokens(group: CacheGroup, t: Tokens): Blocks {
     case "state":
       return blocks(1);
   }
+}
+
+/**
+ * True for a vLLM release whose Mamba-type groups take `prefill_checkpoint_blocks`: 0.32.0, with
+ * or without a local suffix (0.32.0+cu128, 0.32.0.post1). The one place kvsim asks it.
+ */
+export function takesPrefillCheckpoints(vllmVersion: string): boolean {
+  return /^0\.32\.0(?:[+.-].*)?$/.test(vllmVersion);
+}
+
+/**
+ * Checkpoint blocks a group takes, beside its running state block, in the prefill chunk that
+ * reaches the end of the prompt: its `prefill_checkpoint_blocks` on a Mamba-type group of vLLM
+ * 0.32.0 with prefix caching on; zero otherwise (without prefix caching vLLM keeps one state
+ * block and caches no state, so there is nothing to checkpoint).
+ */
+export function prefillCheckpointBlocks(group: CacheGroup, vllmVersion: string, enablePrefixCaching: boolean): Blocks {
+  if (!enablePrefixCaching || !isMambaTypeGroup(group) || !takesPrefillCheckpoints(vllmVersion)) return blocks(0);
+  return blocks(group.prefill_checkpoint_blocks ?? 0);
 }

@@ -75,6 +75,8 @@ export {
   inWindowBlocks,
   windowClipBlocks,
   groupBlocksForTokens,
+  takesPrefillCheckpoints,
+  prefillCheckpointBlocks,
 } from "./geometry.js";
 export {
   parseDocumentText,

@@ -1,4 +1,5 @@
 import { formatPath, type InputIssue } from "./errors.js";
+import { takesPrefillCheckpoints } from "./geometry.js";
 import { isGroupedProfile, isMambaTypeGroup, type CacheGroup, type GroupedProfile, type Profile } from "./profile.js";
 import { tokens, type Tokens } from "./units.js";
 
@@ -40,7 +41,7 @@ export function checkPdGate(profile: Profile, role: PdRole): PdGateProblem[] {
           `prefill_checkpoint_blocks must be 0 except on a prefix-cacheable state group (got ${checkpoints} on ${groupLabel(g, i)}, a ${g.prefix_cacheable === true ? "prefix-cacheable" : "non-cacheable"} ${g.kind} group)`,
         );
       }
-      if (version !== "0.32.0") {
+      if (!takesPrefillCheckpoints(version)) {
         add(groupPath(i, "prefill_checkpoint_blocks"), `prefill_checkpoint_blocks must be 0 before vLLM 0.32.0 (got ${checkpoints} on ${groupLabel(g, i)}, vllm_version ${version})`);
       }
     }

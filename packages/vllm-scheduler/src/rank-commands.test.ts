@@ -79,6 +79,28 @@ describe("rejections of prompts that can never be served", () => {
     ]);
   });
 
+  it("counts vLLM 0.32.0's checkpoint blocks in the admission threshold only with prefix caching on", () => {
+    // GLM-5.3-Flash (B = 2,176 in every group), aggregated, N = 8,192 in one chunk (budget 8,192):
+    // full attention cdiv(8192, 2176) = 4 blocks (3 x 2,176 = 6,528 < 8,192 <= 8,704), the ring 1,
+    // the four KDA groups 1 running block each: 4 + 1 + 4 = 9 pages. With prefix caching on, 0.32.0
+    // adds prefill_checkpoint_blocks = 1 per KDA group: 9 + 4 = 13. Without caching the pool takes
+    // no checkpoint (vLLM's "none" mode). Two output tokens end at 8,194 <= 8,704: still 4 blocks.
+    const outcome = (version: "0.31.0" | "0.32.0", caching: boolean, numGpuBlocks: number) => {
+      const rank = makeRank({ profile: glmProfile(version), engine: { num_gpu_blocks: numGpuBlocks, enable_prefix_caching: caching } });
+      const rejected = expectOk(rank.submit({ type: "submit", request: request("r", rangePrompt(0, 8192), 2) })).effects.rejections;
+      if (rejected.length > 0) return rejected.map((x) => x.reason);
+      return runToIdle(rank).flatMap((p) => [...p.effects.finished.map((f) => `${f.requestId} finished`), ...p.effects.rejections.map((x) => x.reason)]);
+    };
+    const needs = (pages: number, usable: number) => [`prompt of 8192 tokens needs at least ${pages} pages across its cache groups, more than the ${usable} usable pages of the pool`];
+    // Caching off: 10 pages (9 usable, page 0 is null) run it on both versions; 9 pages (8 usable) cannot.
+    expect(outcome("0.32.0", false, 10)).toEqual(["r finished"]);
+    expect(outcome("0.32.0", false, 9)).toEqual(needs(9, 8));
+    expect(outcome("0.31.0", false, 10)).toEqual(["r finished"]);
+    // Caching on, 0.32.0: 14 pages (13 usable) run it; 13 pages (12 usable) cannot.
+    expect(outcome("0.32.0", true, 14)).toEqual(["r finished"]);
+    expect(outcome("0.32.0", true, 13)).toEqual(needs(13, 12));
+  });
+
   it("rejects a request whose sequence outgrows the whole pool instead of recomputing forever", () => {
     // 4 usable pages of 16 tokens, no caching: a 60-token prompt with 20 outputs. Pass 1 computes
     // the prompt (4 blocks); passes 2-5 compute tokens 60-63 (cdiv(64, 16) = 4 blocks); pass 6

@@ -16,7 +16,7 @@ import {
 import {
   groupBlocksForTokens,
   isGroupedProfile,
-  isMambaTypeGroup,
+  prefillCheckpointBlocks,
   tokens,
   type CacheGroup,
   type EngineSettings,
@@ -152,7 +152,6 @@ export class Rank {
   private readonly alignBlock: number | undefined;
   /** How the pool needs prefill chunks cut (kv-pool's PrefillChunking). */
   private readonly chunking: PrefillChunking;
-  private readonly checkpointsOnPrompt: boolean;
 
   private readonly requests = new Map<string, Req>();
   private readonly handoffs = new Map<string, Handoff>();
@@ -191,7 +190,6 @@ export class Rank {
     this.usablePages = config.engine.num_gpu_blocks - 1;
     this.timing = createTimingModel(config.timing, config.profile, config.engine);
     this.linearBlockSize = isGroupedProfile(config.profile) ? undefined : kvBlockSizeTokens(config.profile, config.engine);
-    this.checkpointsOnPrompt = /^0\.32\.0(?:[+.-].*)?$/.test(config.profile.vllm_version);
     this.terms = {
       mode: config.kvTransfer?.mode ?? "destination_missing",
       bandwidthGbps: config.kvTransfer?.bandwidthGbps,
@@ -834,12 +832,14 @@ export class Rank {
     return undefined;
   }
 
-  /** The fewest pages `t` tokens take across all groups: the window-trimmed blocks plus 0.32.0 checkpoint blocks. */
+  /**
+   * The fewest pages `t` tokens take across all groups: the window-trimmed blocks plus the 0.32.0
+   * checkpoint blocks the pool takes (with prefix caching only, as kv-pool does).
+   */
   private minimumPages(t: number): number {
     let pages = 0;
     for (const g of this.groups) {
-      pages += groupBlocksForTokens(g, tokens(t));
-      if (this.checkpointsOnPrompt && isMambaTypeGroup(g)) pages += g.prefill_checkpoint_blocks ?? 0;
+      pages += groupBlocksForTokens(g, tokens(t)) + prefillCheckpointBlocks(g, this.profile.vllm_version, this.engine.enable_prefix_caching);
     }
     return pages;
   }
