@@ -18,7 +18,6 @@ export {
   ForwardPassSchema,
   VllmVersionSchema,
   ProfileSchema,
-  WINDOW_KINDS,
   isWindowKind,
   isGroupedProfile,
   isLinearProfile,

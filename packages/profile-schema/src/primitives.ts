@@ -31,7 +31,5 @@ export const byteCount = () =>
     .max(MAX_SAFE_BYTES, { error: "must be at most 2^53 bytes (9007199254740992)", abort: true })
     .refine(Number.isInteger, { error: "expected an integer byte count", abort: true })
     .meta({ type: "integer" });
-/** Milliseconds: finite and >= 0. */
-export const nonNegativeMs = () => finiteNumber().min(0, { error: "must not be negative", abort: true });
 /** A non-blank string. */
 export const nonBlank = () => z.string().refine((s) => s.trim() !== "", { error: "must not be blank", abort: true });

@@ -6,7 +6,6 @@ export const CacheGroupKindSchema = z.enum(["full_attention", "sliding_window", 
 export type CacheGroupKind = z.infer<typeof CacheGroupKindSchema>;
 
 /** Kinds whose blocks are limited to a window of recent tokens. */
-export const WINDOW_KINDS: readonly CacheGroupKind[] = ["sliding_window", "convolution"];
 export const isWindowKind = (kind: CacheGroupKind): boolean => kind === "sliding_window" || kind === "convolution";
 
 export const CacheGroupSchema = z

@@ -1,12 +1,11 @@
 import TinyQueue from "tinyqueue";
 
 /**
- * Same-time phases (decisions.md): pass completions, then worker ready, then transfer
- * completions, then arrivals. Arrivals come from the record stream, not the heap, and are
- * released after every heap event of the same time; the value is kept so the order is stated
- * in one place.
+ * Same-time phases of heap events (decisions.md): pass completions, then transfer completions.
+ * Arrivals come from the record stream, not the heap: the replay releases them after every heap
+ * event of the same time, and idle workers start passes after both, so no event marks a worker ready.
  */
-export const Phase = { passCompletion: 0, workerReady: 1, transferCompletion: 2, arrival: 3 } as const;
+export const Phase = { passCompletion: 0, transferCompletion: 1 } as const;
 export type Phase = (typeof Phase)[keyof typeof Phase];
 
 /** Prefill stage before decode; an aggregated worker is its own (single) stage. */
