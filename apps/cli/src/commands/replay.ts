@@ -1,5 +1,6 @@
 import type { RegisterCommand } from "./index.js";
 import { replayCommand, type ReplayOptions } from "../replay/run.js";
+import { collectSet } from "../spec-input.js";
 
 export const registerReplay: RegisterCommand = (program, ctx) => {
   program
@@ -7,7 +8,8 @@ export const registerReplay: RegisterCommand = (program, ctx) => {
     .description(
       "Replay a workload through modelled vLLM ranks and report TTFT, TPOT, ITL, E2E, throughput, prefix reuse, preemptions and handoffs. Without --spec: the bundled example (a small synthetic trace on GLM-5.3-Flash in P/D).",
     )
-    .option("--spec <file>", "replay spec, YAML or JSON (default: the bundled P/D example)")
+    .option("--spec <file>", "replay spec, YAML or JSON, or - for standard input (default: the bundled P/D example)")
+    .option("--set <path=value>", "override a spec field, e.g. engine.max_num_seqs=128 (repeatable; the value is YAML, null removes the key)", collectSet)
     .option("--format <format>", "table or json (json prints one JSON object and nothing else)", "table")
     .option("--report <file>", "also write the report as JSON")
     .option("--requests <file>", "write per-request records as JSON lines")

@@ -11,8 +11,6 @@ import {
   parseDocumentText,
   ProfileSchema,
   readTrace,
-  resolveSpecPaths,
-  SpecSchema,
   validateDocument,
   type InputIssue,
   type LocatedDocument,
@@ -22,7 +20,9 @@ import {
   type Spec,
   type TraceFormat,
 } from "@kvsim/profile-schema";
-import { EXIT_BAD_INPUT, EXIT_OK, readText, type CliIo } from "../io.js";
+import { SpecInputError, specWithOverrides, type SpecOverride } from "@kvsim/sweep";
+import { EXIT_BAD_INPUT, EXIT_OK, readText, UsageError, type CliIo } from "../io.js";
+import { collectSet, parseSetFlags, readDocument } from "../spec-input.js";
 import type { RegisterCommand } from "./index.js";
 
 /** One problem and the file it is in (a spec check can find problems in several files). */
@@ -70,6 +70,7 @@ function gateProblem(loaded: LoadedProfile, p: PdGateProblem): Problem {
 }
 
 function fromInputError(e: InputError): Problem[] {
+  if (e instanceof SpecInputError) return [...e.sources];
   return e.issues.map((issue) => ({ file: e.file, issue }));
 }
 
@@ -141,8 +142,14 @@ async function countTraceRequests(path: string, format: TraceFormat, traceBlockS
   return n;
 }
 
-async function validateSpecDocument(io: CliIo, doc: LocatedDocument, specFile: string): Promise<number> {
-  const spec: Spec = resolveSpecPaths(validateDocument(SpecSchema, doc), specFile);
+async function validateSpecDocument(io: CliIo, doc: LocatedDocument, overrides: readonly SpecOverride[]): Promise<number> {
+  let spec: Spec;
+  try {
+    spec = specWithOverrides(doc, overrides);
+  } catch (e) {
+    if (e instanceof SpecInputError) return printProblems(io, fromInputError(e));
+    throw e;
+  }
   const problems: Problem[] = [];
   const load = profileLoader(doc, problems);
   const base = load(spec.profile, ["profile"]);
@@ -215,11 +222,17 @@ export const registerValidate: RegisterCommand = (program, ctx) => {
     .description(
       "Check a profile or a replay spec (with the profiles it names, the P/D gate and its trace): exit 0 with a one-line summary, or 2 listing every problem with its file, line and field.",
     )
-    .argument("<file>", "a profile (has schema_version) or a spec (has version), JSON or YAML")
+    .argument("<file>", "a profile (has schema_version) or a spec (has version), JSON or YAML; - reads standard input")
+    .option("--set <path=value>", "override a spec field before checking it, e.g. topology.decode.workers=4 (repeatable)", collectSet)
     .action(
-      ctx.run(async (file: string) => {
-        const doc = parseDocumentText(readText(file), file);
-        return documentKind(doc) === "profile" ? validateProfileDocument(ctx.io, doc) : await validateSpecDocument(ctx.io, doc, file);
+      ctx.run(async (file: string, flags: { set?: string[] }) => {
+        const overrides = parseSetFlags(flags.set);
+        const doc = await readDocument(ctx.io, file);
+        if (documentKind(doc) === "profile") {
+          if (overrides.length > 0) throw new UsageError("--set applies to specs; this is a profile");
+          return validateProfileDocument(ctx.io, doc);
+        }
+        return await validateSpecDocument(ctx.io, doc, overrides);
       }),
     );
 };

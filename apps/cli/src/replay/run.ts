@@ -1,9 +1,10 @@
 import { createReadStream, statSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
-import { InputError, parseProfile, parseSpec, readTrace, type Profile, type Spec } from "@kvsim/profile-schema";
+import { InputError, parseProfile, readTrace, type Profile, type Spec } from "@kvsim/profile-schema";
 import { runReplay, specProfilePaths, withWallTime, type ReplayReport, type RequestRecord } from "@kvsim/replay-engine";
-import { assertWritable, readText, RunError, UsageError, writeTextAtomic, type CliIo } from "../io.js";
+import { assertWritable, readText, RunError, UsageError, writeTextAtomic } from "../io.js";
+import { loadSpec, type StdinIo } from "../spec-input.js";
 import { defaultSpecPath } from "./examples.js";
 import { createProgress } from "./progress.js";
 import { formatReportTable, type RunSummary } from "./table.js";
@@ -14,6 +15,8 @@ export interface ReplayOptions {
   readonly report?: string;
   readonly requests?: string;
   readonly force: boolean;
+  /** `--set path=value` overrides, in order. */
+  readonly set?: readonly string[];
 }
 
 /** Checks that a trace file can be opened before the run starts, naming it if not. */
@@ -47,14 +50,13 @@ function describe(spec: Spec, profiles: ReadonlyMap<string, Profile>): RunSummar
  * trace (streamed line by line), replays it, and prints the report. Output files are checked
  * before the run and written atomically only after it succeeded.
  */
-export async function replayCommand(io: CliIo, opts: ReplayOptions): Promise<number> {
+export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<number> {
   if (opts.format !== "table" && opts.format !== "json") throw new UsageError(`--format must be table or json, got "${opts.format}"`);
   if (opts.report !== undefined && opts.report === opts.requests) throw new UsageError("--report and --requests must name different files");
   assertWritable(opts.report, opts.force);
   assertWritable(opts.requests, opts.force);
 
-  const specFile = opts.spec ?? defaultSpecPath();
-  const spec = parseSpec(readText(specFile), specFile);
+  const { spec, specFile } = await loadSpec(io, opts.spec ?? defaultSpecPath(), opts.set);
   const profiles = new Map<string, Profile>();
   for (const path of specProfilePaths(spec)) profiles.set(path, parseProfile(readText(path), path));
 

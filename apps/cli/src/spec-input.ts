@@ -1,0 +1,40 @@
+import { parseDocumentText, type LocatedDocument, type Spec } from "@kvsim/profile-schema";
+import { parseSetFlag, specWithOverrides, type SpecOverride } from "@kvsim/sweep";
+import { readText, UsageError, type CliIo } from "./io.js";
+
+/** A CliIo that may bring its own standard input (tests pass a stream; the binary reads process.stdin). */
+export interface StdinIo extends CliIo {
+  readonly stdin?: NodeJS.ReadableStream;
+}
+
+/** How `--spec -` is named in messages; relative paths in it resolve against the working folder. */
+export const STDIN_SPEC = "<stdin>";
+
+/** `--set` is repeatable: commander collects every value in order. */
+export const collectSet = (value: string, previous: readonly string[] = []): string[] => [...previous, value];
+
+async function readStdin(io: StdinIo): Promise<string> {
+  const input = io.stdin ?? process.stdin;
+  let text = "";
+  for await (const chunk of input) text += typeof chunk === "string" ? chunk : (chunk as Buffer).toString("utf8");
+  return text;
+}
+
+/** Reads a spec or profile document from a file, or from standard input when `file` is `-`. */
+export async function readDocument(io: StdinIo, file: string): Promise<LocatedDocument> {
+  if (file === "-") {
+    if (io.stdin === undefined && process.stdin.isTTY) throw new UsageError("--spec - reads the spec from standard input, but it is a terminal; pipe a spec in");
+    return parseDocumentText(await readStdin(io), STDIN_SPEC, "yaml");
+  }
+  return parseDocumentText(readText(file), file);
+}
+
+/** The `--set` flags, parsed (each an InputError naming its flag when malformed). */
+export const parseSetFlags = (flags: readonly string[] | undefined): SpecOverride[] => (flags ?? []).map((f) => parseSetFlag(f));
+
+/** Reads a spec (a file or `-`), applies `--set` overrides and validates the result like a spec file. */
+export async function loadSpec(io: StdinIo, file: string, sets: readonly string[] | undefined): Promise<{ spec: Spec; specFile: string; doc: LocatedDocument }> {
+  const overrides = parseSetFlags(sets);
+  const doc = await readDocument(io, file);
+  return { spec: specWithOverrides(doc, overrides), specFile: doc.file, doc };
+}
