@@ -1,7 +1,7 @@
 import { InputError, type TraceRecord } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
 import { computeBlockHashes } from "@kvsim/kv-pool";
-import { HashIdInterner, lengthOnlyTokens, lowerTrace, PromptPrefixTrie, syntheticRequests, TokenArena, type ReplayRequest } from "./workload.js";
+import { HashIdInterner, lengthOnlyTokens, lowerTrace, PromptPrefixTrie, seededGenerator, syntheticRequests, TokenArena, type ReplayRequest } from "./workload.js";
 
 async function collect(it: AsyncIterable<ReplayRequest>): Promise<ReplayRequest[]> {
   const out: ReplayRequest[] = [];
@@ -128,6 +128,58 @@ describe("syntheticRequests", () => {
     expect(a.every((t, i) => i === 0 || t >= a[i - 1]!)).toBe(true);
     expect(arrivals(1)).toEqual(a);
     expect(arrivals(2)).not.toEqual(a);
+  });
+});
+
+/**
+ * Kolmogorov-Smirnov statistic of `sample` against the exponential law of mean `mean`:
+ * D = max over the sorted sample of max(F(x_i) - i / n, (i + 1) / n - F(x_i)), F(x) = 1 - e^(-x / mean).
+ */
+function ksExponential(sample: readonly number[], mean: number): number {
+  const xs = [...sample].sort((a, b) => a - b);
+  const n = xs.length;
+  let d = 0;
+  xs.forEach((x, i) => {
+    const f = 1 - Math.exp(-x / mean);
+    d = Math.max(d, f - i / n, (i + 1) / n - f);
+  });
+  return d;
+}
+/** The KS critical value at the 0.1 % level for n draws (large-n form): 1.949 / sqrt(n). */
+const ksCritical = (n: number) => 1.949 / Math.sqrt(n);
+
+describe("synthetic arrivals are Poisson for every seed, small ones included", () => {
+  const gaps = (seed: number, requests: number, rate: number) => {
+    const t = [...syntheticRequests({ requests, input_tokens: 1, output_tokens: 1, rate_per_s: rate, seed, shared_prefix_ratio: 0 })].map((r) => r.arrivalMs);
+    return t.slice(1).map((x, i) => x - t[i]!);
+  };
+
+  it("the generator's state comes from SplitMix64 (published vector for seed 0: e220a8397b1dcdaf, 6e789e6aa1b965f4)", () => {
+    const state = (seededGenerator(0) as unknown as { getState(): number[] }).getState().map((w) => (w >>> 0).toString(16).padStart(8, "0"));
+    expect(state).toEqual(["e220a839", "7b1dcdaf", "6e789e6a", "a1b965f4"]);
+  });
+
+  it("the first gap over seeds 0..399 at 1 req/s follows Exp(mean 1,000 ms): KS D below 1.949 / sqrt(400) = 0.0975", () => {
+    // Seeding the state with the seed itself made every small seed's first gap 8 to 26 times the mean.
+    const first = Array.from({ length: 400 }, (_, seed) => gaps(seed, 2, 1)[0]!);
+    expect(ksExponential(first, 1000)).toBeLessThan(ksCritical(400));
+    // Seed 1's first gap was 17,903 ms; 1 - e^(-x / 1000) of a uniform draw is above 10 s once in e^10 (22,026) seeds.
+    expect(Math.max(...first.slice(0, 10))).toBeLessThan(10_000);
+  });
+
+  it("99 gaps each of seeds 0..99 at 20 req/s: mean 50 ms within 3 sigma (50 / sqrt(9,900) = 0.503 ms each) and KS D below 1.949 / sqrt(9,900) = 0.0196", () => {
+    const all = Array.from({ length: 100 }, (_, seed) => gaps(seed, 100, 20)).flat();
+    expect(all).toHaveLength(9_900);
+    const mean = all.reduce((s, x) => s + x, 0) / all.length;
+    expect(Math.abs(mean - 50)).toBeLessThan(3 * 0.503);
+    expect(ksExponential(all, 50)).toBeLessThan(ksCritical(9_900));
+  });
+
+  it("the first draws of seeds 0..999 are uniform on [0, 1): KS against U(0, 1) below 1.949 / sqrt(1,000) = 0.0616", async () => {
+    const { uniformFloat64 } = await import("pure-rand/distribution/uniformFloat64");
+    const u = Array.from({ length: 1000 }, (_, seed) => uniformFloat64(seededGenerator(seed))).sort((a, b) => a - b);
+    const d = Math.max(...u.map((x, i) => Math.max(x - i / u.length, (i + 1) / u.length - x)));
+    expect(d).toBeLessThan(ksCritical(1000));
   });
 });
 

@@ -1,7 +1,8 @@
 import { createPromptTokens, promptHashes, type PromptHashes, type PromptTokens } from "@kvsim/kv-pool";
 import { InputError, type SyntheticWorkload, type TraceRecord } from "@kvsim/profile-schema";
 import { uniformFloat64 } from "pure-rand/distribution/uniformFloat64";
-import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus";
+import { xoroshiro128plusFromState } from "pure-rand/generator/xoroshiro128plus";
+import type { RandomGenerator } from "pure-rand/types/RandomGenerator";
 
 /** One request as the replay sees it: normalised arrival, lengths and prompt tokens. */
 export interface ReplayRequest {
@@ -221,14 +222,41 @@ export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable
 /** First token of the prefix every synthetic request shares; far from length-only seeds of small indices. */
 const SHARED_PREFIX_SEED = 0x9e37_79b9;
 
+const MASK64 = (1n << 64n) - 1n;
+
+/**
+ * A xoroshiro128+ generator whose 128-bit state is drawn from `seed` by SplitMix64, the seeding
+ * the generator's authors recommend. pure-rand's own `xoroshiro128plus(seed)` puts the seed into
+ * the state as is, so small seeds start from nearly-zero states whose first outputs are far from
+ * uniform (seed 1's first draw is 1 - 2^-31: a first gap 21 times the mean). SplitMix64 spreads
+ * every seed over the whole state, so the first draws are uniform for every seed.
+ */
+export function seededGenerator(seed: number): RandomGenerator {
+  let state = BigInt(seed) & MASK64;
+  const next = (): bigint => {
+    state = (state + 0x9e37_79b9_7f4a_7c15n) & MASK64;
+    let z = state;
+    z = ((z ^ (z >> 30n)) * 0xbf58_476d_1ce4_e5b9n) & MASK64;
+    z = ((z ^ (z >> 27n)) * 0x94d0_49bb_1331_11ebn) & MASK64;
+    return z ^ (z >> 31n);
+  };
+  const s0 = next();
+  let s1 = next();
+  if (s0 === 0n && s1 === 0n) s1 = 1n; // the all-zero state is the generator's one fixed point
+  const hi = (x: bigint) => Number(BigInt.asIntN(32, x >> 32n));
+  const lo = (x: bigint) => Number(BigInt.asIntN(32, x));
+  // pure-rand's state order: high and low 32 bits of s0, then of s1.
+  return xoroshiro128plusFromState([hi(s0), lo(s0), hi(s1), lo(s1)]);
+}
+
 /**
  * A seeded synthetic workload: `requests` requests of fixed lengths, Poisson arrivals at
- * `rate_per_s` (exponential gaps from xoroshiro128+ seeded with `seed`; no rate: all at 0), and a
- * prefix of floor(input_tokens x shared_prefix_ratio) tokens shared by every request, the rest
- * length-only tokens unique to the request. Ids are `synthetic-<i>`.
+ * `rate_per_s` (exponential gaps from `seededGenerator(seed)`; no rate: all at 0), and a prefix of
+ * floor(input_tokens x shared_prefix_ratio) tokens shared by every request, the rest length-only
+ * tokens unique to the request. Ids are `synthetic-<i>`.
  */
 export function* syntheticRequests(w: SyntheticWorkload): Generator<ReplayRequest> {
-  const rng = xoroshiro128plus(w.seed);
+  const rng = seededGenerator(w.seed);
   const shared = Math.floor(w.input_tokens * w.shared_prefix_ratio);
   const prefix = new Uint32Array(shared);
   for (let k = 0; k < shared; k++) prefix[k] = SHARED_PREFIX_SEED + k;
