@@ -2,9 +2,18 @@ export { runReplay, specProfilePaths, type ReplayInput, type ReplayResult, type 
 export {
   withWallTime,
   canonicalReportJson,
+  CANONICAL_KEYS,
   NON_CANONICAL_KEYS,
+  DEFAULT_PERCENTILES,
+  percentileKey,
+  type MetricName,
+  type CutoffSummary,
+  type ReasonGroup,
+  type VllmSummaryKeys,
+  type PercentileKeys,
   type ReplayReport,
   type RequestRecord,
   type RequestStatus,
   type HandoffRecord,
 } from "./report.js";
+export { SATURATION_RATE_RATIO, SATURATION_TTFT_GROWTH, SATURATION_MIN_REQUESTS, type SaturationCheck } from "./saturation.js";

@@ -167,6 +167,46 @@ describe("grouped P/D replay on GLM-5.3-Flash", () => {
   });
 });
 
+describe("max_model_len and the reasons of rejected and failed requests", () => {
+  const engine = { ...smallEngine, num_gpu_blocks: 64, max_model_len: 10 };
+  it("aggregated: a prompt reaching the limit and one whose output would pass it are rejected before running, grouped by reason", async () => {
+    // Limit 10: 8 + 2 = 10 fits; 10 reaches it; 9 + 2 = 11 and 8 + 3 = 11 pass it.
+    const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 1 }, engine, timing: fixed(10, 2) });
+    const r = ok(await runReplay({ spec, records: [byLength(1, 0, 8, 2), byLength(2, 0, 10, 2), byLength(3, 0, 9, 2), byLength(4, 0, 8, 3)] }));
+    expect(r.records.map((x) => [x.request_id, x.status, x.output_tokens])).toEqual([
+      ["r1", "completed", 2],
+      ["r2", "rejected", 0],
+      ["r3", "rejected", 0],
+      ["r4", "rejected", 0],
+    ]);
+    expect(r.report.rejection_reasons).toEqual([
+      { reason: "prompt of # tokens + # output tokens = # exceeds max_model_len #", count: 2, example: "prompt of 9 tokens + 2 output tokens = 11 exceeds max_model_len 10" },
+      { reason: "prompt of # tokens reaches max_model_len #", count: 1, example: "prompt of 10 tokens reaches max_model_len 10" },
+    ]);
+    expect(r.report.failure_reasons).toEqual([]);
+  });
+
+  it("P/D: the prefill rank is asked for one token, so the decode rank refuses the output that passes the limit; the request fails with that reason", async () => {
+    const spec = traceSpec({
+      profile: linearProfile(1000),
+      topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } },
+      engine,
+      timing: fixed(10, 2),
+    });
+    const r = ok(await runReplay({ spec, records: [byLength(1, 0, 9, 2)] }));
+    expect(r.records.map((x) => [x.status, x.reason])).toEqual([
+      ["failed", "decode worker 0 rejected the request: prompt of 9 tokens + 2 output tokens = 11 exceeds max_model_len 10"],
+    ]);
+    expect(r.report.failure_reasons).toEqual([
+      {
+        reason: "decode worker # rejected the request: prompt of # tokens + # output tokens = # exceeds max_model_len #",
+        count: 1,
+        example: "decode worker 0 rejected the request: prompt of 9 tokens + 2 output tokens = 11 exceeds max_model_len 10",
+      },
+    ]);
+  });
+});
+
 describe("cutoff, no progress, inputs", () => {
   it("max_virtual_time_ms: events at the cutoff run, later ones do not; the request is in flight", async () => {
     // S1 with a cutoff at 12: token 0 lands at 12 (processed); token 1 at 14 is after the cutoff.
@@ -178,9 +218,30 @@ describe("cutoff, no progress, inputs", () => {
       timing: fixed(10, 2),
       max_virtual_time_ms: 12,
     });
-    const r = ok(await runReplay({ spec, records: [byLength(1, 0, 4, 2), byLength(2, 20, 4, 2)] }));
+    const r = ok(await runReplay({ spec, records: [byLength(1, 0, 4, 2), byLength(2, 20, 4, 2), byLength(3, 30, 4, 2)] }));
     expect(r.records).toEqual([]);
-    expect([r.report.num_requests, r.report.completed_requests, r.report.in_flight_requests, r.report.duration_ms]).toEqual([1, 0, 1, 0]);
+    // The duration is the virtual time that ran (12 ms); token 0 (at 12) counts in the output throughput.
+    expect([r.report.num_requests, r.report.completed_requests, r.report.in_flight_requests, r.report.duration_ms]).toEqual([1, 0, 1, 12]);
+    // Requests 2 and 3 arrive after the cutoff.
+    expect(r.report.cutoff).toEqual({ at_ms: 12, in_flight_requests: 1, not_arrived_requests: 2, in_flight_output_tokens: 1 });
+    // 1 token over 0.012 s.
+    expect(r.report.output_throughput_tok_s).toBeCloseTo(1 / 0.012, 9);
+  });
+
+  it("a synthetic workload cut off counts the requests that never arrived: 5 - 1 = 4", async () => {
+    const spec = traceSpec({
+      profile: linearProfile(1000),
+      topology: { kind: "aggregated", workers: 1 },
+      engine: smallEngine,
+      timing: fixed(10, 2),
+      workload: { synthetic: { requests: 5, input_tokens: 4, output_tokens: 2, rate_per_s: 0.001, seed: 3 } },
+      max_virtual_time_ms: 100,
+    });
+    // At 0.001 req/s the mean gap is 1,000 s: request 0 (at 0) completes at 14, the rest come after 100 ms
+    // unless a gap is under 100 ms (probability 1 - e^(-0.0001) per gap, 0.04 % for four).
+    const r = ok(await runReplay({ spec }));
+    expect([r.report.num_requests, r.report.completed_requests]).toEqual([1, 1]);
+    expect(r.report.cutoff).toEqual({ at_ms: 100, in_flight_requests: 0, not_arrived_requests: 4, in_flight_output_tokens: 0 });
   });
 
   it("says which request is stuck where when nothing can move", async () => {
@@ -242,6 +303,8 @@ describe("cutoff, no progress, inputs", () => {
     const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 1 }, engine: smallEngine, timing: fixed(10, 2), max_virtual_time_ms: 50 });
     const r = ok(await runReplay({ spec, records: records() }));
     expect([r.report.num_requests, r.report.completed_requests]).toEqual([1, 1]);
+    // The 99 later records are read to count them, then the stream is closed.
+    expect(r.report.cutoff?.not_arrived_requests).toBe(99);
     expect(closed).toBe(true);
   });
 

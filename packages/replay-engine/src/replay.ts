@@ -31,6 +31,8 @@ export interface ReplayInput {
   /** Called every `progressEvery` terminal requests and once at the end. */
   readonly onProgress?: (progress: ReplayProgress) => void;
   readonly progressEvery?: number;
+  /** Percentiles (0..100) to report for every metric besides p50, p90 and p99 (outside the digest). */
+  readonly percentiles?: readonly number[];
 }
 
 /** A request the replay could not move, where it sits and why. */
@@ -129,6 +131,8 @@ class ReplayEngine {
   private readonly price: TransferPricer;
   private readonly fallbackLatencyMs: number;
   private readonly requests: AsyncIterator<ReplayRequest> | Iterator<ReplayRequest>;
+  /** A trace's raw record iterator, kept to count what a cutoff left unread; closed at the end. */
+  private rawRecords: AsyncIterator<TraceRecord> | Iterator<TraceRecord> | undefined;
   private readonly onProgress: ((p: ReplayProgress) => void) | undefined;
   private readonly progressEvery: number;
   private nextProgress: number;
@@ -140,7 +144,7 @@ class ReplayEngine {
     const { spec } = input;
     this.spec = spec;
     this.specFile = input.specFile ?? "<spec>";
-    this.collector = new MetricsCollector(spec.sla);
+    this.collector = new MetricsCollector(spec.sla, input.percentiles === undefined ? {} : { percentiles: input.percentiles });
     this.onProgress = input.onProgress;
     this.progressEvery = Math.max(1, input.progressEvery ?? 256);
     this.nextProgress = this.progressEvery;
@@ -209,7 +213,13 @@ class ReplayEngine {
     if (w.synthetic !== undefined) return syntheticRequests(w.synthetic);
     if (input.records === undefined) throw new Error("the spec's workload is a trace: pass its records to runReplay");
     const file = input.traceFile ?? w.trace ?? "<trace>";
-    return lowerTrace(input.records, { traceBlockSize: w.trace_block_size, speedup: w.speedup, file })[Symbol.asyncIterator]();
+    const records = input.records;
+    const raw = Symbol.asyncIterator in records ? records[Symbol.asyncIterator]() : records[Symbol.iterator]();
+    this.rawRecords = raw;
+    // Lowering reads through a view without `return`, so stopping it leaves the records open for
+    // the cutoff count; run() closes them.
+    const view: AsyncIterable<TraceRecord> = { [Symbol.asyncIterator]: () => ({ next: async () => raw.next() }) };
+    return lowerTrace(view, { traceBlockSize: w.trace_block_size, speedup: w.speedup, file })[Symbol.asyncIterator]();
   }
 
   async run(): Promise<ReplayResult> {
@@ -241,12 +251,14 @@ class ReplayEngine {
         }
         this.now = t;
       }
+      if (stoppedAtCap) await this.countCutoff(cap!, next);
     } catch (e) {
       if (e instanceof NoProgress) return this.stuck(e.message);
       throw e;
     } finally {
       // Stopped early (cutoff, no progress, an error): let the record stream close its source.
       await this.requests.return?.();
+      await this.rawRecords?.return?.();
     }
     if (this.live.size > 0 && !stoppedAtCap) {
       return this.stuck(`no event is pending and ${this.live.size} request(s) have not finished`);
@@ -256,13 +268,30 @@ class ReplayEngine {
     return { ok: true, report: this.collector.report(), records: this.records.map((r) => r.record) };
   }
 
+  /**
+   * Tells the collector what the cutoff left: the in-flight requests' emitted tokens and the
+   * requests that never arrived (`next`, already read, and every later one; a trace is read to its
+   * end to count them, so a bad line after the cutoff is still an error).
+   */
+  private async countCutoff(cap: number, next: ReplayRequest | undefined): Promise<void> {
+    let emitted = 0;
+    for (const live of this.live.values()) emitted += live.emitted;
+    let notArrived = next === undefined ? 0 : 1;
+    const synthetic = this.spec.workload.synthetic;
+    if (synthetic !== undefined) notArrived = synthetic.requests - this.collector.arrivedCount;
+    else if (this.rawRecords !== undefined && next !== undefined) {
+      for (let r = await this.rawRecords.next(); r.done !== true; r = await this.rawRecords.next()) notArrived++;
+    }
+    this.collector.onCutoff(cap, emitted, notArrived);
+  }
+
   private async pull(): Promise<ReplayRequest | undefined> {
     const r = await this.requests.next();
     return r.done === true ? undefined : r.value;
   }
 
   private arrive(req: ReplayRequest): void {
-    this.collector.onArrival();
+    this.collector.onArrival(req.arrivalMs);
     const live: LiveRequest = {
       req,
       prompt: req.prompt ?? createPromptTokens(req.tokens),
@@ -464,6 +493,7 @@ class ReplayEngine {
       lastTokenMs: live.lastTokenMs,
       reusedTokens: live.reused,
       gaps: completed ? live.gaps?.subarray(0, Math.max(0, live.emitted - 1)) : undefined,
+      ...(reason === undefined ? {} : { reason }),
     });
     const first = live.firstTokenMs;
     const last = live.lastTokenMs;

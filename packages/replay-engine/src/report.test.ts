@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { canonicalReportJson, digestOf, MetricsCollector, withWallTime, type TerminalFacts } from "./report.js";
+import { CANONICAL_KEYS, canonicalReportJson, digestOf, MetricsCollector, withWallTime, type TerminalFacts } from "./report.js";
 
 const done = (f: Partial<TerminalFacts>): TerminalFacts => ({
   status: "completed",
@@ -92,7 +92,87 @@ describe("MetricsCollector", () => {
   });
 });
 
+describe("vLLM's benchmark names, extra percentiles and reason groups (outside the digest)", () => {
+  it("S1 under vLLM's names: duration 0.014 s, 1 completed, throughputs per second, median = p50, std 0", () => {
+    const c = new MetricsCollector(undefined);
+    c.onArrival(0);
+    c.onTerminal(done({}));
+    const r = c.report();
+    expect([r.duration, r.completed, r.failed, r.request_goodput]).toEqual([0.014, 1, 0, null]);
+    expect(r.request_throughput).toBeCloseTo(1 / 0.014, 9);
+    expect(r.output_throughput).toBeCloseTo(2 / 0.014, 9);
+    // 4 input + 2 output tokens over 0.014 s.
+    expect(r.total_token_throughput).toBeCloseTo(6 / 0.014, 9);
+    expect([r.median_ttft_ms, r.std_ttft_ms, r.mean_e2el_ms, r.median_e2el_ms, r.p99_e2el_ms, r.median_itl_ms]).toEqual([12, 0, 14, 14, 14, 2]);
+  });
+
+  it("failed counts rejected and failed requests (vLLM counts every unsuccessful request); goodput under its name", () => {
+    const c = new MetricsCollector({ ttft_ms: 100 });
+    c.onTerminal(done({ status: "rejected", reason: "no" }));
+    c.onTerminal(done({ status: "failed", reason: "no" }));
+    c.onTerminal(done({}));
+    const r = c.report();
+    expect(r.failed).toBe(2);
+    // 1 good request over 14 ms.
+    expect(r.request_goodput).toBeCloseTo(1 / 0.014, 9);
+  });
+
+  it("percentiles 95 and 99.9 of TTFTs 1..10: ranks round(9 x 0.95) = 9 and round(9 x 0.999) = 9 -> 10; std sqrt(8.25)", () => {
+    const c = new MetricsCollector(undefined, { percentiles: [95, 99.9, 50] });
+    for (const t of [7, 3, 10, 1, 5, 9, 2, 8, 6, 4]) c.onTerminal(done({ arrivalMs: 0, firstTokenMs: t, lastTokenMs: t + 2, terminalMs: t + 2 }));
+    const r = c.report();
+    expect([r.p95_ttft_ms, r["p99.9_ttft_ms"], r.p50_ttft_ms, r.median_ttft_ms]).toEqual([10, 10, 6, 6]);
+    expect(r.std_ttft_ms).toBe(Math.sqrt(8.25));
+    // E2E = TTFT + 2 -> 3..12: p95 = 12; both names.
+    expect([r.p95_e2e_ms, r.p95_e2el_ms]).toEqual([12, 12]);
+  });
+
+  it("groups reasons that differ only in numbers, most frequent first, with the first one in full", () => {
+    const c = new MetricsCollector(undefined);
+    c.onTerminal(done({ status: "rejected", reason: "prompt of 200 tokens reaches max_model_len 100" }));
+    c.onTerminal(done({ status: "failed", reason: "decode worker 1 rejected the request: pool full" }));
+    c.onTerminal(done({ status: "rejected", reason: "prompt of 300 tokens reaches max_model_len 100" }));
+    c.onTerminal(done({ status: "rejected", reason: "request id must be a non-empty string" }));
+    const r = c.report();
+    expect(r.rejection_reasons).toEqual([
+      { reason: "prompt of # tokens reaches max_model_len #", count: 2, example: "prompt of 200 tokens reaches max_model_len 100" },
+      { reason: "request id must be a non-empty string", count: 1, example: "request id must be a non-empty string" },
+    ]);
+    expect(r.failure_reasons).toEqual([{ reason: "decode worker # rejected the request: pool full", count: 1, example: "decode worker 1 rejected the request: pool full" }]);
+  });
+
+  it("a cutoff makes the duration the cutoff and counts the in-flight requests' tokens in the output throughput", () => {
+    const c = new MetricsCollector(undefined);
+    c.onArrival(0);
+    c.onArrival(1);
+    c.onTerminal(done({}));
+    c.onCutoff(20, 3, 5);
+    const r = c.report();
+    expect(r.cutoff).toEqual({ at_ms: 20, in_flight_requests: 1, not_arrived_requests: 5, in_flight_output_tokens: 3 });
+    // 1 request over 0.020 s; (2 + 3) tokens over 0.020 s.
+    expect([r.duration_ms, r.request_throughput_rps, r.output_throughput_tok_s]).toEqual([20, 50, 250]);
+  });
+});
+
 describe("digest", () => {
+  it("covers exactly the v1 keys: derived keys and run records never change it", () => {
+    const c = new MetricsCollector(undefined, { percentiles: [95] });
+    c.onArrival(0);
+    c.onTerminal(done({}));
+    const r = c.report();
+    const keys = Object.keys(JSON.parse(canonicalReportJson(r)) as object);
+    // Without an SLA: the 11 counts and rates, 16 latency keys, reuse, preemptions, handoffs = 30.
+    expect(keys).toHaveLength(30);
+    expect(keys.every((k) => (CANONICAL_KEYS as readonly string[]).includes(k))).toBe(true);
+    for (const k of ["median_ttft_ms", "p95_ttft_ms", "saturation", "rejection_reasons", "duration", "mean_e2el_ms"]) expect(keys).not.toContain(k);
+    expect(digestOf({ ...r, median_ttft_ms: 1, saturation: { saturated: true, offered_rps: 1, served_rps: 0, ttft_first_quarter_ms: 1, ttft_last_quarter_ms: 9 } })).toBe(r.digest);
+    // The same report without the derived keys has the same digest.
+    const bare = new MetricsCollector(undefined);
+    bare.onArrival(0);
+    bare.onTerminal(done({}));
+    expect(bare.report().digest).toBe(r.digest);
+  });
+
   it("is the SHA-256 of the canonical JSON: sorted keys, without digest and wall-clock fields", () => {
     const c = new MetricsCollector(undefined);
     c.onArrival();

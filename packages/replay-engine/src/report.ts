@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import stringify from "safe-stable-stringify";
 import type { Sla, TransferMode } from "@kvsim/profile-schema";
-import { Sample, summarize, type Distribution } from "./stats.js";
+import { SaturationMonitor, type SaturationCheck } from "./saturation.js";
+import { percentilesOf, Sample, summarize, type Distribution } from "./stats.js";
 
 export type RequestStatus = "completed" | "rejected" | "failed";
 
@@ -56,8 +57,14 @@ export interface RequestRecord {
   readonly handoff?: HandoffRecord;
 }
 
+/** vLLM's per-metric summary keys the report adds: median_ttft_ms, std_itl_ms, mean_e2el_ms, ... */
+export type VllmSummaryKeys = Readonly<Partial<Record<`${"median" | "std"}_${MetricName}_ms` | "mean_e2el_ms", number>>>;
+
+/** p<P>_<metric>_ms for every requested percentile P (vLLM's key form: p95, p99.9), `e2e` and `e2el` both. */
+export type PercentileKeys = Readonly<Record<`p${number}_${MetricName}_ms`, number | undefined>>;
+
 /** The replay summary (product.md). Virtual-time metrics only; the CLI adds the wall-clock ones. */
-export interface ReplayReport {
+export interface ReplayReport extends VllmSummaryKeys, PercentileKeys {
   /** Requests that arrived (any status, in flight at the cutoff included). */
   readonly num_requests: number;
   readonly completed_requests: number;
@@ -98,20 +105,99 @@ export interface ReplayReport {
   /** With an SLA: completed requests that met it, per second of duration. */
   readonly goodput_requests?: number;
   readonly goodput_rps?: number;
-  /** SHA-256 (hex) of the canonical report: keys sorted, wall-clock fields and the digest left out. */
+  /** Present when `max_virtual_time_ms` stopped the replay: what was cut off. */
+  readonly cutoff?: CutoffSummary;
+  /** Why requests were rejected or failed, grouped (numbers masked) and counted, most frequent first. */
+  readonly rejection_reasons?: readonly ReasonGroup[];
+  readonly failure_reasons?: readonly ReasonGroup[];
+  /** Whether the queue kept growing: offered vs served rate and the TTFT trend. */
+  readonly saturation?: SaturationCheck;
+  /**
+   * vLLM's benchmark names (`vllm bench serve` result JSON), derived from the same samples:
+   * `duration` in seconds, `completed`, `failed` (rejected + failed: vLLM counts every unsuccessful
+   * request as failed), `request_throughput`, `request_goodput` (null without an SLA),
+   * `output_throughput`, `total_token_throughput`, and `{mean,median,std}_{ttft,tpot,itl,e2el}_ms`.
+   * Percentiles stay exact nearest rank (`median` = p50), not numpy's interpolation.
+   */
+  readonly duration?: number;
+  readonly completed?: number;
+  readonly failed?: number;
+  readonly request_throughput?: number;
+  readonly request_goodput?: number | null;
+  readonly output_throughput?: number;
+  readonly total_token_throughput?: number;
+  /** SHA-256 (hex) of the canonical report: the keys of CANONICAL_KEYS, sorted. */
   readonly digest: string;
   /** Added by the CLI: host time of the run. */
   readonly wall_time_ms?: number;
   readonly simulated_requests_per_wall_s?: number;
 }
 
-/** Keys left out of the canonical report (the digest itself and wall-clock fields). */
+/** Metric names in report keys: kvsim's `e2e` and vLLM's `e2el` name the same latency. */
+export type MetricName = "ttft" | "tpot" | "itl" | "e2e" | "e2el";
+
+/** The percentiles every report has (p50, p90, p99 of each metric); `--percentiles` may add more. */
+export const DEFAULT_PERCENTILES: readonly number[] = [50, 90, 99];
+
+/** The key of percentile `p` of `metric`, in vLLM's form: p95_ttft_ms, p99.9_itl_ms. */
+export function percentileKey(p: number, metric: MetricName): `p${number}_${MetricName}_ms` {
+  return `p${p}_${metric}_ms`;
+}
+
+/** What a virtual-time cutoff left unfinished. */
+export interface CutoffSummary {
+  /** The cutoff (`max_virtual_time_ms`): the virtual time that ran, over which throughputs are computed. */
+  readonly at_ms: number;
+  /** Arrived but not terminal at the cutoff (also `in_flight_requests`). */
+  readonly in_flight_requests: number;
+  /** Never arrived: their arrival lies after the cutoff. */
+  readonly not_arrived_requests: number;
+  /** Output tokens the in-flight requests had emitted; `output_throughput_tok_s` counts them. */
+  readonly in_flight_output_tokens: number;
+}
+
+/** Requests whose reasons read the same once numbers are masked (`#`), with the first one in full. */
+export interface ReasonGroup {
+  readonly reason: string;
+  readonly count: number;
+  readonly example: string;
+}
+
+/**
+ * The keys the digest covers: the report of product.md (v1), exactly as before later keys were
+ * added. Every other key (wall-clock fields, the cutoff, reason groups, the saturation check,
+ * vLLM's benchmark names, extra percentiles, the CLI's run record) is derived from the same run
+ * or describes the host, and stays out, so adding a report key never changes a digest. Putting a
+ * key here changes every digest: a model change.
+ */
+export const CANONICAL_KEYS = [
+  "num_requests",
+  "completed_requests",
+  "rejected_requests",
+  "failed_requests",
+  "in_flight_requests",
+  "total_input_tokens",
+  "total_output_tokens",
+  "duration_ms",
+  "request_throughput_rps",
+  "input_throughput_tok_s",
+  "output_throughput_tok_s",
+  ...(["ttft", "tpot", "itl", "e2e"] as const).flatMap((m) => [`mean_${m}_ms`, `p50_${m}_ms`, `p90_${m}_ms`, `p99_${m}_ms`] as const),
+  "prefix_cache_reused_ratio",
+  "preemptions",
+  "handoffs",
+  "goodput_requests",
+  "goodput_rps",
+] as const;
+
+/** Keys left out of the canonical report that the report always or often has (the digest and wall-clock fields). */
 export const NON_CANONICAL_KEYS = ["digest", "wall_time_ms", "simulated_requests_per_wall_s"] as const;
 
-/** The canonical JSON line of a report: sorted keys, the non-canonical keys removed. */
+/** The canonical JSON line of a report: the CANONICAL_KEYS it has, sorted. */
 export function canonicalReportJson(report: Omit<ReplayReport, "digest"> & { digest?: string }): string {
-  const copy: Record<string, unknown> = { ...report };
-  for (const k of NON_CANONICAL_KEYS) Reflect.deleteProperty(copy, k);
+  const all = report as unknown as Record<string, unknown>;
+  const copy: Record<string, unknown> = {};
+  for (const k of CANONICAL_KEYS) if (all[k] !== undefined) copy[k] = all[k];
   return stringify(copy);
 }
 
@@ -141,6 +227,38 @@ export interface TerminalFacts {
   readonly reusedTokens: number;
   /** Gaps between consecutive tokens. */
   readonly gaps: Float64Array | undefined;
+  /** Why it was rejected or failed. */
+  readonly reason?: string;
+}
+
+/** Options of the collector. */
+export interface CollectorOptions {
+  /** Percentiles (0..100) reported for every metric besides p50, p90 and p99. */
+  readonly percentiles?: readonly number[];
+}
+
+/** Distinct masked reasons kept per status; later new ones are counted under one "other reasons" group. */
+const MAX_REASON_GROUPS = 100;
+
+/** Groups reasons that differ only in numbers (request sizes, worker ids), keeping the first in full. */
+class ReasonCounter {
+  private readonly groups = new Map<string, { count: number; example: string }>();
+
+  add(reason: string | undefined): void {
+    const text = reason ?? "(no reason given)";
+    let key = text.replace(/\d+(\.\d+)?/g, "#");
+    if (!this.groups.has(key) && this.groups.size >= MAX_REASON_GROUPS) key = "other reasons";
+    const g = this.groups.get(key);
+    if (g === undefined) this.groups.set(key, { count: 1, example: text });
+    else g.count++;
+  }
+
+  /** Most frequent first, then by text. */
+  list(): ReasonGroup[] {
+    return [...this.groups]
+      .map(([reason, g]) => ({ reason, count: g.count, example: g.example }))
+      .sort((a, b) => b.count - a.count || (a.reason < b.reason ? -1 : a.reason > b.reason ? 1 : 0));
+  }
 }
 
 /**
@@ -165,11 +283,32 @@ export class MetricsCollector {
   private readonly tpot = new Sample();
   private readonly itl = new Sample();
   private readonly e2e = new Sample();
+  private readonly rejections = new ReasonCounter();
+  private readonly failures = new ReasonCounter();
+  private readonly saturation = new SaturationMonitor();
+  private readonly percentiles: readonly number[];
+  private cutoff: CutoffSummary | undefined;
+  private cutoffTokens = 0;
 
-  constructor(private readonly sla: Sla | undefined) {}
+  constructor(
+    private readonly sla: Sla | undefined,
+    options: CollectorOptions = {},
+  ) {
+    this.percentiles = [...new Set([...DEFAULT_PERCENTILES, ...(options.percentiles ?? [])])].sort((a, b) => a - b);
+  }
 
-  onArrival(): void {
+  onArrival(atMs = 0): void {
     this.arrived++;
+    this.saturation.onArrival(atMs);
+  }
+
+  /**
+   * The virtual-time cutoff stopped the replay at `atMs`: the report's duration becomes the cutoff
+   * (the time that ran) and the in-flight requests' emitted tokens count in the output throughput.
+   */
+  onCutoff(atMs: number, inFlightOutputTokens: number, notArrived: number): void {
+    this.cutoff = { at_ms: atMs, in_flight_requests: this.arrived - this.terminalCount, not_arrived_requests: notArrived, in_flight_output_tokens: inFlightOutputTokens };
+    this.cutoffTokens = inFlightOutputTokens;
   }
   onPreemption(): void {
     this.preemptionCount++;
@@ -190,13 +329,16 @@ export class MetricsCollector {
   onTerminal(f: TerminalFacts): void {
     if (f.status === "rejected") {
       this.rejected++;
+      this.rejections.add(f.reason);
       return;
     }
     if (f.status === "failed") {
       this.failed++;
+      this.failures.add(f.reason);
       return;
     }
     this.completed++;
+    this.saturation.onCompleted(f.arrivalMs, f.firstTokenMs, f.terminalMs);
     this.inputTokens += f.inputTokens;
     this.outputTokens += f.outputTokens;
     this.reused += f.reusedTokens;
@@ -225,15 +367,26 @@ export class MetricsCollector {
 
   /** The report over everything seen; requests not terminal count as in flight. */
   report(): ReplayReport {
-    const durationS = this.durationMs / 1000;
+    const durationMs = this.cutoff?.at_ms ?? this.durationMs;
+    const durationS = durationMs / 1000;
     // A zero duration has no rate: report 0 rather than dividing by an arbitrary epsilon.
     const rate = (x: number) => (durationS > 0 ? x / durationS : 0);
-    const d = (name: string, dist: Distribution) => ({
-      [`mean_${name}_ms`]: dist.mean,
-      [`p50_${name}_ms`]: dist.p50,
-      [`p90_${name}_ms`]: dist.p90,
-      [`p99_${name}_ms`]: dist.p99,
-    });
+    const samples = { ttft: this.ttft.values(), tpot: this.tpot.values(), itl: this.itl.values(), e2e: this.e2e.values() };
+    const dists = {
+      ttft: summarize(samples.ttft),
+      tpot: summarize(samples.tpot),
+      itl: summarize(samples.itl),
+      e2e: summarize(samples.e2e),
+    };
+    const d = (name: keyof typeof dists) => {
+      const dist: Distribution = dists[name];
+      return {
+        [`mean_${name}_ms`]: dist.mean,
+        [`p50_${name}_ms`]: dist.p50,
+        [`p90_${name}_ms`]: dist.p90,
+        [`p99_${name}_ms`]: dist.p99,
+      };
+    };
     const body = {
       num_requests: this.arrived,
       completed_requests: this.completed,
@@ -242,14 +395,14 @@ export class MetricsCollector {
       in_flight_requests: this.arrived - this.terminalCount,
       total_input_tokens: this.inputTokens,
       total_output_tokens: this.outputTokens,
-      duration_ms: this.durationMs,
+      duration_ms: durationMs,
       request_throughput_rps: rate(this.completed),
       input_throughput_tok_s: rate(this.inputTokens),
-      output_throughput_tok_s: rate(this.outputTokens),
-      ...d("ttft", summarize(this.ttft.values())),
-      ...d("tpot", summarize(this.tpot.values())),
-      ...d("itl", summarize(this.itl.values())),
-      ...d("e2e", summarize(this.e2e.values())),
+      output_throughput_tok_s: rate(this.outputTokens + this.cutoffTokens),
+      ...d("ttft"),
+      ...d("tpot"),
+      ...d("itl"),
+      ...d("e2e"),
       prefix_cache_reused_ratio: this.inputTokens > 0 ? this.reused / this.inputTokens : 0,
       preemptions: this.preemptionCount,
       handoffs: {
@@ -259,6 +412,37 @@ export class MetricsCollector {
       },
       ...(this.sla === undefined ? {} : { goodput_requests: this.good, goodput_rps: rate(this.good) }),
     } as Omit<ReplayReport, "digest">;
-    return { ...body, digest: digestOf(body) };
+    const digest = digestOf(body);
+
+    // Derived keys (outside the digest): vLLM's names and the requested percentiles.
+    const vllm: Record<string, number | null> = {
+      duration: durationS,
+      completed: this.completed,
+      failed: this.rejected + this.failed,
+      request_throughput: rate(this.completed),
+      request_goodput: this.sla === undefined ? null : rate(this.good),
+      output_throughput: rate(this.outputTokens + this.cutoffTokens),
+      total_token_throughput: rate(this.inputTokens + this.outputTokens + this.cutoffTokens),
+    };
+    for (const name of ["ttft", "tpot", "itl", "e2e"] as const) {
+      const dist = dists[name];
+      const at = percentilesOf(samples[name], this.percentiles);
+      const names: MetricName[] = name === "e2e" ? ["e2e", "e2el"] : [name];
+      for (const m of names) {
+        vllm[`mean_${m}_ms`] = dist.mean;
+        vllm[`median_${m}_ms`] = dist.p50;
+        vllm[`std_${m}_ms`] = dist.std;
+        this.percentiles.forEach((p, i) => (vllm[percentileKey(p, m)] = at[i]!));
+      }
+    }
+    const derived = {
+      ...(this.cutoff === undefined ? {} : { cutoff: this.cutoff }),
+      rejection_reasons: this.rejections.list(),
+      failure_reasons: this.failures.list(),
+      saturation: this.saturation.check(),
+      ...vllm,
+    };
+    // Canonical keys keep their values (a derived percentile equals the canonical one it repeats).
+    return { ...derived, ...body, digest } as ReplayReport;
   }
 }

@@ -114,3 +114,17 @@ export class Sample {
     return this.data.slice(0, this.n);
   }
 }
+
+/**
+ * Exact nearest-rank percentiles `ps` (each in [0, 100]) of `values`, reordering it in place (by
+ * selection, as `summarize`; the array may already have been reordered by it). Empty: zeros.
+ */
+export function percentilesOf(values: Float64Array, ps: readonly number[]): number[] {
+  const n = values.length;
+  if (n === 0) return ps.map(() => 0);
+  return ps.map((p) => {
+    const k = percentileRank(n, p);
+    select(values, k, 0, n - 1);
+    return values[k]!;
+  });
+}

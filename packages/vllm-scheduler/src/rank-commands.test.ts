@@ -101,6 +101,22 @@ describe("rejections of prompts that can never be served", () => {
     expect(outcome("0.32.0", true, 13)).toEqual(needs(13, 12));
   });
 
+  it("rejects a request whose prompt and output exceed max_model_len before it runs, as vLLM's server does", () => {
+    // max_model_len 100: 99 + 1 = 100 fits exactly; 99 + 2 = 101 and 60 + 41 = 101 do not.
+    const rank = makeRank({ engine: { block_size: 16, num_gpu_blocks: 64, max_model_len: 100 } });
+    const outcomes = [
+      rank.submit({ type: "submit", request: request("fits", rangePrompt(0, 99), 1) }),
+      rank.submit({ type: "submit", request: request("over", rangePrompt(0, 99), 2) }),
+      rank.submit({ type: "submit", request: request("long-output", rangePrompt(0, 60), 41) }),
+    ].map(expectOk);
+    expect(outcomes.map((o) => o.effects.rejections)).toEqual([
+      [],
+      [{ requestId: "over", reason: "prompt of 99 tokens + 2 output tokens = 101 exceeds max_model_len 100" }],
+      [{ requestId: "long-output", reason: "prompt of 60 tokens + 41 output tokens = 101 exceeds max_model_len 100" }],
+    ]);
+    expect(rank.load()).toEqual({ running: 0, waiting: 1 });
+  });
+
   it("rejects a request whose sequence outgrows the whole pool instead of recomputing forever", () => {
     // 4 usable pages of 16 tokens, no caching: a 60-token prompt with 20 outputs. Pass 1 computes
     // the prompt (4 blocks); passes 2-5 compute tokens 60-63 (cdiv(64, 16) = 4 blocks); pass 6

@@ -264,7 +264,7 @@ export class Rank {
     if (invalid !== undefined) return fail(invalid);
     const fx = new EffectsBuilder();
     const n = request.prompt.tokens.length;
-    const rejection = this.promptRejection(n, n);
+    const rejection = this.promptRejection(n, n, request.maxOutputTokens);
     if (rejection !== undefined) {
       fx.rejections.push({ requestId: request.id, reason: rejection });
     } else {
@@ -281,7 +281,8 @@ export class Rank {
     const n = request.prompt.tokens.length;
     // Grouped P/D: the prompt is truncated by the backoff before the request exists (grouped-pd.md 3).
     const t = n - backoffTokens(this.profile, tokens(n));
-    const rejection = this.promptRejection(n, t);
+    // The prefill rank is asked for one token (vLLM's proxy sends max_tokens = 1); the decode rank checks the real output.
+    const rejection = this.promptRejection(n, t, 1);
     if (rejection !== undefined) {
       fx.rejections.push({ requestId: request.id, reason: rejection });
       this.rejectedHandoffs.set(handoffId, "source");
@@ -333,7 +334,7 @@ export class Rank {
     const fx = new EffectsBuilder();
     const n = request.prompt.tokens.length;
     const t = transferredTokens(this.profile, tokens(n));
-    const rejection = this.promptRejection(n, t);
+    const rejection = this.promptRejection(n, t, request.maxOutputTokens);
     if (rejection !== undefined) {
       fx.rejections.push({ requestId: request.id, reason: rejection });
       this.rejectedHandoffs.set(handoffId, "destination");
@@ -819,11 +820,16 @@ export class Rank {
 
   /**
    * Why a prompt can never be served, or undefined. `n` is the prompt length, `t` the tokens this
-   * rank holds for it (T for a handoff).
+   * rank holds for it (T for a handoff), `outputTokens` the tokens asked for.
    */
-  private promptRejection(n: number, t: number): string | undefined {
+  private promptRejection(n: number, t: number, outputTokens: number): string | undefined {
     const maxModelLen = this.engine.max_model_len;
     if (maxModelLen !== undefined && n >= maxModelLen) return `prompt of ${n} tokens reaches max_model_len ${maxModelLen}`;
+    // vLLM's server refuses a request whose prompt and max_tokens together exceed the context
+    // length, before it runs; it never starts one it would have to cut short.
+    if (maxModelLen !== undefined && n + outputTokens > maxModelLen) {
+      return `prompt of ${n} tokens + ${outputTokens} output tokens = ${n + outputTokens} exceeds max_model_len ${maxModelLen}`;
+    }
     if (!this.engine.enable_chunked_prefill && t > this.engine.max_num_batched_tokens) {
       return `prompt of ${t} tokens exceeds max_num_batched_tokens ${this.engine.max_num_batched_tokens} with chunked prefill off`;
     }
