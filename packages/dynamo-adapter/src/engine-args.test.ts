@@ -15,6 +15,10 @@ describe("fromMockEngineArgs: defaults (dynamo-mocker.md section 3 and 8.7)", ()
         enable_prefix_caching: true,
         enable_chunked_prefill: true,
         long_prefill_token_threshold: 0,
+        async_scheduling: false,
+        scheduler_reserve_full_isl: false,
+        data_parallel_size: 1,
+        enable_expert_parallel: false,
       },
       timing: { type: "polynomial" },
       kvTransfer: { mode: "full_prompt" },
@@ -59,6 +63,10 @@ describe("fromMockEngineArgs: defaults (dynamo-mocker.md section 3 and 8.7)", ()
         enable_prefix_caching: false,
         enable_chunked_prefill: false,
         long_prefill_token_threshold: 0,
+        async_scheduling: false,
+        scheduler_reserve_full_isl: false,
+        data_parallel_size: 1,
+        enable_expert_parallel: false,
       },
       timing: { type: "fixed", prefill_ms: 7, decode_ms: 3 },
       kvTransfer: { mode: "destination_missing", bandwidthGbps: 64 },
@@ -212,6 +220,11 @@ describe("toMockEngineArgs", () => {
     expect(toMockEngineArgs({ ...args, engine: { ...args.engine, long_prefill_token_threshold: 512 } }, LLAMA_8B)).toEqual({
       ok: false,
       reason: "long_prefill_token_threshold 512 has no MockEngineArgs field (Dynamo caps no per-request chunk)",
+    });
+    expect(toMockEngineArgs({ ...args, engine: { ...args.engine, async_scheduling: true } }, LLAMA_8B)).toEqual({ ok: false, reason: "async_scheduling has no MockEngineArgs field" });
+    expect(toMockEngineArgs({ ...args, engine: { ...args.engine, data_parallel_size: 2 } }, LLAMA_8B)).toEqual({
+      ok: false,
+      reason: "data_parallel_size 2: one kvsim rank serves one data-parallel rank",
     });
   });
 });

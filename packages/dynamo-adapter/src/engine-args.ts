@@ -302,13 +302,19 @@ export type Conversion<T> = { readonly ok: true; readonly value: T } | { readonl
 
 /**
  * Writes kvsim's rank settings back as normalised `MockEngineArgs` (every supported field, defaults
- * filled). Fails when a setting has no Dynamo field (`long_prefill_token_threshold` other than 0).
+ * filled). Fails when a setting has no Dynamo field (`long_prefill_token_threshold` other than 0,
+ * `async_scheduling`, `scheduler_reserve_full_isl`, `enable_expert_parallel`) or describes more than
+ * one rank (`data_parallel_size` above 1).
  */
 export function toMockEngineArgs(args: KvsimEngineArgs, profile: Profile): Conversion<MockEngineArgs> {
   const e = args.engine;
   if (e.long_prefill_token_threshold !== 0) {
     return { ok: false, reason: `long_prefill_token_threshold ${e.long_prefill_token_threshold} has no MockEngineArgs field (Dynamo caps no per-request chunk)` };
   }
+  for (const key of ["async_scheduling", "scheduler_reserve_full_isl", "enable_expert_parallel"] as const) {
+    if (e[key]) return { ok: false, reason: `${key} has no MockEngineArgs field` };
+  }
+  if (e.data_parallel_size !== 1) return { ok: false, reason: `data_parallel_size ${e.data_parallel_size}: one kvsim rank serves one data-parallel rank` };
   const grouped = isGroupedProfile(profile);
   const blockSize = grouped ? groupedBlockSize(profile) : (e.block_size ?? DYNAMO_VLLM_BLOCK_SIZE);
   if (blockSize === undefined) return { ok: false, reason: "the profile's full-attention groups do not share one block size, so block_size has no single value" };

@@ -4,6 +4,9 @@ import { nonNegativeInt, positiveInt } from "./primitives.js";
 /** The most pool pages one rank may have. */
 export const MAX_PAGES_PER_RANK = 2 ** 24;
 
+/** The most data-parallel ranks one worker may have. */
+export const MAX_DATA_PARALLEL_SIZE = 1024;
+
 /** The engine fields without defaults, shared by the settings and the overrides schemas. */
 const fields = {
   num_gpu_blocks: positiveInt()
@@ -19,6 +22,23 @@ const fields = {
   enable_prefix_caching: z.boolean().describe("Serve prefix hits from cached blocks."),
   enable_chunked_prefill: z.boolean().describe("Split long prompts over several passes."),
   long_prefill_token_threshold: nonNegativeInt().describe("Caps the tokens one request gets in one step; 0 = off."),
+  async_scheduling: z
+    .boolean()
+    .describe("vLLM's async scheduling: step k + 1 is planned while step k runs, so arrivals and freed blocks are seen one step later (aggregated ranks only; vLLM turns it on where it can, kvsim's default is off)."),
+  scheduler_reserve_full_isl: z
+    .boolean()
+    .describe("Admit a waiting request only if blocks for its whole sequence fit, not just its first chunk (vLLM's default is on, kvsim's is off)."),
+  data_parallel_size: positiveInt()
+    .max(MAX_DATA_PARALLEL_SIZE, { error: `must be at most ${MAX_DATA_PARALLEL_SIZE}`, abort: true })
+    .describe("Ranks behind one front end (vLLM's data-parallel load balancer places each request on the rank with the least waiting x 4 + running)."),
+  enable_expert_parallel: z
+    .boolean()
+    .describe("With data_parallel_size > 1, the ranks step in lockstep: every rank runs a step (an idle one a dummy batch) and the step lasts as long as the slowest rank's."),
+  cudagraph_capture_sizes: z
+    .array(positiveInt())
+    .min(1, { error: "must list at least one batch size", abort: true })
+    .refine((sizes) => sizes.every((s, i) => i === 0 || s > sizes[i - 1]!), { error: "must be strictly increasing", abort: true })
+    .describe("Batch sizes vLLM captured CUDA graphs for: the linear timing model pads a decode-only step's sequence count up to the next one (none above the largest)."),
 };
 
 /**
@@ -34,6 +54,11 @@ export const EngineSettingsSchema = z.strictObject({
   enable_prefix_caching: fields.enable_prefix_caching.default(true),
   enable_chunked_prefill: fields.enable_chunked_prefill.default(true),
   long_prefill_token_threshold: fields.long_prefill_token_threshold.default(0),
+  async_scheduling: fields.async_scheduling.default(false),
+  scheduler_reserve_full_isl: fields.scheduler_reserve_full_isl.default(false),
+  data_parallel_size: fields.data_parallel_size.default(1),
+  enable_expert_parallel: fields.enable_expert_parallel.default(false),
+  cudagraph_capture_sizes: fields.cudagraph_capture_sizes.optional(),
 });
 export type EngineSettings = z.infer<typeof EngineSettingsSchema>;
 

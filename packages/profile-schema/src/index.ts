@@ -37,6 +37,7 @@ export {
   EngineOverridesSchema,
   DEFAULT_LINEAR_BLOCK_SIZE,
   MAX_PAGES_PER_RANK,
+  MAX_DATA_PARALLEL_SIZE,
   engineSettings,
   type EngineSettings,
   type EngineOverrides,

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { engineSettings, EngineOverridesSchema } from "./engine.js";
 import { InputError } from "./errors.js";
 import { parseSpec } from "./parse.js";
-import { SpecSchema } from "./spec.js";
+import { SpecSchema, TimingSchema } from "./spec.js";
 
 const base = [
   "version: 1",
@@ -86,10 +86,49 @@ describe("engine settings", () => {
       enable_prefix_caching: true,
       enable_chunked_prefill: true,
       long_prefill_token_threshold: 0,
+      // Off unless set, so existing specs keep their results (vLLM turns the first two on by default).
+      async_scheduling: false,
+      scheduler_reserve_full_isl: false,
+      data_parallel_size: 1,
+      enable_expert_parallel: false,
     });
   });
   it("refuses a pool of one page (page 0 is the null page)", () => {
     expect(EngineOverridesSchema.safeParse({ num_gpu_blocks: 1 }).success).toBe(false);
+  });
+  it("takes vLLM's engine behaviours by vLLM's names and checks their ranges", () => {
+    const engine = { async_scheduling: true, scheduler_reserve_full_isl: true, data_parallel_size: 2, enable_expert_parallel: true, cudagraph_capture_sizes: [1, 2, 4, 8] };
+    expect(engineSettings(engine)).toMatchObject(engine);
+    const messages = (o: object) => {
+      const r = EngineOverridesSchema.safeParse(o);
+      return r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
+    };
+    expect(messages({ data_parallel_size: 0 })).toEqual(["data_parallel_size: must be at least 1"]);
+    expect(messages({ data_parallel_size: 1025 })).toEqual(["data_parallel_size: must be at most 1024"]);
+    expect(messages({ cudagraph_capture_sizes: [] })).toEqual(["cudagraph_capture_sizes: must list at least one batch size"]);
+    expect(messages({ cudagraph_capture_sizes: [1, 4, 4] })).toEqual(["cudagraph_capture_sizes: must be strictly increasing"]);
+    expect(messages({ cudagraph_capture_sizes: [0, 1] })).toEqual(["cudagraph_capture_sizes.0: must be at least 1"]);
+  });
+});
+
+describe("linear timing", () => {
+  it("fills every coefficient it is not given with 0", () => {
+    expect(TimingSchema.parse({ type: "linear", step_ms: 5.5, per_kv_token_us: 0.12 })).toStrictEqual({
+      type: "linear",
+      step_ms: 5.5,
+      per_sequence_ms: 0,
+      per_kv_token_us: 0.12,
+      per_prompt_token_us: 0,
+      per_cached_token_us: 0,
+      prompt_step_ms: 0,
+    });
+  });
+  it("refuses negative and unknown coefficients", () => {
+    const r = TimingSchema.safeParse({ type: "linear", per_sequence_ms: -1, per_token_ms: 2 });
+    expect(r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toEqual([
+      "per_sequence_ms: must not be negative",
+      ': Unrecognized key: "per_token_ms"',
+    ]);
   });
 });
 

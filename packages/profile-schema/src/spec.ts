@@ -5,6 +5,8 @@ import { ProfileSchema } from "./profile.js";
 import { MAX_REQUEST_TOKENS } from "./trace.js";
 
 const positiveFinite = () => finiteNumber().positive({ error: "must be greater than 0", abort: true });
+/** A step-time coefficient: finite, >= 0, 0 when absent. */
+const coefficient = () => finiteNumber().min(0, { error: "must not be negative", abort: true }).default(0);
 
 /** A profile given by path (relative to the spec file) or inline. */
 export const ProfileRefSchema = z.union([nonBlank(), ProfileSchema], {
@@ -50,7 +52,21 @@ export const TimingSchema = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("polynomial") }),
   /** The profile's forward_pass tables; `outside_grid` says what a query outside the grid does. */
   z.strictObject({ type: z.literal("profile"), outside_grid: z.enum(["refuse", "clamp"]).default("refuse") }),
-], { error: "type must be fixed, polynomial or profile" });
+  /**
+   * One linear formula for a whole step (vllm-scheduler README): a constant, a cost per scheduled
+   * sequence, per KV token that decode rows attend, per prompt token computed and per earlier token
+   * of prompt rows, and a surcharge for steps with prompt work. `kvsim calibrate` fits it.
+   */
+  z.strictObject({
+    type: z.literal("linear"),
+    step_ms: coefficient().describe("Per step (CPU scheduling, launch, weights read once), ms."),
+    per_sequence_ms: coefficient().describe("Per scheduled sequence (a decode-only step counts it padded up to the next cudagraph capture size), ms."),
+    per_kv_token_us: coefficient().describe("Per KV token a decode row attends (its tokens before the one it computes, that one included), microseconds."),
+    per_prompt_token_us: coefficient().describe("Per prompt token computed by a prompt row (a prefill chunk, or a recompute after preemption), microseconds."),
+    per_cached_token_us: coefficient().describe("Per token a prompt row already holds before its chunk (prefix-cache hit and earlier chunks), microseconds."),
+    prompt_step_ms: coefficient().describe("Once per step that carries prompt work (mixed steps run piecewise CUDA graphs, decode-only steps whole graphs), ms."),
+  }),
+], { error: "type must be fixed, polynomial, profile or linear" });
 export type Timing = z.infer<typeof TimingSchema>;
 
 export const SyntheticWorkloadSchema = z.strictObject({
@@ -115,7 +131,7 @@ export const SpecSchema = z
     prefill: RoleOverrideSchema.optional().describe("Disaggregated: engine and profile overrides of the prefill role."),
     decode: RoleOverrideSchema.optional().describe("Disaggregated: engine and profile overrides of the decode role."),
     kv_transfer: KvTransferSchema.default({ mode: "destination_missing", fallback_latency_ms: 0 }).describe("How P/D handoffs are priced."),
-    timing: TimingSchema.describe("Step timing: fixed, polynomial or profile (the profile's forward_pass tables)."),
+    timing: TimingSchema.describe("Step timing: fixed, polynomial, profile (the profile's forward_pass tables) or linear (fitted by kvsim calibrate)."),
     workload: WorkloadSchema.describe("A trace file (with its format) or a synthetic workload."),
     router: RouterSchema.default("round_robin").describe("Placement: round_robin or kv_aware."),
     sla: SlaSchema.optional().describe("Service-level targets for goodput."),

@@ -2,10 +2,14 @@ export { Rank } from "./rank.js";
 export { RankConfigError, type RankConfigProblem } from "./rank-config.js";
 export {
   createTimingModel,
+  paddedBatchSize,
   type TimingModel,
+  type StepBatch,
+  type StepTiming,
   type TimingEstimate,
   type PrefillBatch,
   type DecodeBatch,
+  type LinearTimingCoefficients,
 } from "./timing-model.js";
 export { sampledTokenId } from "./token-ids.js";
 export type {

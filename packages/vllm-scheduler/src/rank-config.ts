@@ -66,6 +66,9 @@ export function rankConfigProblems(config: RankConfig, alignBlock: number | unde
       add("engine.long_prefill_token_threshold", `${engine.long_prefill_token_threshold} is below the Mamba-type block of ${alignBlock} tokens: with prefix caching, prefill chunks end on block boundaries`);
     }
   }
+  if (engine.async_scheduling && role !== "aggregated") {
+    add("engine.async_scheduling", `is modelled on aggregated ranks only; this is a ${role} rank`);
+  }
   const bw = config.kvTransfer?.bandwidthGbps;
   if (bw !== undefined) {
     const problem = checkBandwidth(bw);

@@ -1,6 +1,36 @@
 import { engineSettings, type Profile } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
-import { createTimingModel, polynomialDecodeMs, polynomialPrefillMs } from "./timing-model.js";
+import {
+  createTimingModel,
+  polynomialDecodeMs,
+  paddedBatchSize,
+  polynomialPrefillMs,
+  type DecodeBatch,
+  type PrefillBatch,
+  type StepBatch,
+  type TimingEstimate,
+  type TimingModel,
+} from "./timing-model.js";
+
+const EMPTY_STEP: StepBatch = {
+  prefill: { count: 0, sumIsl: 0, sumPrefix: 0 },
+  decode: { count: 0, sumSequenceTokens: 0 },
+  promptRows: 0,
+  promptTokens: 0,
+  promptContextTokens: 0,
+  decodeRows: 0,
+  decodeKvTokens: 0,
+};
+/** The prefill part of a two-part model's price for a step with only this prefill batch. */
+const prefillOf = (model: TimingModel, prefill: PrefillBatch): TimingEstimate => {
+  const t = model.step({ ...EMPTY_STEP, prefill });
+  return { ms: t.prefillMs, clamped: t.clamped > 0 };
+};
+/** The decode part of a two-part model's price for a step with only this decode batch. */
+const decodeOf = (model: TimingModel, decode: DecodeBatch): TimingEstimate => {
+  const t = model.step({ ...EMPTY_STEP, decode });
+  return { ms: t.decodeMs, clamped: t.clamped > 0 };
+};
 
 const linear = (extra: Partial<Profile> = {}): Profile => ({
   schema_version: 1,
@@ -14,12 +44,12 @@ const linear = (extra: Partial<Profile> = {}): Profile => ({
 describe("fixed timing", () => {
   const model = createTimingModel({ type: "fixed", prefill_ms: 10, decode_ms: 2 }, linear(), engineSettings());
   it("charges prefill_ms when the pass has prompt work and decode_ms when it samples", () => {
-    expect(model.prefill({ count: 3, sumIsl: 900, sumPrefix: 0 }).ms).toBe(10);
-    expect(model.decode({ count: 5, sumSequenceTokens: 50 }).ms).toBe(2);
+    expect(prefillOf(model, { count: 3, sumIsl: 900, sumPrefix: 0 }).ms).toBe(10);
+    expect(decodeOf(model, { count: 5, sumSequenceTokens: 50 }).ms).toBe(2);
   });
   it("charges nothing for an empty batch", () => {
-    expect(model.prefill({ count: 0, sumIsl: 0, sumPrefix: 0 }).ms).toBe(0);
-    expect(model.decode({ count: 0, sumSequenceTokens: 0 }).ms).toBe(0);
+    expect(prefillOf(model, { count: 0, sumIsl: 0, sumPrefix: 0 }).ms).toBe(0);
+    expect(decodeOf(model, { count: 0, sumSequenceTokens: 0 }).ms).toBe(0);
   });
 });
 
@@ -56,17 +86,17 @@ describe("polynomial timing (aisimulate-replay.md section 4.2 vectors)", () => {
   it("takes integer means of the prefill batch", () => {
     const model = createTimingModel({ type: "polynomial" }, linear(), engineSettings());
     // 2 requests, Σ isl = 1025, Σ prefix = 0: mean isl floor(512.5) = 512, x = 2 x 512 = 1024.
-    expect(model.prefill({ count: 2, sumIsl: 1025, sumPrefix: 0 }).ms).toBe(32.4907119025664);
+    expect(prefillOf(model, { count: 2, sumIsl: 1025, sumPrefix: 0 }).ms).toBe(32.4907119025664);
     // 4 requests of 612 isl with 100 prefix each: n = 512, x = 2048.
-    expect(model.prefill({ count: 4, sumIsl: 2448, sumPrefix: 400 }).ms).toBe(49.3629024902656);
+    expect(prefillOf(model, { count: 4, sumIsl: 2448, sumPrefix: 400 }).ms).toBe(49.3629024902656);
   });
 
   it("prices decode against num_gpu_blocks x the linear block size", () => {
     // 16384 blocks x 64 tokens = 1,048,576 KV tokens; 4096 active gives p = 1/256.
     const model = createTimingModel({ type: "polynomial" }, linear(), engineSettings({ num_gpu_blocks: 16384, block_size: 64 }));
-    expect(model.decode({ count: 7, sumSequenceTokens: 4096 }).ms).toBe(5.950583801269532);
+    expect(decodeOf(model, { count: 7, sumSequenceTokens: 4096 }).ms).toBe(5.950583801269532);
     // 524,288 active tokens: p = 0.5.
-    expect(model.decode({ count: 7, sumSequenceTokens: 524288 }).ms).toBe(26.310000000000002);
+    expect(decodeOf(model, { count: 7, sumSequenceTokens: 524288 }).ms).toBe(26.310000000000002);
   });
 
   it("prices decode against num_gpu_blocks x the full-attention block size of a grouped profile", () => {
@@ -83,7 +113,7 @@ describe("polynomial timing (aisimulate-replay.md section 4.2 vectors)", () => {
     };
     // 100 blocks x 2176 = 217,600 KV tokens; 108,800 active gives p = 0.5.
     const model = createTimingModel({ type: "polynomial" }, grouped, engineSettings({ num_gpu_blocks: 100 }));
-    expect(model.decode({ count: 1, sumSequenceTokens: 108800 }).ms).toBe(26.310000000000002);
+    expect(decodeOf(model, { count: 1, sumSequenceTokens: 108800 }).ms).toBe(26.310000000000002);
   });
 });
 
@@ -106,38 +136,38 @@ describe("profile timing (multilinear interpolation in forward_pass)", () => {
 
   it("returns the measured value on a grid point", () => {
     // (batch 3, new 300 - 100 = 200, cached 100): 12 + 10 + 2 = 24
-    expect(refuse.prefill({ count: 3, sumIsl: 300, sumPrefix: 100 })).toEqual({ ms: 24, clamped: false });
+    expect(prefillOf(refuse, { count: 3, sumIsl: 300, sumPrefix: 100 })).toEqual({ ms: 24, clamped: false });
     // (batch 1, new 100, cached 0): 4 + 5 + 0 = 9
-    expect(refuse.prefill({ count: 1, sumIsl: 100, sumPrefix: 0 })).toEqual({ ms: 9, clamped: false });
-    expect(refuse.decode({ count: 3, sumSequenceTokens: 3000 })).toEqual({ ms: 20, clamped: false });
-    expect(refuse.decode({ count: 1, sumSequenceTokens: 1000 })).toEqual({ ms: 4, clamped: false });
+    expect(prefillOf(refuse, { count: 1, sumIsl: 100, sumPrefix: 0 })).toEqual({ ms: 9, clamped: false });
+    expect(decodeOf(refuse, { count: 3, sumSequenceTokens: 3000 })).toEqual({ ms: 20, clamped: false });
+    expect(decodeOf(refuse, { count: 1, sumSequenceTokens: 1000 })).toEqual({ ms: 4, clamped: false });
   });
 
   it("returns the mean of the corners at a cell's midpoint", () => {
     // Decode (2, 2000) is the centre of the cell: (4 + 10 + 6 + 20) / 4 = 10.
-    expect(refuse.decode({ count: 2, sumSequenceTokens: 2000 })).toEqual({ ms: 10, clamped: false });
+    expect(decodeOf(refuse, { count: 2, sumSequenceTokens: 2000 })).toEqual({ ms: 10, clamped: false });
     // On an edge: (2, 1000) is halfway between 4 and 10 = 7.
-    expect(refuse.decode({ count: 2, sumSequenceTokens: 1000 })).toEqual({ ms: 7, clamped: false });
+    expect(decodeOf(refuse, { count: 2, sumSequenceTokens: 1000 })).toEqual({ ms: 7, clamped: false });
     // Prefill centre (2, 150, 50): 8 + 7.5 + 1 = 16.5.
-    expect(refuse.prefill({ count: 2, sumIsl: 200, sumPrefix: 50 })).toEqual({ ms: 16.5, clamped: false });
+    expect(prefillOf(refuse, { count: 2, sumIsl: 200, sumPrefix: 50 })).toEqual({ ms: 16.5, clamped: false });
   });
 
   it("refuses a query outside the grid, naming the query and the grid range", () => {
-    expect(() => refuse.decode({ count: 4, sumSequenceTokens: 2000 })).toThrow(
+    expect(() => decodeOf(refuse, { count: 4, sumSequenceTokens: 2000 })).toThrow(
       "forward_pass.decode: the query (batch_size 4, kv_tokens 2000) is outside the measured grid (batch_size 1..3, kv_tokens 1000..3000)",
     );
-    expect(() => refuse.prefill({ count: 1, sumIsl: 250, sumPrefix: 0 })).toThrow(
+    expect(() => prefillOf(refuse, { count: 1, sumIsl: 250, sumPrefix: 0 })).toThrow(
       "forward_pass.prefill: the query (batch_size 1, new_tokens 250, cached_tokens 0) is outside the measured grid (batch_size 1..3, new_tokens 100..200, cached_tokens 0..100)",
     );
   });
 
   it("clamps each coordinate into the grid and reports it", () => {
     // (5, 5000) clamps to the corner (3, 3000) = 20.
-    expect(clamp.decode({ count: 5, sumSequenceTokens: 5000 })).toEqual({ ms: 20, clamped: true });
+    expect(decodeOf(clamp, { count: 5, sumSequenceTokens: 5000 })).toEqual({ ms: 20, clamped: true });
     // (2, 500): kv clamps to 1000, batch stays halfway: (4 + 10) / 2 = 7.
-    expect(clamp.decode({ count: 2, sumSequenceTokens: 500 })).toEqual({ ms: 7, clamped: true });
+    expect(decodeOf(clamp, { count: 2, sumSequenceTokens: 500 })).toEqual({ ms: 7, clamped: true });
     // Prefill (1, new 1000 -> 200, cached 0): 4 + 10 + 0 = 14.
-    expect(clamp.prefill({ count: 1, sumIsl: 1000, sumPrefix: 0 })).toEqual({ ms: 14, clamped: true });
+    expect(prefillOf(clamp, { count: 1, sumIsl: 1000, sumPrefix: 0 })).toEqual({ ms: 14, clamped: true });
   });
 
   it("needs the query to equal a single-valued axis", () => {
@@ -153,8 +183,40 @@ describe("profile timing (multilinear interpolation in forward_pass)", () => {
     });
     const model = createTimingModel({ type: "profile", outside_grid: "refuse" }, single, engineSettings());
     // new 250 of 0..1000: 1 + 0.25 x 10 = 3.5
-    expect(model.prefill({ count: 1, sumIsl: 250, sumPrefix: 0 }).ms).toBe(3.5);
-    expect(() => model.prefill({ count: 2, sumIsl: 250, sumPrefix: 0 })).toThrow("batch_size 1..1");
-    expect(() => model.decode({ count: 1, sumSequenceTokens: 10 })).toThrow("the profile has no forward_pass.decode table");
+    expect(prefillOf(model, { count: 1, sumIsl: 250, sumPrefix: 0 }).ms).toBe(3.5);
+    expect(() => prefillOf(model, { count: 2, sumIsl: 250, sumPrefix: 0 })).toThrow("batch_size 1..1");
+    expect(() => decodeOf(model, { count: 1, sumSequenceTokens: 10 })).toThrow("the profile has no forward_pass.decode table");
+  });
+});
+
+describe("linear timing", () => {
+  const coefficients = { step_ms: 5, per_sequence_ms: 0.5, per_kv_token_us: 2, per_prompt_token_us: 100, per_cached_token_us: 10, prompt_step_ms: 3 };
+  const model = createTimingModel({ type: "linear", ...coefficients }, linear(), engineSettings({ cudagraph_capture_sizes: [1, 2, 4, 8] }));
+
+  it("prices a decode-only step with its sequences padded to the next capture size", () => {
+    // 3 rows run the 4-row graph: 5 + 0.5 x 4 + 2 us x 3,000 / 1,000 = 5 + 2 + 6 = 13 ms.
+    expect(model.step({ ...EMPTY_STEP, decodeRows: 3, decodeKvTokens: 3000 })).toEqual({ prefillMs: 0, decodeMs: 13, clamped: 0 });
+    // 9 rows are above the largest capture size: no padding, 5 + 4.5 = 9.5 ms.
+    expect(model.step({ ...EMPTY_STEP, decodeRows: 9 }).decodeMs).toBe(9.5);
+  });
+
+  it("prices a step with prompt work without padding and with its surcharge", () => {
+    // 2 decode rows (1,000 KV tokens) and a 512-token chunk after 256 held tokens: decode part
+    // 5 + 0.5 x 3 + 2 = 8.5 ms; prompt part 3 + (100 x 512 + 10 x 256) / 1,000 = 3 + 53.76 ms.
+    const t = model.step({ ...EMPTY_STEP, decodeRows: 2, decodeKvTokens: 1000, promptRows: 1, promptTokens: 512, promptContextTokens: 256 });
+    expect(t.decodeMs).toBe(8.5);
+    expect(t.prefillMs).toBeCloseTo(56.76, 12);
+  });
+
+  it("charges nothing for an empty step", () => {
+    expect(model.step(EMPTY_STEP)).toEqual({ prefillMs: 0, decodeMs: 0, clamped: 0 });
+  });
+});
+
+describe("paddedBatchSize", () => {
+  it("rounds up to the next capture size and leaves sizes above the largest alone", () => {
+    const sizes = [1, 2, 4, 8, 16, 24];
+    expect([1, 2, 3, 5, 8, 9, 17, 24, 25].map((n) => paddedBatchSize(n, sizes))).toEqual([1, 2, 4, 8, 8, 16, 24, 24, 25]);
+    expect(paddedBatchSize(7, undefined)).toBe(7);
   });
 });

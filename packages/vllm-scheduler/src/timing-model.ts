@@ -1,6 +1,7 @@
 /**
- * Step-time models (aisimulate-replay.md section 4): a pass costs prefill time over the requests
- * with prompt work plus decode time over the requests that sample.
+ * Step-time models. `fixed`, `polynomial` and `profile` (aisimulate-replay.md section 4) price a
+ * pass as prefill time over the requests with prompt work plus decode time over the requests that
+ * sample; `linear` prices the whole step with one formula (see the package README).
  */
 import type { EngineSettings, Profile, Timing } from "@kvsim/profile-schema";
 import { InterpolationGrid, type OutsideGridPolicy } from "./grid.js";
@@ -22,16 +23,59 @@ export interface DecodeBatch {
   readonly sumSequenceTokens: number;
 }
 
+/**
+ * Everything one step schedules, as the rank charges it. A row is one scheduled request. A decode
+ * row computes the one token at the end of a sequence that already has output (on a decode-role
+ * rank every row counts as one); every other row is a prompt row (a prefill chunk, or a recompute
+ * after preemption). A prefill-role rank charges no decode batch and a decode-role rank no prefill
+ * batch or prompt rows.
+ */
+export interface StepBatch {
+  /** The rows with prompt work, over prompt positions only (the two-part models price it). */
+  readonly prefill: PrefillBatch;
+  /** The rows that sample a token (the two-part models price it). */
+  readonly decode: DecodeBatch;
+  readonly promptRows: number;
+  /** Σ tokens the prompt rows compute in this step. */
+  readonly promptTokens: number;
+  /** Σ tokens the prompt rows already held before this step (prefix-cache hit and earlier chunks). */
+  readonly promptContextTokens: number;
+  readonly decodeRows: number;
+  /** Σ over decode rows of the tokens they attend (those before the computed one, and it). */
+  readonly decodeKvTokens: number;
+}
+
+/** The price of one step, split for reports: prompt work and the rest. */
+export interface StepTiming {
+  readonly prefillMs: number;
+  readonly decodeMs: number;
+  /** Profile-table queries that fell outside the grid and were clamped (0, 1 or 2). */
+  readonly clamped: number;
+}
+
+/** Prices one step; an object per rank, built by {@link createTimingModel}. */
+export interface TimingModel {
+  readonly type: Timing["type"];
+  step(batch: StepBatch): StepTiming;
+}
+
+/** One part of a two-part model's price. */
 export interface TimingEstimate {
   readonly ms: number;
   /** True when a profile-table query fell outside the grid and was clamped. */
   readonly clamped: boolean;
 }
 
-export interface TimingModel {
-  readonly type: Timing["type"];
-  prefill(batch: PrefillBatch): TimingEstimate;
-  decode(batch: DecodeBatch): TimingEstimate;
+/** The `fixed`, `polynomial` and `profile` models: prefill time plus decode time. */
+abstract class TwoPartTiming implements TimingModel {
+  abstract readonly type: Timing["type"];
+  abstract prefill(batch: PrefillBatch): TimingEstimate;
+  abstract decode(batch: DecodeBatch): TimingEstimate;
+  step(batch: StepBatch): StepTiming {
+    const p = this.prefill(batch.prefill);
+    const d = this.decode(batch.decode);
+    return { prefillMs: p.ms, decodeMs: d.ms, clamped: (p.clamped ? 1 : 0) + (d.clamped ? 1 : 0) };
+  }
 }
 
 const ZERO: TimingEstimate = { ms: 0, clamped: false };
@@ -54,12 +98,14 @@ export function polynomialDecodeMs(activeKvTokens: number, totalKvTokens: number
   return Math.max(1, -25.74 * p * p + 54.01 * p + 5.74);
 }
 
-class FixedTiming implements TimingModel {
+class FixedTiming extends TwoPartTiming {
   readonly type = "fixed";
   constructor(
     private readonly prefillMs: number,
     private readonly decodeMs: number,
-  ) {}
+  ) {
+    super();
+  }
   prefill(batch: PrefillBatch): TimingEstimate {
     return batch.count === 0 ? ZERO : { ms: this.prefillMs, clamped: false };
   }
@@ -68,9 +114,11 @@ class FixedTiming implements TimingModel {
   }
 }
 
-class PolynomialTiming implements TimingModel {
+class PolynomialTiming extends TwoPartTiming {
   readonly type = "polynomial";
-  constructor(private readonly totalKvTokens: number) {}
+  constructor(private readonly totalKvTokens: number) {
+    super();
+  }
   prefill(batch: PrefillBatch): TimingEstimate {
     if (batch.count === 0) return ZERO;
     const { meanIsl, meanPrefix } = means(batch);
@@ -82,13 +130,15 @@ class PolynomialTiming implements TimingModel {
   }
 }
 
-class ProfileTiming implements TimingModel {
+class ProfileTiming extends TwoPartTiming {
   readonly type = "profile";
   constructor(
     private readonly prefillGrid: InterpolationGrid | undefined,
     private readonly decodeGrid: InterpolationGrid | undefined,
     private readonly policy: OutsideGridPolicy,
-  ) {}
+  ) {
+    super();
+  }
   prefill(batch: PrefillBatch): TimingEstimate {
     if (batch.count === 0) return ZERO;
     if (this.prefillGrid === undefined) throw new RangeError("profile timing: the profile has no forward_pass.prefill table");
@@ -103,6 +153,46 @@ class ProfileTiming implements TimingModel {
   }
 }
 
+/** The coefficients of the `linear` model, in its units. */
+export type LinearTimingCoefficients = Omit<Extract<Timing, { type: "linear" }>, "type">;
+
+/** The smallest capture size >= n, or n itself above the largest (vLLM runs those eagerly). */
+export function paddedBatchSize(n: number, captureSizes: readonly number[] | undefined): number {
+  if (captureSizes === undefined || n <= 0) return n;
+  let lo = 0;
+  let hi = captureSizes.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (captureSizes[mid]! < n) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < captureSizes.length ? captureSizes[lo]! : n;
+}
+
+/**
+ * One formula for the whole step: `step_ms` + `per_sequence_ms` x sequences (padded in a
+ * decode-only step) + `per_kv_token_us` x decode KV tokens / 1000, and, when the step has prompt
+ * rows, `prompt_step_ms` + (`per_prompt_token_us` x prompt tokens + `per_cached_token_us` x
+ * context tokens) / 1000. The prompt terms are reported as prefill time, the rest as decode time.
+ */
+class LinearTiming implements TimingModel {
+  readonly type = "linear";
+  constructor(
+    private readonly c: LinearTimingCoefficients,
+    private readonly captureSizes: readonly number[] | undefined,
+  ) {}
+  step(batch: StepBatch): StepTiming {
+    const rows = batch.promptRows + batch.decodeRows;
+    if (rows === 0) return { prefillMs: 0, decodeMs: 0, clamped: 0 };
+    const c = this.c;
+    const sequences = batch.promptRows === 0 ? paddedBatchSize(rows, this.captureSizes) : rows;
+    const decodeMs = c.step_ms + c.per_sequence_ms * sequences + (c.per_kv_token_us * batch.decodeKvTokens) / 1000;
+    const prefillMs =
+      batch.promptRows === 0 ? 0 : c.prompt_step_ms + (c.per_prompt_token_us * batch.promptTokens + c.per_cached_token_us * batch.promptContextTokens) / 1000;
+    return { prefillMs, decodeMs, clamped: 0 };
+  }
+}
+
 /**
  * Builds the step-time model of a rank.
  *
@@ -114,6 +204,8 @@ class ProfileTiming implements TimingModel {
  *   (batch_size, new_tokens = Σ isl - Σ prefix, cached_tokens = Σ prefix); decode queries
  *   (batch_size, kv_tokens = Σ sequence length). Outside the grid, `refuse` throws a RangeError
  *   naming the query and the grid range; `clamp` clamps every coordinate and reports it.
+ * * `linear`: {@link LinearTiming}; a decode-only step pads its sequence count up to the engine's
+ *   next `cudagraph_capture_sizes` entry when the engine lists them.
  */
 export function createTimingModel(timing: Timing, profile: Profile, engine: EngineSettings): TimingModel {
   switch (timing.type) {
@@ -140,6 +232,9 @@ export function createTimingModel(timing: Timing, profile: Profile, engine: Engi
             )
           : undefined;
       return new ProfileTiming(prefill, decode, timing.outside_grid);
+    }
+    case "linear": {
+      return new LinearTiming(timing, engine.cudagraph_capture_sizes);
     }
   }
 }

@@ -1,0 +1,106 @@
+/**
+ * Admission of waiting requests into a step (vllm-rules 1.2 step 3), chunk alignment for
+ * Mamba-type states, and vLLM's `scheduler_reserve_full_isl` gate.
+ */
+import type { PrefixHit } from "@kvsim/kv-pool";
+import type { EffectsBuilder, Req, RankState } from "./rank-state.js";
+
+/** Records one scheduled row: the step planner's bookkeeping (budget, batch sums, computed counts). */
+export type RecordRow = (req: Req, computedBefore: number, n: number) => void;
+
+/**
+ * vLLM's `_mamba_block_aligned_split` (vllm-rules 3.6): while a prompt is being prefilled, a chunk
+ * that ends before the last block boundary of the sequence is cut down to whole blocks, and one
+ * that would cross it ends exactly on it; the last chunk runs to the end unchanged. With vLLM
+ * 0.32.0's prefill checkpoint blocks, a chunk that reaches the end of the sequence is not cut (its
+ * checkpoint blocks keep the boundary states inside it); earlier chunks still end on whole blocks.
+ */
+export function alignChunk(state: RankState, req: Req, computedBefore: number, n: number): number {
+  const b = state.alignBlock;
+  if (b === undefined || req.outputs > 0 || n <= 0) return n;
+  const total = req.seq.numTokens;
+  if (state.chunking === "whole_blocks_before_final") {
+    return computedBefore + n >= total ? n : Math.floor(n / b) * b;
+  }
+  const lastBoundary = total - (total % b);
+  if (computedBefore + n < lastBoundary) return Math.floor(n / b) * b;
+  if (computedBefore < lastBoundary) return lastBoundary - computedBefore;
+  return n;
+}
+
+/**
+ * `scheduler_reserve_full_isl`: the pages the request's whole sequence (prompt plus any output a
+ * preempted request recomputes) needs beyond its prefix hit fit in the free pool now. vLLM checks
+ * this before allocating the first chunk of a waiting request, so chunked prefill cannot admit
+ * requests that would then preempt each other to finish their prompts.
+ */
+export function wholeSequenceFits(state: RankState, req: Req, hit: PrefixHit): boolean {
+  const rest = req.seq.numTokens - hit.tokens;
+  if (rest <= 0) return true;
+  return state.pool.pagesNeeded(req.seq, { computedTokens: 0, newTokens: rest, hit }) <= state.pool.metrics().freePages;
+}
+
+/** Admits the activated destination at the head: its one-token row. False stops the waiting pass. */
+export function admitActivated(state: RankState, req: Req, budget: number, fx: EffectsBuilder, record: RecordRow): boolean {
+  let n = Math.min(req.seq.numTokens - req.computed, budget);
+  n = alignChunk(state, req, req.computed, n);
+  if (n <= 0) return false;
+  if (!state.pool.allocateSlots(req.seq, { computedTokens: req.computed, newTokens: n })) return false;
+  state.activated.popFront();
+  state.activatedLive--;
+  req.phase = "running";
+  state.running.push(req);
+  fx.admissions.push({ requestId: req.id, reusedTokens: req.handoff?.hitTokens ?? 0, resumed: false });
+  record(req, req.computed, n);
+  return true;
+}
+
+/** Tries to admit the waiting head (vllm-rules 1.2 step 3). */
+export function admitWaiting(state: RankState, req: Req, budget: number, fx: EffectsBuilder, record: RecordRow): "admitted" | "rejected" | "stop" {
+  const engine = state.engine;
+  // A waiting request has computed nothing (new, or preempted: recompute): look up the prefix cache.
+  const hit: PrefixHit = state.pool.findPrefixHit(req.seq);
+  const full = req.seq.numTokens - hit.tokens;
+  let n = full;
+  const threshold = engine.long_prefill_token_threshold;
+  if (threshold > 0 && n > threshold) n = threshold;
+  if (!engine.enable_chunked_prefill && n > budget) {
+    if (n > engine.max_num_batched_tokens) {
+      return rejectWaiting(state, req, fx, `needs ${n} tokens in one pass with chunked prefill off, more than max_num_batched_tokens ${engine.max_num_batched_tokens}`);
+    }
+    return "stop"; // head-of-line: no skipping ahead to smaller requests
+  }
+  if (n > budget) n = budget;
+  n = alignChunk(state, req, hit.tokens, n);
+  if (n <= 0) return "stop";
+  // In an empty, idle pool the gate is skipped: a sequence longer than the pool (window groups
+  // free blocks as chunks advance) would otherwise wait forever.
+  if (engine.scheduler_reserve_full_isl && n < full && !wholeSequenceFits(state, req, hit) && !isIdle(state)) return "stop";
+  if (!state.pool.allocateSlots(req.seq, { computedTokens: 0, newTokens: n, hit })) {
+    // Never preempt for a waiting request. If the pool holds nothing and nothing runs, it can never fit.
+    if (isIdle(state)) {
+      return rejectWaiting(state, req, fx, `its ${n}-token chunk does not fit even in the empty pool of ${state.usablePages} usable pages`);
+    }
+    return "stop";
+  }
+  state.waiting.popFront();
+  state.waitingLive--;
+  req.phase = "running";
+  state.running.push(req);
+  fx.admissions.push({ requestId: req.id, reusedTokens: hit.tokens, resumed: req.preemptions > 0 });
+  record(req, hit.tokens, n);
+  return "admitted";
+}
+
+/** Nothing runs and the pool holds nothing. */
+function isIdle(state: RankState): boolean {
+  return state.running.length === 0 && state.pool.metrics().usedPages === 0;
+}
+
+export function rejectWaiting(state: RankState, req: Req, fx: EffectsBuilder, reason: string): "rejected" {
+  state.waiting.popFront();
+  state.waitingLive--;
+  fx.rejections.push({ requestId: req.id, reason });
+  state.retire(req);
+  return "rejected";
+}

@@ -1,0 +1,151 @@
+/**
+ * The P/D handoff commands of a rank (grouped-pd.md sections 3-5): the source side on a prefill
+ * rank, the destination side on a decode rank.
+ */
+import { promptPrefix } from "@kvsim/kv-pool";
+import { tokens } from "@kvsim/profile-schema";
+import { backoffTokens, transferredTokens } from "@kvsim/transfer-rules";
+import type { CommandOutcome, RequestInput } from "./contract.js";
+import { EffectsBuilder, type Handoff, type RankState } from "./rank-state.js";
+
+export const fail = (reason: string): CommandOutcome => ({ ok: false, reason });
+
+export function ok(state: RankState, result: "submitted" | "accepted" | "applied" | "noop", fx: EffectsBuilder): CommandOutcome {
+  return { ok: true, result, effects: fx.build(state.takeEvents(), state.metrics()) };
+}
+
+export function invalidRequest(state: RankState, request: RequestInput): string | undefined {
+  if (typeof request.id !== "string" || request.id === "") return "request id must be a non-empty string";
+  if (state.requests.has(request.id)) return `request "${request.id}" is already on this rank`;
+  if (request.prompt.tokens.length < 1) return `request "${request.id}": a prompt needs at least one token`;
+  if (!Number.isSafeInteger(request.maxOutputTokens) || request.maxOutputTokens < 0) {
+    return `request "${request.id}": maxOutputTokens must be an integer >= 0, got ${request.maxOutputTokens}`;
+  }
+  return undefined;
+}
+
+function invalidHandoffId(state: RankState, handoffId: string): string | undefined {
+  if (typeof handoffId !== "string" || handoffId === "") return "handoff id must be a non-empty string";
+  if (state.handoffs.has(handoffId) || state.rejectedHandoffs.has(handoffId)) return `handoff "${handoffId}" was already used on this rank`;
+  return undefined;
+}
+
+export function submitHandoffPrefill(state: RankState, handoffId: string, request: RequestInput): CommandOutcome {
+  const invalid = invalidHandoffId(state, handoffId) ?? invalidRequest(state, request);
+  if (invalid !== undefined) return fail(invalid);
+  const fx = new EffectsBuilder();
+  const n = request.prompt.tokens.length;
+  // Grouped P/D: the prompt is truncated by the backoff before the request exists (grouped-pd.md 3).
+  const t = n - backoffTokens(state.profile, tokens(n));
+  // The prefill rank is asked for one token (vLLM's proxy sends max_tokens = 1); the decode rank checks the real output.
+  const rejection = state.promptRejection(n, t, 1);
+  if (rejection !== undefined) {
+    fx.rejections.push({ requestId: request.id, reason: rejection });
+    state.rejectedHandoffs.set(handoffId, "source");
+    return ok(state, "submitted", fx);
+  }
+  // The truncated prompt shares the whole prompt's block hashes (computed once for both sides).
+  const prompt = t === n ? request.prompt : promptPrefix(request.prompt, t);
+  // The prefill rank samples exactly one token (vLLM's proxy sends max_tokens = 1).
+  const req = state.newRequest(request.id, prompt, 1, undefined);
+  const handoff: Handoff = { id: handoffId, side: "source", state: "pending", cancelled: false, req, promptTokens: n, transferredTokens: t, hitTokens: 0 };
+  req.handoff = handoff;
+  state.handoffs.set(handoffId, handoff);
+  state.enqueueWaiting(req);
+  return ok(state, "submitted", fx);
+}
+
+/** release_source (cancel = false) and cancel_source (cancel = true). */
+export function releaseSource(state: RankState, handoffId: string, cancel: boolean): CommandOutcome {
+  const h = state.handoffs.get(handoffId);
+  const fx = new EffectsBuilder();
+  if (h?.side !== "source") return state.rejectedHandoffs.get(handoffId) === "source" ? ok(state, "noop", fx) : fail(`unknown source handoff "${handoffId}"`);
+  switch (h.state) {
+    case "retired":
+      return ok(state, "noop", fx);
+    case "held":
+      state.dropRequest(h.req);
+      break;
+    case "pending":
+      if (cancel) {
+        state.dropRequest(h.req);
+      } else {
+        // Released before it completed: the request runs on and frees its blocks at completion.
+        h.req.handoff = undefined;
+      }
+      break;
+    case "reserved":
+    case "activated":
+      throw new Error(`source handoff ${handoffId} in destination state ${h.state}`);
+  }
+  h.state = "retired";
+  h.cancelled = cancel;
+  state.tryReserveDestinations(fx);
+  return ok(state, "applied", fx);
+}
+
+export function reserveDestination(state: RankState, handoffId: string, request: RequestInput): CommandOutcome {
+  const invalid = invalidHandoffId(state, handoffId) ?? invalidRequest(state, request);
+  if (invalid !== undefined) return fail(invalid);
+  const fx = new EffectsBuilder();
+  const n = request.prompt.tokens.length;
+  const t = transferredTokens(state.profile, tokens(n));
+  const rejection = state.promptRejection(n, t, request.maxOutputTokens);
+  if (rejection !== undefined) {
+    fx.rejections.push({ requestId: request.id, reason: rejection });
+    state.rejectedHandoffs.set(handoffId, "destination");
+    return ok(state, "accepted", fx);
+  }
+  const req = state.newRequest(request.id, request.prompt, request.maxOutputTokens, "pending_destination");
+  const handoff: Handoff = { id: handoffId, side: "destination", state: "pending", cancelled: false, req, promptTokens: n, transferredTokens: t, hitTokens: 0 };
+  req.handoff = handoff;
+  state.handoffs.set(handoffId, handoff);
+  state.pendingDestinations.pushBack(handoff);
+  state.pendingLive++;
+  state.tryReserveDestinations(fx);
+  return ok(state, "accepted", fx);
+}
+
+export function activateDestination(state: RankState, handoffId: string): CommandOutcome {
+  const h = state.handoffs.get(handoffId);
+  if (h?.side !== "destination") {
+    return fail(state.rejectedHandoffs.get(handoffId) === "destination" ? `destination handoff "${handoffId}" was rejected` : `unknown destination handoff "${handoffId}"`);
+  }
+  const fx = new EffectsBuilder();
+  switch (h.state) {
+    case "pending":
+      return fail(`destination handoff "${handoffId}" is not reserved yet: wait for destination_reserved`);
+    case "activated":
+      return ok(state, "noop", fx);
+    case "retired":
+      return h.cancelled ? fail(`destination handoff "${handoffId}" was cancelled`) : ok(state, "noop", fx);
+    case "held":
+      throw new Error(`destination handoff ${handoffId} in source state held`);
+    case "reserved":
+      break;
+  }
+  const req = h.req;
+  state.pool.activateDestination(req.seq, h.transferredTokens);
+  // The decode rank computes exactly one token before it samples: the last prompt token (a
+  // Mamba-type model received N - 1) or the recomputed last token (attention-only received N).
+  req.computed = Math.min(h.transferredTokens, req.promptTokens - 1);
+  h.state = "activated";
+  state.reservedCount--;
+  req.phase = "activated";
+  state.activated.pushBack(req);
+  state.activatedLive++;
+  return ok(state, "applied", fx);
+}
+
+export function cancelDestination(state: RankState, handoffId: string): CommandOutcome {
+  const h = state.handoffs.get(handoffId);
+  const fx = new EffectsBuilder();
+  if (h?.side !== "destination") {
+    return state.rejectedHandoffs.get(handoffId) === "destination" ? ok(state, "noop", fx) : fail(`unknown destination handoff "${handoffId}"`);
+  }
+  if (h.state === "retired") return ok(state, "noop", fx);
+  state.dropRequest(h.req);
+  h.cancelled = true;
+  state.tryReserveDestinations(fx);
+  return ok(state, "applied", fx);
+}

@@ -1,0 +1,408 @@
+/**
+ * The state of one rank and the helpers every concern shares (admission, the step, handoff
+ * commands). Internal to the package: `Rank` is the public face.
+ */
+import {
+  KvCacheManager,
+  poolGroupsForProfile,
+  type KvCacheManagerApi,
+  type KvEvent,
+  type KvSequence,
+  type PrefillChunking,
+  type PromptTokens,
+} from "@kvsim/kv-pool";
+import { groupBlocksForTokens, isGroupedProfile, prefillCheckpointBlocks, tokens, type CacheGroup, type EngineSettings, type Profile } from "@kvsim/profile-schema";
+import { sourceTerms, type SourceTermsOptions } from "@kvsim/transfer-rules";
+import type { Admission, Effects, LifecycleFact, RankConfig, RankMetrics, RankRole, TokenEmitted } from "./contract.js";
+import { Deque } from "./deque.js";
+import { kvBlockSizeTokens } from "./geometry.js";
+import { RankConfigError, mambaBlockSize, rankConfigProblems } from "./rank-config.js";
+import { createTimingModel, type TimingModel } from "./timing-model.js";
+import { requestIdHash } from "./token-ids.js";
+
+export type Phase =
+  /** In the waiting deque (new or preempted). */
+  | "waiting"
+  | "running"
+  /** Async scheduling: produced its last token in a step still in flight; freed when that step ends. */
+  | "finishing"
+  /** An activated destination waiting for its one-token row (the materialized queue). */
+  | "activated"
+  /** A destination in the pending FIFO, not yet reserved. */
+  | "pending_destination"
+  /** A destination holding reserved blocks, waiting for activation. */
+  | "reserved_destination"
+  /** A finished source holding its blocks until release or cancel. */
+  | "held"
+  /** Left the rank; stale queue entries of it are skipped. */
+  | "gone";
+
+export interface Handoff {
+  readonly id: string;
+  readonly side: "source" | "destination";
+  /** pending: source computing / destination not yet reserved. */
+  state: "pending" | "held" | "reserved" | "activated" | "retired";
+  /** Retired by a cancel (an activation after it is refused). */
+  cancelled: boolean;
+  readonly req: Req;
+  /** The prompt length N the handoff was priced for (before the backoff). */
+  readonly promptTokens: number;
+  /** Tokens the prefill computes and hands over: T = N - backoff. */
+  readonly transferredTokens: number;
+  /** Destination: its own prefix hit at reservation. */
+  hitTokens: number;
+}
+
+export interface Req {
+  readonly id: string;
+  readonly idHash: number;
+  readonly seq: KvSequence;
+  /** Prompt tokens on this rank (a grouped source's prompt is already truncated by the backoff). */
+  readonly promptTokens: number;
+  readonly maxOutputTokens: number;
+  computed: number;
+  outputs: number;
+  preemptions: number;
+  phase: Phase;
+  handoff: Handoff | undefined;
+  /** Tokens scheduled in the step being planned (0 outside a step). */
+  stepTokens: number;
+  /** Async scheduling: a finishing request whose blocks a preemption already freed. */
+  freed: boolean;
+}
+
+export class EffectsBuilder {
+  readonly tokens: TokenEmitted[] = [];
+  readonly admissions: Admission[] = [];
+  readonly preemptions: { readonly requestId: string }[] = [];
+  readonly rejections: { readonly requestId: string; readonly reason: string }[] = [];
+  readonly finished: { readonly requestId: string }[] = [];
+  readonly lifecycle: LifecycleFact[] = [];
+
+  get empty(): boolean {
+    return (
+      this.tokens.length === 0 &&
+      this.admissions.length === 0 &&
+      this.preemptions.length === 0 &&
+      this.rejections.length === 0 &&
+      this.finished.length === 0 &&
+      this.lifecycle.length === 0
+    );
+  }
+
+  build(kvEvents: readonly KvEvent[], metrics: RankMetrics): Effects {
+    return {
+      tokens: this.tokens,
+      admissions: this.admissions,
+      preemptions: this.preemptions,
+      rejections: this.rejections,
+      finished: this.finished,
+      lifecycle: this.lifecycle,
+      kvEvents,
+      metrics,
+    };
+  }
+}
+
+const NO_EVENTS: readonly KvEvent[] = [];
+
+/** One rank's configuration, pool, queues and counters, with the helpers its concerns share. */
+export class RankState {
+  readonly role: RankRole;
+  readonly profile: Profile;
+  readonly engine: EngineSettings;
+  readonly pool: KvCacheManagerApi;
+  readonly timing: TimingModel;
+  readonly groups: readonly CacheGroup[];
+  readonly usablePages: number;
+  readonly collectKvEvents: boolean;
+  readonly terms: SourceTermsOptions;
+  /** Tokens per linear block (missing tokens of a linear destination are counted in them). */
+  readonly linearBlockSize: number | undefined;
+  /** Mamba "align" mode: prefill chunks end on multiples of this block (vllm-rules 3.6). */
+  readonly alignBlock: number | undefined;
+  /** How the pool needs prefill chunks cut (kv-pool's PrefillChunking). */
+  readonly chunking: PrefillChunking;
+
+  readonly requests = new Map<string, Req>();
+  readonly handoffs = new Map<string, Handoff>();
+  /** Handoffs whose request was rejected at the command: cleanup commands on them are no-ops. */
+  readonly rejectedHandoffs = new Map<string, "source" | "destination">();
+  readonly running: Req[] = [];
+  readonly waiting = new Deque<Req>();
+  waitingLive = 0;
+  /** Activated destinations, served before the waiting deque (vLLM serves promoted requests first). */
+  readonly activated = new Deque<Req>();
+  activatedLive = 0;
+  readonly pendingDestinations = new Deque<Handoff>();
+  pendingLive = 0;
+  reservedCount = 0;
+  /** Async scheduling: requests in `running` that already produced their last token (phase "finishing"). */
+  finishingCount = 0;
+  /** Bumped whenever blocks are freed, so a failed destination head is retried only when capacity grew. */
+  capacityGeneration = 0;
+  reserveFailedAt: { handoff: Handoff; generation: number } | undefined;
+
+  constructor(config: RankConfig) {
+    this.groups = poolGroupsForProfile(config.profile, config.engine);
+    this.collectKvEvents = config.collectKvEvents ?? false;
+    this.pool = new KvCacheManager({
+      numPages: config.engine.num_gpu_blocks,
+      groups: this.groups,
+      enablePrefixCaching: config.engine.enable_prefix_caching,
+      vllmVersion: config.profile.vllm_version,
+      collectEvents: this.collectKvEvents,
+    });
+    this.chunking = this.pool.prefillChunking;
+    this.alignBlock = this.chunking === "any" ? undefined : mambaBlockSize(this.groups);
+    const problems = rankConfigProblems(config, this.alignBlock);
+    if (problems.length > 0) throw new RankConfigError(problems);
+    this.role = config.role;
+    this.profile = config.profile;
+    this.engine = config.engine;
+    this.usablePages = config.engine.num_gpu_blocks - 1;
+    this.timing = createTimingModel(config.timing, config.profile, config.engine);
+    this.linearBlockSize = isGroupedProfile(config.profile) ? undefined : kvBlockSizeTokens(config.profile, config.engine);
+    this.terms = {
+      mode: config.kvTransfer?.mode ?? "destination_missing",
+      bandwidthGbps: config.kvTransfer?.bandwidthGbps,
+      blockSizeTokens: this.linearBlockSize,
+    };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Queries
+
+  /** Running requests that a step could still schedule, or waiting or activated ones. */
+  hasSchedulableWork(): boolean {
+    return this.running.length > this.finishingCount || this.waitingLive > 0 || this.activatedLive > 0;
+  }
+
+  waitingCount(): number {
+    return this.waitingLive + this.activatedLive + this.pendingLive + this.reservedCount;
+  }
+
+  metrics(): RankMetrics {
+    const m = this.pool.metrics();
+    return { running: this.running.length, waiting: this.waitingCount(), pagesUsed: m.usedPages, pagesFree: m.freePages, usage: m.usage };
+  }
+
+  takeEvents(): readonly KvEvent[] {
+    return this.collectKvEvents ? this.pool.takeEvents() : NO_EVENTS;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Request lifecycle
+
+  newRequest(id: string, prompt: PromptTokens, maxOutputTokens: number, phase: Phase | undefined): Req {
+    const req: Req = {
+      id,
+      idHash: requestIdHash(id),
+      seq: this.pool.createSequence(id, prompt),
+      promptTokens: prompt.tokens.length,
+      maxOutputTokens,
+      computed: 0,
+      outputs: 0,
+      preemptions: 0,
+      phase: phase ?? "waiting",
+      handoff: undefined,
+      stepTokens: 0,
+      freed: false,
+    };
+    this.requests.set(id, req);
+    return req;
+  }
+
+  enqueueWaiting(req: Req): void {
+    req.phase = "waiting";
+    this.waiting.pushBack(req);
+    this.waitingLive++;
+  }
+
+  /** Preemption by recompute (vllm-rules 1.3), once its blocks are freed tail first: computed 0, to the front of waiting. */
+  requeuePreempted(req: Req, fx: EffectsBuilder): void {
+    req.computed = 0;
+    req.preemptions++;
+    req.phase = "waiting";
+    this.waiting.pushFront(req);
+    this.waitingLive++;
+    fx.preemptions.push({ requestId: req.id });
+  }
+
+  /** A request produced its last token (or had none to produce). */
+  complete(req: Req, fx: EffectsBuilder): void {
+    fx.finished.push({ requestId: req.id });
+    const h = req.handoff;
+    if (h?.side === "source" && h.state === "pending") {
+      // Source completion (grouped-pd.md 3): free what vLLM frees before the transfer, hold the rest.
+      const releasedPages = this.pool.releaseSourceSkipped(req.seq, req.computed);
+      this.capacityGeneration++;
+      const heldPages = this.pool.heldBlocks(req.seq).reduce((a, b) => a + b, 0);
+      h.state = "held";
+      req.phase = "held";
+      fx.lifecycle.push({
+        type: "source_held",
+        handoffId: h.id,
+        requestId: req.id,
+        terms: sourceTerms(this.profile, tokens(h.promptTokens), this.terms),
+        heldPages,
+        releasedPages,
+      });
+      return;
+    }
+    if (h !== undefined) h.state = "retired";
+    this.pool.free(req.seq);
+    this.capacityGeneration++;
+    this.forget(req);
+  }
+
+  /** Removes a request from wherever it is and frees its blocks (cancel paths). */
+  dropRequest(req: Req): void {
+    switch (req.phase) {
+      case "waiting":
+        this.waitingLive--;
+        break;
+      case "activated":
+        this.activatedLive--;
+        break;
+      case "pending_destination":
+        this.pendingLive--;
+        break;
+      case "reserved_destination":
+        this.reservedCount--;
+        break;
+      case "held":
+        break;
+      case "finishing":
+        if (req.freed) {
+          // A preemption already freed it and took it off the running list; its step is in flight.
+          if (req.handoff !== undefined) req.handoff.state = "retired";
+          this.forget(req);
+          return;
+        }
+        this.finishingCount--;
+        this.removeRunning(req);
+        break;
+      case "running":
+        this.removeRunning(req);
+        break;
+      case "gone":
+        return;
+    }
+    if (req.handoff !== undefined) req.handoff.state = "retired";
+    this.pool.free(req.seq);
+    this.capacityGeneration++;
+    this.forget(req);
+  }
+
+  /** Forgets a rejected request (its blocks already freed) and retires its handoff. */
+  retire(req: Req): void {
+    if (req.handoff !== undefined) {
+      req.handoff.state = "retired";
+      req.handoff.cancelled = true;
+    }
+    this.forget(req);
+  }
+
+  private removeRunning(req: Req): void {
+    const i = this.running.indexOf(req);
+    if (i < 0) throw new Error(`running request ${req.id} is not in the running list`);
+    this.running.splice(i, 1);
+  }
+
+  forget(req: Req): void {
+    req.phase = "gone";
+    this.requests.delete(req.id);
+  }
+
+  /** Drops requests that finished during a step from the running list. */
+  compactRunning(): void {
+    let w = 0;
+    for (const req of this.running) if (req.phase === "running" || req.phase === "finishing") this.running[w++] = req;
+    this.running.length = w;
+  }
+
+  /** The live head of a lazily cleaned queue (cancelled entries are dropped when they surface). */
+  peekLive(queue: Deque<Req>, phase: Phase): Req | undefined {
+    for (;;) {
+      const req = queue.peekFront();
+      if (req === undefined || req.phase === phase) return req;
+      queue.popFront();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Destinations (shared by the step and the handoff commands)
+
+  /**
+   * Reserves pending destinations in FIFO order: only the head is tried, without preempting, and
+   * only when capacity was freed since it last failed (grouped-pd.md 4).
+   */
+  tryReserveDestinations(fx: EffectsBuilder): void {
+    for (;;) {
+      const h = this.peekPendingDestination();
+      if (h === undefined) return;
+      const last = this.reserveFailedAt;
+      if (last?.handoff === h && last.generation === this.capacityGeneration) return;
+      const res = this.pool.reserveDestination(h.req.seq, h.transferredTokens);
+      if (res === undefined) {
+        this.reserveFailedAt = { handoff: h, generation: this.capacityGeneration };
+        return;
+      }
+      this.pendingDestinations.popFront();
+      this.pendingLive--;
+      this.reservedCount++;
+      h.state = "reserved";
+      h.hitTokens = res.hitTokens;
+      h.req.phase = "reserved_destination";
+      const missing =
+        this.linearBlockSize === undefined
+          ? ({ unit: "block", units: res.missingFullAttentionBlocks } as const)
+          : ({ unit: "token", units: res.missingFullAttentionBlocks * this.linearBlockSize } as const);
+      fx.lifecycle.push({ type: "destination_reserved", handoffId: h.id, requestId: h.req.id, missing, hitTokens: res.hitTokens });
+    }
+  }
+
+  peekPendingDestination(): Handoff | undefined {
+    for (;;) {
+      const h = this.pendingDestinations.peekFront();
+      if (h === undefined || (h.state === "pending" && h.req.phase === "pending_destination")) return h;
+      this.pendingDestinations.popFront(); // cancelled while pending
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Limits
+
+  /**
+   * Why a prompt can never be served, or undefined. `n` is the prompt length, `t` the tokens this
+   * rank holds for it (T for a handoff), `outputTokens` the tokens asked for.
+   */
+  promptRejection(n: number, t: number, outputTokens: number): string | undefined {
+    const maxModelLen = this.engine.max_model_len;
+    if (maxModelLen !== undefined && n >= maxModelLen) return `prompt of ${n} tokens reaches max_model_len ${maxModelLen}`;
+    // vLLM's server refuses a request whose prompt and max_tokens together exceed the context
+    // length, before it runs; it never starts one it would have to cut short.
+    if (maxModelLen !== undefined && n + outputTokens > maxModelLen) {
+      return `prompt of ${n} tokens + ${outputTokens} output tokens = ${n + outputTokens} exceeds max_model_len ${maxModelLen}`;
+    }
+    if (!this.engine.enable_chunked_prefill && t > this.engine.max_num_batched_tokens) {
+      return `prompt of ${t} tokens exceeds max_num_batched_tokens ${this.engine.max_num_batched_tokens} with chunked prefill off`;
+    }
+    const pages = this.minimumPages(t);
+    if (pages > this.usablePages) return `prompt of ${t} tokens needs at least ${pages} pages across its cache groups, more than the ${this.usablePages} usable pages of the pool`;
+    return undefined;
+  }
+
+  /**
+   * The fewest pages `t` tokens take across all groups: the window-trimmed blocks plus the 0.32.0
+   * checkpoint blocks the pool takes (with prefix caching only, as kv-pool does).
+   */
+  private minimumPages(t: number): number {
+    let pages = 0;
+    for (const g of this.groups) {
+      pages += groupBlocksForTokens(g, tokens(t)) + prefillCheckpointBlocks(g, this.profile.vllm_version, this.engine.enable_prefix_caching);
+    }
+    return pages;
+  }
+}

@@ -1,0 +1,243 @@
+/**
+ * One forward pass of a rank (vllm-rules 1.2, 1.3): the running pass, the waiting pass, the price
+ * of the step, and sampling. `planStep` does the work; `synchronousStep` is vLLM's classic engine
+ * loop (plan, run, process the outputs, plan again) and async scheduling
+ * (async-scheduling.ts) pipelines the same plans.
+ */
+import type { ScheduledWork, StepResult, TokenEmitted } from "./contract.js";
+import { admitActivated, admitWaiting, alignChunk } from "./admission.js";
+import { EffectsBuilder, type Req, type RankState } from "./rank-state.js";
+import type { DecodeBatch, StepBatch } from "./timing-model.js";
+import { tokenIdFromHash } from "./token-ids.js";
+
+/** A planned and priced step. */
+export interface PlannedStep {
+  readonly prefillMs: number;
+  readonly decodeMs: number;
+  readonly clamped: number;
+  readonly work: readonly ScheduledWork[];
+  readonly scheduledTokens: number;
+  /** Tokens sampled at the end of the step (only when the plan defers them, see `planStep`). */
+  readonly sampled: readonly { readonly req: Req; readonly index: number }[];
+  /** Requests whose last token the step samples (only when the plan defers finishing). */
+  readonly finishing: readonly Req[];
+}
+
+const NO_DECODE: DecodeBatch = { count: 0, sumSequenceTokens: 0 };
+
+/**
+ * Plans and prices one step from the rank's state now; undefined when it schedules nothing (the
+ * effects of a pass that only preempted or rejected are still in `fx`).
+ *
+ * `synchronous`: the sampled tokens go to `fx` stamped at the end of the step (`nowMs` plus its
+ * price) and finished requests are completed at once. Otherwise (async scheduling) the sampled
+ * tokens are listed in the plan and a request whose last token the step samples stays in the
+ * running list as "finishing" until the caller frees it when the step has run.
+ */
+export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, synchronous: boolean): PlannedStep | undefined {
+  const engine = state.engine;
+  const scheduled: Req[] = [];
+  const maxModelLen = engine.max_model_len;
+  const threshold = engine.long_prefill_token_threshold;
+  let budget = engine.max_num_batched_tokens;
+  let preempted = false;
+  let prefillCount = 0;
+  let sumIsl = 0;
+  let sumPrefix = 0;
+  let promptRows = 0;
+  let promptTokens = 0;
+  let promptContextTokens = 0;
+  let decodeRows = 0;
+  let decodeKvTokens = 0;
+  const chargePrefill = state.role !== "decode";
+
+  const record = (req: Req, computedBefore: number, n: number): void => {
+    req.stepTokens = n;
+    scheduled.push(req);
+    budget -= n;
+    const promptBefore = Math.min(computedBefore, req.promptTokens);
+    const promptAfter = Math.min(computedBefore + n, req.promptTokens);
+    if (chargePrefill && promptAfter > promptBefore) {
+      prefillCount++;
+      sumIsl += promptAfter;
+      sumPrefix += promptBefore;
+    }
+    // A decode row computes the one token at the end of a sequence that already has output.
+    if (chargePrefill && !(n === 1 && req.outputs > 0 && computedBefore + 1 === req.seq.numTokens)) {
+      promptRows++;
+      promptTokens += n;
+      promptContextTokens += computedBefore;
+    } else {
+      decodeRows++;
+      decodeKvTokens += computedBefore + n;
+    }
+    // Computed counts advance at schedule time (vllm-rules 1.2 step 8).
+    req.computed = computedBefore + n;
+  };
+
+  // 1. Running requests in list order.
+  const running = state.running;
+  for (let i = 0; i < running.length && budget > 0; ) {
+    const req = running[i]!;
+    if (req.phase === "finishing") {
+      // Async scheduling: its last token is in flight; vLLM skips a request certain to be done.
+      i++;
+      continue;
+    }
+    let n = req.seq.numTokens - req.computed;
+    if (threshold > 0 && n > threshold) n = threshold;
+    if (n > budget) n = budget;
+    if (maxModelLen !== undefined) n = Math.min(n, maxModelLen - 1 - req.computed);
+    n = alignChunk(state, req, req.computed, n);
+    if (n <= 0) {
+      i++;
+      continue;
+    }
+    let allocated = false;
+    for (;;) {
+      if (state.pool.allocateSlots(req.seq, { computedTokens: req.computed, newTokens: n })) {
+        allocated = true;
+        break;
+      }
+      // FCFS: the victim is the tail of running; it is never already scheduled in this step.
+      const victim = running.pop()!;
+      state.pool.free(victim.seq);
+      state.capacityGeneration++;
+      preempted = true;
+      if (victim.phase === "finishing") {
+        // Async scheduling: preempted while its last token is in flight. vLLM keeps that token,
+        // so the request still finishes when the step ends; only its blocks go now.
+        victim.freed = true;
+        state.finishingCount--;
+        fx.preemptions.push({ requestId: victim.id });
+        continue;
+      }
+      if (victim === req && running.length === 0 && state.pool.metrics().usedPages === 0) {
+        // Alone in an otherwise empty pool it still does not fit: recomputing would only come
+        // back here, so it can never finish (vLLM would loop; max_model_len usually prevents it).
+        fx.rejections.push({ requestId: req.id, reason: `its sequence of ${req.seq.numTokens} tokens outgrew the pool: ${req.computed} computed + ${n} new do not fit even in the empty pool of ${state.usablePages} usable pages` });
+        state.retire(req);
+        break;
+      }
+      state.requeuePreempted(victim, fx);
+      if (victim === req) break;
+    }
+    if (!allocated) break;
+    record(req, req.computed, n);
+    i++;
+  }
+
+  // 2. Waiting requests, only if nothing was preempted in this step.
+  while (!preempted && budget > 0 && running.length < engine.max_num_seqs) {
+    const materialized = state.peekLive(state.activated, "activated");
+    if (materialized !== undefined) {
+      if (!admitActivated(state, materialized, budget, fx, record)) break;
+      continue;
+    }
+    // A pending destination head blocks fresh admissions so that it cannot starve.
+    if (state.peekPendingDestination() !== undefined) break;
+    const req = state.peekLive(state.waiting, "waiting");
+    if (req === undefined) break;
+    const outcome = admitWaiting(state, req, budget, fx, record);
+    if (outcome === "stop") break;
+  }
+
+  if (scheduled.length === 0) return undefined;
+
+  // 3. Price the pass.
+  let decode = NO_DECODE;
+  if (state.role !== "prefill") {
+    let count = 0;
+    let sumSequenceTokens = 0;
+    for (const req of scheduled) {
+      if (req.computed >= req.seq.numTokens && req.outputs < req.maxOutputTokens) {
+        count++;
+        sumSequenceTokens += req.seq.numTokens;
+      }
+    }
+    decode = { count, sumSequenceTokens };
+  }
+  const batch: StepBatch = {
+    prefill: { count: prefillCount, sumIsl, sumPrefix },
+    decode,
+    promptRows,
+    promptTokens,
+    promptContextTokens,
+    decodeRows,
+    decodeKvTokens,
+  };
+  const price = state.timing.step(batch);
+  const endMs = nowMs + price.prefillMs + price.decodeMs;
+
+  // 4. Blocks become cache-visible once computed; requests that reached their end sample one token.
+  let finishedAny = false;
+  const sampled: { readonly req: Req; readonly index: number }[] = [];
+  const finishing: Req[] = [];
+  for (const req of scheduled) {
+    state.pool.commitComputed(req.seq, req.computed);
+    if (req.computed < req.seq.numTokens) continue; // a prefill chunk short of the end samples nothing
+    if (req.outputs < req.maxOutputTokens) {
+      const index = req.outputs;
+      req.seq.appendToken(tokenIdFromHash(req.idHash, index));
+      req.outputs++;
+      if (synchronous) fx.tokens.push({ requestId: req.id, index, atMs: endMs });
+      else sampled.push({ req, index });
+    }
+    if (req.outputs >= req.maxOutputTokens || (maxModelLen !== undefined && req.seq.numTokens >= maxModelLen)) {
+      if (synchronous) {
+        state.complete(req, fx);
+        finishedAny = true;
+      } else {
+        req.phase = "finishing";
+        state.finishingCount++;
+        finishing.push(req);
+      }
+    }
+  }
+  if (finishedAny) state.compactRunning();
+
+  const work: ScheduledWork[] = [];
+  let scheduledTokens = 0;
+  for (const req of scheduled) {
+    work.push({ requestId: req.id, tokens: req.stepTokens });
+    scheduledTokens += req.stepTokens;
+    req.stepTokens = 0;
+  }
+  return { prefillMs: price.prefillMs, decodeMs: price.decodeMs, clamped: price.clamped, work, scheduledTokens, sampled, finishing };
+}
+
+/** The result of a step that runs from `startMs` for the plan's duration (or of a pass that scheduled nothing). */
+export function stepResult(state: RankState, startMs: number, plan: PlannedStep | undefined, fx: EffectsBuilder): StepResult {
+  state.tryReserveDestinations(fx);
+  const prefillMs = plan?.prefillMs ?? 0;
+  const decodeMs = plan?.decodeMs ?? 0;
+  const end = plan === undefined ? startMs : startMs + prefillMs + decodeMs;
+  return {
+    startMs,
+    durationMs: end - startMs,
+    endMs: end,
+    prefillMs,
+    decodeMs,
+    scheduledTokens: plan?.scheduledTokens ?? 0,
+    scheduled: plan?.work ?? [],
+    clampedTimingQueries: plan?.clamped ?? 0,
+    effects: fx.build(state.takeEvents(), state.metrics()),
+  };
+}
+
+/**
+ * vLLM's synchronous engine loop: plan the step at `nowMs`, and apply its outputs (tokens at the
+ * end of the step, finished requests freed) before anything else happens on the rank.
+ */
+export function synchronousStep(state: RankState, nowMs: number): StepResult | undefined {
+  if (!state.hasSchedulableWork()) return undefined;
+  const fx = new EffectsBuilder();
+  const plan = planStep(state, fx, nowMs, true);
+  if (plan === undefined && fx.empty) return undefined;
+  return stepResult(state, nowMs, plan, fx);
+}
+
+/** Token effects of a deferred plan, stamped at the end of its step (none for requests cancelled since it was planned). */
+export function emitSampled(plan: PlannedStep, atMs: number, out: TokenEmitted[]): void {
+  for (const s of plan.sampled) if (s.req.phase !== "gone") out.push({ requestId: s.req.id, index: s.index, atMs });
+}
