@@ -1,7 +1,9 @@
 import { findNodeAtLocation, getNodePath, getNodeValue, parseTree, printParseErrorCode, type Node as JsonNode, type ParseError } from "jsonc-parser";
-import { isMap, isSeq, LineCounter, parseDocument as parseYamlDocument, type Node as YamlNode } from "yaml";
+import { isMap, isSeq, LineCounter, parseDocument as parseYamlDocument, visit, type Document, type Node as YamlNode } from "yaml";
 import type { z } from "zod";
 import { formatPath, InputError, type InputIssue } from "./errors.js";
+import { deepNestingOffset, deepValuePath } from "./json-text.js";
+import { MAX_NESTING_DEPTH } from "./limits.js";
 
 export type DocumentFormat = "json" | "yaml";
 
@@ -23,9 +25,21 @@ const TWO_POW_53 = 2n ** 53n;
 /** The issue for an integer literal a double cannot hold exactly, or undefined when it fits. */
 function imprecise(literal: bigint, path: readonly PropertyKey[]): InputIssue | undefined {
   const abs = literal < 0n ? -literal : literal;
-  if (abs <= TWO_POW_53 || BigInt(Number(literal)) === literal) return undefined;
-  return { path: formatPath(path), message: `must be at most 2^53 = 9007199254740992 (got ${literal}, too large to hold exactly)` };
+  if (abs <= TWO_POW_53) return undefined;
+  const asDouble = Number(literal);
+  // Beyond 1.8e308 the double is infinite; a 400-digit literal is no number kvsim can use.
+  if (Number.isFinite(asDouble) && BigInt(asDouble) === literal) return undefined;
+  const digits = abs.toString().length;
+  const shown = digits > 30 ? `a ${digits}-digit integer` : String(literal);
+  return { path: formatPath(path), message: `must be at most 2^53 = 9007199254740992 (got ${shown}, too large to hold exactly)` };
 }
+
+/** The refusal of a document that nests deeper than MAX_NESTING_DEPTH. */
+const tooDeep = (at: { line: number; column: number } | undefined): InputIssue => ({
+  path: "",
+  message: `nests arrays and objects more than ${MAX_NESTING_DEPTH} levels deep; no kvsim document needs more than a few`,
+  ...(at ?? {}),
+});
 
 /** Picks the format from a file name: `.json` is JSON, anything else YAML (YAML also reads JSON). */
 export function formatForFile(file: string): DocumentFormat {
@@ -50,9 +64,12 @@ function positionOf(starts: readonly number[], offset: number): { line: number; 
 }
 
 function parseJson(text: string, file: string): LocatedDocument {
+  const starts = lineStarts(text);
+  // jsonc-parser recurses once per level: refuse deep nesting before it can overflow the stack.
+  const deep = deepNestingOffset(text, MAX_NESTING_DEPTH);
+  if (deep !== undefined) throw new InputError(file, [tooDeep(positionOf(starts, deep))]);
   const errors: ParseError[] = [];
   const tree = parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
-  const starts = lineStarts(text);
   if (errors.length > 0 || tree === undefined) {
     const issues: InputIssue[] = errors.slice(0, 5).map((e) => ({
       path: "",
@@ -74,14 +91,17 @@ function parseJson(text: string, file: string): LocatedDocument {
     }
     if (node.type === "object") {
       // JSON.parse and jsonc keep the last of two equal keys; a config file with both is a mistake.
-      const seen = new Map<string, number>();
+      const seen = new Map<string, { line: number; column: number }>();
       for (const prop of node.children ?? []) {
         const key = prop.children?.[0];
         if (key?.type !== "string" || typeof key.value !== "string") continue;
         const at = positionOf(starts, prop.offset);
         const first = seen.get(key.value);
-        if (first === undefined) seen.set(key.value, at.line);
-        else issues.push({ path: formatPath([...getNodePath(node), key.value]), message: `duplicate key (also on line ${first})`, ...at });
+        if (first === undefined) seen.set(key.value, at);
+        else {
+          const where = first.line === at.line ? `at column ${first.column}` : `on line ${first.line}`;
+          issues.push({ path: formatPath([...getNodePath(node), key.value]), message: `duplicate key (also ${where})`, ...at });
+        }
       }
     }
     node.children?.forEach(visit);
@@ -127,17 +147,26 @@ export function describeJsonError(code: string): string {
   return words[code] ?? code;
 }
 
+/** The most alias expansions a YAML document may make: a few anchors reused is normal, a bomb is not. */
+const MAX_YAML_ALIASES = 100;
+
+/** What the yaml library reports when it gives up on deep nesting. */
+const STACK_OVERFLOW = "Maximum call stack size exceeded";
+
 function parseYaml(text: string, file: string): LocatedDocument {
   const lineCounter = new LineCounter();
   // Integers come back as bigint so that one beyond 2^53 can be told from its rounded double.
   const doc = parseYamlDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false, intAsBigInt: true });
+  const at = (offset: number) => {
+    const pos = lineCounter.linePos(offset);
+    return { line: pos.line, column: pos.col };
+  };
   if (doc.errors.length > 0) {
+    const deep = doc.errors.find((e) => e.message.includes(STACK_OVERFLOW));
+    if (deep !== undefined) throw new InputError(file, [tooDeep(at(deep.pos[0]))]);
     throw new InputError(
       file,
-      doc.errors.slice(0, 5).map((e) => {
-        const pos = lineCounter.linePos(e.pos[0]);
-        return { path: "", message: `malformed YAML: ${e.message.split("\n")[0] ?? e.code}`, line: pos.line, column: pos.col };
-      }),
+      doc.errors.slice(0, 5).map((e) => ({ path: "", message: `malformed YAML: ${e.message.split("\n")[0] ?? e.code}`, ...at(e.pos[0]) })),
     );
   }
   const issues: InputIssue[] = [];
@@ -148,19 +177,48 @@ function parseYaml(text: string, file: string): LocatedDocument {
     locate(path) {
       for (let n = path.length; n >= 0; n--) {
         const node = nodeAt(doc.contents, path.slice(0, n));
-        if (node?.range !== undefined && node.range !== null) {
-          const pos = lineCounter.linePos(node.range[0]);
-          return { line: pos.line, column: pos.col };
-        }
+        if (node?.range !== undefined && node.range !== null) return at(node.range[0]);
       }
       return undefined;
     },
   };
-  const value = numbersFromBigInts(doc.toJS({ maxAliasCount: 100 }), [], (path, literal) => {
+  let js: unknown;
+  try {
+    js = doc.toJS({ maxAliasCount: MAX_YAML_ALIASES });
+  } catch (e) {
+    // An alias to no anchor, an alias bomb, or aliases nesting a value past the stack.
+    if (e instanceof ReferenceError || (e instanceof RangeError && e.message.includes(STACK_OVERFLOW))) throw new InputError(file, [aliasIssue(doc, e, at)]);
+    throw e;
+  }
+  const deep = deepValuePath(js, MAX_NESTING_DEPTH);
+  if (deep !== undefined) throw new InputError(file, [tooDeep(located.locate(deep))]);
+  const value = numbersFromBigInts(js, [], (path, literal) => {
     const issue = imprecise(literal, path);
     if (issue !== undefined) issues.push({ ...issue, ...(located.locate(path) ?? {}) });
   });
   return { ...located, value };
+}
+
+/** Why the aliases of a YAML document cannot be expanded, at the alias to blame. */
+function aliasIssue(doc: Document, error: Error, at: (offset: number) => { line: number; column: number }): InputIssue {
+  let unresolved: { name: string; offset: number } | undefined;
+  let first: number | undefined;
+  visit(doc, {
+    Alias(_, node) {
+      const offset = node.range?.[0] ?? 0;
+      first ??= offset;
+      if (node.resolve(doc) === undefined) {
+        unresolved = { name: node.source, offset };
+        return visit.BREAK;
+      }
+      return undefined;
+    },
+  });
+  if (unresolved !== undefined) {
+    return { path: "", message: `the alias *${unresolved.name} refers to no anchor (an anchor &${unresolved.name} must come before it)`, ...at(unresolved.offset) };
+  }
+  const why = error instanceof RangeError ? "nest a value too deeply" : `expand to more than ${MAX_YAML_ALIASES} copies`;
+  return { path: "", message: `the YAML aliases ${why} (an alias bomb?); write the values out instead`, ...(first === undefined ? {} : at(first)) };
 }
 
 /** Replaces every bigint of a YAML value by a number, reporting each one to `seen` with its path. */
@@ -206,7 +264,46 @@ function nodeAt(root: unknown, path: readonly PropertyKey[]): (YamlNode & { rang
  */
 export function parseDocumentText(text: string, file: string, format: DocumentFormat = formatForFile(file)): LocatedDocument {
   if (text.trim() === "") throw new InputError(file, [{ path: "", message: "the file is empty" }]);
-  return format === "json" ? parseJson(text, file) : parseYaml(text, file);
+  // A trace handed where a document belongs reads as malformed YAML or JSON, or as one long YAML
+  // string: say what it is instead.
+  const notTrace = () => {
+    const trace = traceLike(text);
+    if (trace === undefined) return;
+    throw new InputError(file, [
+      { path: "", message: `expected one JSON or YAML document (a profile or a spec), but this is ${trace}; a trace is checked through the spec that names it (workload.trace)`, line: 1 },
+    ]);
+  };
+  let doc: LocatedDocument;
+  try {
+    doc = format === "json" ? parseJson(text, file) : parseYaml(text, file);
+  } catch (e) {
+    if (e instanceof InputError) notTrace();
+    throw e;
+  }
+  if (doc.value === null || typeof doc.value !== "object") notTrace();
+  return doc;
+}
+
+/** "a JSON Lines trace" or "an Azure CSV trace" when the text looks like one, else undefined. */
+function traceLike(text: string): string | undefined {
+  const lines: string[] = [];
+  for (let start = 0; start < text.length && lines.length < 2; ) {
+    const end = text.indexOf("\n", start);
+    const line = text.slice(start, end === -1 ? text.length : end).trim();
+    if (line !== "") lines.push(line);
+    start = end === -1 ? text.length : end + 1;
+  }
+  if (lines[0]?.replace(/^\uFEFF/, "").startsWith("TIMESTAMP,") === true) return "an Azure CSV trace (its header is TIMESTAMP,...)";
+  if (lines.length < 2) return undefined;
+  const isObject = (line: string) => {
+    try {
+      const v: unknown = JSON.parse(line);
+      return v !== null && typeof v === "object" && !Array.isArray(v);
+    } catch {
+      return false;
+    }
+  };
+  return lines.every(isObject) ? "a JSON Lines file (one JSON object per line, like a Mooncake or kvsim trace)" : undefined;
 }
 
 /** A short rendering of an offending value for messages (JSON, cut at 60 characters). */
@@ -217,7 +314,8 @@ export function renderValue(v: unknown): string {
     const json: unknown = typeof v === "bigint" || (typeof v === "number" && !Number.isFinite(v)) ? String(v) : JSON.stringify(v);
     s = typeof json === "string" ? json : String(v);
   } catch {
-    s = String(v);
+    // A value nested past the stack cannot be rendered at all; say what it is.
+    s = Array.isArray(v) ? "[...]" : typeof v === "object" && v !== null ? "{...}" : String(v);
   }
   return s.length > 60 ? `${s.slice(0, 57)}...` : s;
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_REQUEST_TOKENS } from "./limits.js";
 import { nonNegativeInt, positiveInt } from "./primitives.js";
 
 /** The most pool pages one rank may have. */
@@ -15,10 +16,14 @@ const fields = {
     // typo (an extra few zeros) from exhausting the machine's memory.
     .max(MAX_PAGES_PER_RANK, { error: `must be at most ${MAX_PAGES_PER_RANK} (2^24) pages per rank`, abort: true })
     .describe("Pool pages per rank, the null page included (P pages give P - 1 usable)."),
-  block_size: positiveInt().describe("Tokens per block; linear profiles only (grouped profiles take it from their groups)."),
+  block_size: positiveInt()
+    .max(MAX_REQUEST_TOKENS, { error: `must be at most ${MAX_REQUEST_TOKENS} (2^24) tokens`, abort: true })
+    .describe("Tokens per block; linear profiles only (grouped profiles take it from their groups)."),
   max_num_batched_tokens: positiveInt().describe("Token budget of one forward pass."),
   max_num_seqs: positiveInt().describe("Most requests running at once."),
-  max_model_len: positiveInt().describe("Prompt + output limit; prompts that reach it are rejected."),
+  max_model_len: positiveInt()
+    .max(2 * MAX_REQUEST_TOKENS, { error: `must be at most ${2 * MAX_REQUEST_TOKENS} (2^25) tokens: a prompt and an output of 2^24 tokens each`, abort: true })
+    .describe("Prompt + output limit; prompts that reach it are rejected."),
   enable_prefix_caching: z.boolean().describe("Serve prefix hits from cached blocks."),
   enable_chunked_prefill: z.boolean().describe("Split long prompts over several passes."),
   long_prefill_token_threshold: nonNegativeInt().describe("Caps the tokens one request gets in one step; 0 = off."),

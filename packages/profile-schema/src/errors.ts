@@ -50,3 +50,8 @@ export function formatPath(path: readonly PropertyKey[]): string {
   }
   return out;
 }
+
+/** The inverse of formatPath: `kv_cache_groups[2].prefix_cacheable` back to its keys. */
+export function parsePath(path: string): PropertyKey[] {
+  return [...path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)].map((m) => (m[2] === undefined ? m[1]! : Number(m[2])));
+}

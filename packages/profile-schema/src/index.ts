@@ -1,4 +1,4 @@
-export { InputError, formatIssue, formatIssues, formatPath, type InputIssue } from "./errors.js";
+export { InputError, formatIssue, formatIssues, formatPath, parsePath, type InputIssue } from "./errors.js";
 export {
   tokens,
   blocks,
@@ -88,6 +88,25 @@ export {
   type LocatedDocument,
 } from "./document.js";
 export { parseProfile, validateProfile, parseSpec, resolveSpecPaths } from "./parse.js";
+export { documentKind, documentKindIssue, assertDocumentKind, type DocumentKind } from "./document-kind.js";
+export { deepNestingOffset, duplicateKey, deepValuePath, scanJsonText, type DuplicateKey, type JsonTextProblem } from "./json-text.js";
+export {
+  MAX_VIRTUAL_TIME_MS,
+  MAX_VIRTUAL_TIME_TEXT,
+  MAX_DURATION_MS,
+  MIN_BANDWIDTH_GBPS,
+  MAX_BANDWIDTH_GBPS,
+  MIN_RATE_PER_S,
+  MAX_RATE_PER_S,
+  MIN_SPEEDUP,
+  MAX_SPEEDUP,
+  MAX_SYNTHETIC_REQUESTS,
+  MAX_NESTING_DEPTH,
+  MAX_DOCUMENT_BYTES,
+  MAX_JSONL_LINE_BYTES,
+  MAX_CSV_LINE_BYTES,
+  describeBytes,
+} from "./limits.js";
 export {
   MooncakeTraceLineSchema,
   KvsimTraceLineSchema,

@@ -1,11 +1,14 @@
 import { dirname, isAbsolute, resolve } from "node:path";
 import { parseDocumentText, validateDocument, validateValue, type DocumentFormat } from "./document.js";
+import { assertDocumentKind } from "./document-kind.js";
 import { ProfileSchema, type Profile } from "./profile.js";
 import { SpecSchema, type Spec } from "./spec.js";
 
 /** Parses and validates a profile file's text (JSON or YAML). Throws InputError. */
 export function parseProfile(text: string, file = "<profile>", format?: DocumentFormat): Profile {
-  return validateDocument(ProfileSchema, parseDocumentText(text, file, format));
+  const doc = parseDocumentText(text, file, format);
+  assertDocumentKind(doc, "profile");
+  return validateDocument(ProfileSchema, doc);
 }
 
 /** Validates a profile that is already a value (an inline profile in a spec, say). */
@@ -18,8 +21,9 @@ export function validateProfile(value: unknown, file = "<profile>"): Profile {
  * the spec file's folder, so the result can be used from any working directory.
  */
 export function parseSpec(text: string, file = "<spec>", format?: DocumentFormat): Spec {
-  const spec = validateDocument(SpecSchema, parseDocumentText(text, file, format));
-  return resolveSpecPaths(spec, file);
+  const doc = parseDocumentText(text, file, format);
+  assertDocumentKind(doc, "spec");
+  return resolveSpecPaths(validateDocument(SpecSchema, doc), file);
 }
 
 /** Resolves every relative path of a spec against the folder of `specFile`. */

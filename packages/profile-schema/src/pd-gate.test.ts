@@ -128,9 +128,9 @@ describe("checkPdTopology", () => {
     expect(checkPdTopology(glm("0.32.0"), linear)).toStrictEqual([
       {
         role: "decode",
-        path: "kv_cache_groups",
+        path: "",
         message:
-          "decode role: kv_cache_groups must match the prefill role's: the prefill profile is grouped (kv_cache_groups), the decode profile linear (kv_bytes_per_token) (a grouped rank counts in blocks, a linear rank in tokens)",
+          "decode role: the prefill and decode profiles have different KV layouts: the prefill profile is grouped (kv_cache_groups), the decode profile linear (kv_bytes_per_token); a grouped rank counts in blocks, a linear rank in tokens, so no handoff can pass between them",
       },
     ]);
   });

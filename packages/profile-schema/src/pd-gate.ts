@@ -1,7 +1,8 @@
 import { formatPath, type InputIssue } from "./errors.js";
 import { takesPrefillCheckpoints } from "./geometry.js";
 import { isGroupedProfile, isMambaTypeGroup, type CacheGroup, type GroupedProfile, type Profile } from "./profile.js";
-import { tokens, type Tokens } from "./units.js";
+import { MAX_REQUEST_TOKENS } from "./limits.js";
+import { MAX_SAFE_BYTES, tokens, type Tokens } from "./units.js";
 
 /** The two roles of a disaggregated (P/D) topology. */
 export type PdRole = "prefill" | "decode";
@@ -56,7 +57,16 @@ export function checkPdGate(profile: Profile, role: PdRole): PdGateProblem[] {
  * `checkPdGate`; transfer pricing checks only this.
  */
 export function handoffLayoutIssues(profile: Profile): InputIssue[] {
-  if (!isGroupedProfile(profile)) return [];
+  if (!isGroupedProfile(profile)) {
+    const rate = profile.kv_bytes_per_token ?? 0;
+    if (rate * MAX_REQUEST_TOKENS <= MAX_SAFE_BYTES) return [];
+    return [
+      {
+        path: "kv_bytes_per_token",
+        message: `kv_bytes_per_token must be at most ${MAX_SAFE_BYTES / MAX_REQUEST_TOKENS} (2^29) to price a handoff: the longest prompt (2^24 tokens) would move ${rate} x 2^24 bytes, beyond 2^53 (got ${rate})`,
+      },
+    ];
+  }
   const issues: InputIssue[] = [];
   const add = (path: string, message: string) => issues.push({ path, message });
   let firstFull: { readonly index: number; readonly size: number } | undefined;
@@ -80,7 +90,36 @@ export function handoffLayoutIssues(profile: Profile): InputIssue[] {
   if (firstFull === undefined) {
     add("kv_cache_groups", "kv_cache_groups needs at least one full_attention group: a grouped handoff counts in full-attention blocks");
   }
+  const worst = worstHandoff(profile.kv_cache_groups);
+  if (worst.bytes > MAX_SAFE_BYTES) {
+    add(
+      groupPath(worst.largest, "transfer_bytes_per_block"),
+      `transfer_bytes_per_block is too large to price a handoff: the longest prompt (2^24 tokens) would move about ${worst.bytes.toPrecision(3)} bytes, beyond 2^53 (${groupLabel(profile.kv_cache_groups[worst.largest]!, worst.largest)}: ${worst.largestBytes.toPrecision(3)})`,
+    );
+  }
   return issues;
+}
+
+/**
+ * Bytes a handoff of the longest prompt (MAX_REQUEST_TOKENS) moves at most, over every group (full
+ * attention: every block; window: one window's blocks plus one; state: one block), and the group
+ * that moves the most. When it fits in 2^53 bytes, pricing any prompt is exact.
+ */
+function worstHandoff(groups: readonly CacheGroup[]): { bytes: number; largest: number; largestBytes: number } {
+  let total = 0;
+  let largest = 0;
+  let largestBytes = 0;
+  groups.forEach((g, i) => {
+    const all = Math.ceil(MAX_REQUEST_TOKENS / g.block_size_tokens);
+    const window = g.window_tokens === undefined ? all : Math.min(all, Math.ceil(g.window_tokens / g.block_size_tokens) + 1);
+    const moved = (g.kind === "state" ? 1 : g.kind === "full_attention" ? all : window) * (g.transfer_bytes_per_block ?? 0);
+    total += moved;
+    if (moved > largestBytes) {
+      largest = i;
+      largestBytes = moved;
+    }
+  });
+  return { bytes: total, largest, largestBytes };
 }
 
 /** The group fields a P/D pair must agree on. prefill_checkpoint_blocks is local: checkpoints never move. */
@@ -90,8 +129,9 @@ const show = (v: string | number | boolean | undefined): string => (v === undefi
 
 /**
  * Refuses a prefill/decode pair whose KV layouts differ: one grouped and one linear (a grouped
- * rank counts in blocks, a linear rank in tokens), different `kv_cache_groups`, or different
- * `kv_bytes_per_token`. Problems carry role `decode` and paths into the decode profile.
+ * rank counts in blocks, a linear rank in tokens; the path is "", the whole decode profile),
+ * different `kv_cache_groups`, or different `kv_bytes_per_token`. Problems carry role `decode`
+ * and paths into the decode profile.
  */
 export function checkPdTopology(prefill: Profile, decode: Profile): PdGateProblem[] {
   const problems: PdGateProblem[] = [];
@@ -100,10 +140,11 @@ export function checkPdTopology(prefill: Profile, decode: Profile): PdGateProble
   const dGroups = decode.kv_cache_groups;
   if (pGroups === undefined || dGroups === undefined) {
     if (pGroups !== undefined || dGroups !== undefined) {
+      // Not one field but the whole layout: the path is the profile itself (callers point at it).
       const layout = (groups: unknown) => (groups === undefined ? "linear (kv_bytes_per_token)" : "grouped (kv_cache_groups)");
       add(
-        "kv_cache_groups",
-        `kv_cache_groups must match the prefill role's: the prefill profile is ${layout(pGroups)}, the decode profile ${layout(dGroups)} (a grouped rank counts in blocks, a linear rank in tokens)`,
+        "",
+        `the prefill and decode profiles have different KV layouts: the prefill profile is ${layout(pGroups)}, the decode profile ${layout(dGroups)}; a grouped rank counts in blocks, a linear rank in tokens, so no handoff can pass between them`,
       );
     } else if (prefill.kv_bytes_per_token !== decode.kv_bytes_per_token) {
       add("kv_bytes_per_token", `kv_bytes_per_token must match the prefill role's (got ${show(decode.kv_bytes_per_token)}, prefill has ${show(prefill.kv_bytes_per_token)})`);

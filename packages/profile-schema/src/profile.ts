@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { byteCount, finiteNumber, nonBlank, nonNegativeInt, positiveInt } from "./primitives.js";
+import { byteCount, durationMs, nonBlank, nonNegativeInt, positiveInt } from "./primitives.js";
 
 /** How a cache group holds tokens (grouped-pd.md section 1). */
 export const CacheGroupKindSchema = z.enum(["full_attention", "sliding_window", "convolution", "state"]);
@@ -47,7 +47,7 @@ export const PrefillPointSchema = z.strictObject({
   new_tokens: nonNegativeInt(),
   /** Prefix (already cached or computed) tokens read in the pass, summed over the batch. */
   cached_tokens: nonNegativeInt(),
-  latency_ms: finiteNumber().min(0, { error: "must not be negative", abort: true }),
+  latency_ms: durationMs().describe("Measured pass latency, ms (0 to 10^6, about 17 minutes)."),
 });
 export type PrefillPoint = z.infer<typeof PrefillPointSchema>;
 
@@ -56,7 +56,7 @@ export const DecodePointSchema = z.strictObject({
   batch_size: positiveInt(),
   /** KV tokens read by the pass, summed over the batch. */
   kv_tokens: nonNegativeInt(),
-  latency_ms: finiteNumber().min(0, { error: "must not be negative", abort: true }),
+  latency_ms: durationMs().describe("Measured pass latency, ms (0 to 10^6, about 17 minutes)."),
 });
 export type DecodePoint = z.infer<typeof DecodePointSchema>;
 

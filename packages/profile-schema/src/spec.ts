@@ -1,12 +1,26 @@
 import { z } from "zod";
 import { EngineOverridesSchema } from "./engine.js";
-import { finiteNumber, nonBlank, nonNegativeInt, positiveInt } from "./primitives.js";
+import {
+  MAX_BANDWIDTH_GBPS,
+  MAX_DURATION_MS,
+  MAX_RATE_PER_S,
+  MAX_REQUEST_TOKENS,
+  MAX_SPEEDUP,
+  MAX_SYNTHETIC_REQUESTS,
+  MAX_VIRTUAL_TIME_MS,
+  MIN_BANDWIDTH_GBPS,
+  MIN_RATE_PER_S,
+  MIN_SPEEDUP,
+} from "./limits.js";
+import { durationMs, finiteNumber, nonBlank, nonNegativeInt, positiveInt, rangedNumber } from "./primitives.js";
 import { ProfileSchema } from "./profile.js";
-import { MAX_REQUEST_TOKENS } from "./trace.js";
 
-const positiveFinite = () => finiteNumber().positive({ error: "must be greater than 0", abort: true });
-/** A step-time coefficient: finite, >= 0, 0 when absent. */
-const coefficient = () => finiteNumber().min(0, { error: "must not be negative", abort: true }).default(0);
+/** A step-time coefficient in ms: from 0 to MAX_DURATION_MS, 0 when absent. */
+const coefficient = () => durationMs().default(0);
+/** A step-time coefficient in microseconds per token: from 0 to 10^6 (a second per token), 0 when absent. */
+const perTokenUs = () => rangedNumber(0, 1e6, "us", { note: "a second per token" }).default(0);
+/** A time span in ms, in (0, MAX_VIRTUAL_TIME_MS]. */
+const spanMs = () => rangedNumber(0, MAX_VIRTUAL_TIME_MS, "ms", { exclusiveMin: true, note: "about 317 years" });
 
 /** A profile given by path (relative to the spec file) or inline. */
 export const ProfileRefSchema = z.union([nonBlank(), ProfileSchema], {
@@ -35,18 +49,20 @@ export type TransferMode = z.infer<typeof TransferModeSchema>;
 
 export const KvTransferSchema = z.strictObject({
   /** Decimal GB/s (10^9 B/s). Absent: no modelled transfer delay. 0 is refused, not "off". */
-  bandwidth_gbps: positiveFinite().optional(),
+  bandwidth_gbps: rangedNumber(MIN_BANDWIDTH_GBPS, MAX_BANDWIDTH_GBPS, "GB/s", { note: "1 MB/s to 100 TB/s" })
+    .optional()
+    .describe(`Decimal GB/s (10^9 B/s), ${MIN_BANDWIDTH_GBPS} to ${MAX_BANDWIDTH_GBPS}; absent: no modelled transfer delay (0 is refused, not "off").`),
   mode: TransferModeSchema.default("destination_missing"),
   /** Delay used when no bandwidth is set. */
-  fallback_latency_ms: finiteNumber().min(0, { error: "must not be negative", abort: true }).default(0),
+  fallback_latency_ms: durationMs().default(0).describe(`Transfer delay when no bandwidth is set, ms (0 to ${MAX_DURATION_MS}).`),
 });
 export type KvTransfer = z.infer<typeof KvTransferSchema>;
 
 export const TimingSchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("fixed"),
-    prefill_ms: finiteNumber().min(0, { error: "must not be negative", abort: true }),
-    decode_ms: finiteNumber().min(0, { error: "must not be negative", abort: true }),
+    prefill_ms: durationMs().describe(`Time of a pass with prompt work, ms (0 to ${MAX_DURATION_MS}).`),
+    decode_ms: durationMs().describe(`Time of a pass's decode part, ms (0 to ${MAX_DURATION_MS}).`),
   }),
   /** The upstream simulator's uncalibrated polynomial (aisimulate-replay.md section 4.2). */
   z.strictObject({ type: z.literal("polynomial") }),
@@ -61,20 +77,24 @@ export const TimingSchema = z.discriminatedUnion("type", [
     type: z.literal("linear"),
     step_ms: coefficient().describe("Per step (CPU scheduling, launch, weights read once), ms."),
     per_sequence_ms: coefficient().describe("Per scheduled sequence (a decode-only step counts it padded up to the next cudagraph capture size), ms."),
-    per_kv_token_us: coefficient().describe("Per KV token a decode row attends (its tokens before the one it computes, that one included), microseconds."),
-    per_prompt_token_us: coefficient().describe("Per prompt token computed by a prompt row (a prefill chunk, or a recompute after preemption), microseconds."),
-    per_cached_token_us: coefficient().describe("Per token a prompt row already holds before its chunk (prefix-cache hit and earlier chunks), microseconds."),
+    per_kv_token_us: perTokenUs().describe("Per KV token a decode row attends (its tokens before the one it computes, that one included), microseconds."),
+    per_prompt_token_us: perTokenUs().describe("Per prompt token computed by a prompt row (a prefill chunk, or a recompute after preemption), microseconds."),
+    per_cached_token_us: perTokenUs().describe("Per token a prompt row already holds before its chunk (prefix-cache hit and earlier chunks), microseconds."),
     prompt_step_ms: coefficient().describe("Once per step that carries prompt work (mixed steps run piecewise CUDA graphs, decode-only steps whole graphs), ms."),
   }),
 ], { error: "type must be fixed, polynomial, profile or linear" });
 export type Timing = z.infer<typeof TimingSchema>;
 
 export const SyntheticWorkloadSchema = z.strictObject({
-  requests: positiveInt(),
+  requests: positiveInt()
+    .max(MAX_SYNTHETIC_REQUESTS, { error: `must be at most ${MAX_SYNTHETIC_REQUESTS} (each request keeps a record in memory until the report is written)`, abort: true })
+    .describe(`Requests, 1 to ${MAX_SYNTHETIC_REQUESTS}.`),
   input_tokens: positiveInt().max(MAX_REQUEST_TOKENS, { error: `must be at most ${MAX_REQUEST_TOKENS} (2^24) tokens`, abort: true }),
   output_tokens: positiveInt().max(MAX_REQUEST_TOKENS, { error: `must be at most ${MAX_REQUEST_TOKENS} (2^24) tokens`, abort: true }),
   /** Mean Poisson arrival rate; absent: every request arrives at 0. */
-  rate_per_s: positiveFinite().optional(),
+  rate_per_s: rangedNumber(MIN_RATE_PER_S, MAX_RATE_PER_S, "requests per second")
+    .optional()
+    .describe(`Mean Poisson arrival rate, ${MIN_RATE_PER_S} to ${MAX_RATE_PER_S} requests per second; absent: every request arrives at 0.`),
   seed: nonNegativeInt().default(0),
   /** Fraction of each prompt (rounded down to whole tokens) that is a prefix shared by every request. */
   shared_prefix_ratio: finiteNumber().min(0, { error: "must be in [0, 1]", abort: true }).max(1, { error: "must be in [0, 1]", abort: true }).default(0),
@@ -90,9 +110,14 @@ export const WorkloadSchema = z
     synthetic: SyntheticWorkloadSchema.optional(),
     format: TraceFormatSchema.optional(),
     /** Tokens per Mooncake hash id. */
-    trace_block_size: positiveInt().default(512),
+    trace_block_size: positiveInt()
+      .max(MAX_REQUEST_TOKENS, { error: `must be at most ${MAX_REQUEST_TOKENS} (2^24) tokens`, abort: true })
+      .default(512)
+      .describe("Tokens per Mooncake hash id."),
     /** Arrival times are divided by it. */
-    speedup: positiveFinite().default(1),
+    speedup: rangedNumber(MIN_SPEEDUP, MAX_SPEEDUP, "")
+      .default(1)
+      .describe(`Arrival times are divided by it; ${MIN_SPEEDUP} to ${MAX_SPEEDUP}. Arrivals, once divided, must fall within 10^13 ms of the first.`),
   })
   .superRefine((w, ctx) => {
     if ((w.trace === undefined) === (w.synthetic === undefined)) {
@@ -109,9 +134,9 @@ export type Workload = z.infer<typeof WorkloadSchema>;
 
 export const SlaSchema = z
   .strictObject({
-    ttft_ms: positiveFinite().optional(),
-    itl_ms: positiveFinite().optional(),
-    e2e_ms: positiveFinite().optional(),
+    ttft_ms: spanMs().optional(),
+    itl_ms: spanMs().optional(),
+    e2e_ms: spanMs().optional(),
   })
   .refine((s) => s.ttft_ms !== undefined || s.itl_ms !== undefined || s.e2e_ms !== undefined, { error: "set at least one of ttft_ms, itl_ms, e2e_ms" });
 export type Sla = z.infer<typeof SlaSchema>;
@@ -136,7 +161,9 @@ export const SpecSchema = z
     router: RouterSchema.default("round_robin").describe("Placement: round_robin or kv_aware."),
     sla: SlaSchema.optional().describe("Service-level targets for goodput."),
     /** Soft cutoff on virtual time: no event after it is processed. */
-    max_virtual_time_ms: finiteNumber().min(0, { error: "must not be negative", abort: true }).optional().describe("Soft cutoff on virtual time."),
+    max_virtual_time_ms: rangedNumber(0, MAX_VIRTUAL_TIME_MS, "ms", { note: "about 317 years" })
+      .optional()
+      .describe("Soft cutoff on virtual time, ms (0 to 10^13)."),
   })
   .superRefine((s, ctx) => {
     if (s.topology.kind === "aggregated") {

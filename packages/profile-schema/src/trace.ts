@@ -3,14 +3,13 @@ import { parseTree, printParseErrorCode, type ParseError } from "jsonc-parser";
 import { z } from "zod";
 import { describeJsonError, renderValue, zodIssues } from "./document.js";
 import { InputError, type InputIssue } from "./errors.js";
+import { deepNestingOffset, scanJsonText } from "./json-text.js";
+import { MAX_NESTING_DEPTH, MAX_SPEEDUP, MAX_VIRTUAL_TIME_MS, MAX_VIRTUAL_TIME_TEXT, MIN_SPEEDUP } from "./limits.js";
 import { finiteNumber, nonBlank, positiveInt } from "./primitives.js";
 
-/**
- * The most tokens one request may ask for, in its prompt or its output (2^24, about 16.8M): beyond
- * any model's context, and small enough that a mistyped length cannot exhaust memory when the
- * replay synthesises the prompt.
- */
-export const MAX_REQUEST_TOKENS = 2 ** 24;
+import { MAX_REQUEST_TOKENS } from "./limits.js";
+
+export { MAX_REQUEST_TOKENS };
 const tokenCount = () => positiveInt().max(MAX_REQUEST_TOKENS, { error: `must be at most ${MAX_REQUEST_TOKENS} (2^24) tokens`, abort: true });
 import type { TraceFormat } from "./spec.js";
 
@@ -36,6 +35,11 @@ export interface TraceReadOptions {
   readonly file: string;
   /** Mooncake: tokens per hash id (default 512). */
   readonly traceBlockSize?: number;
+  /**
+   * The spec's speedup (default 1): arrivals are divided by it in the replay, so each arrival, once
+   * divided, must lie within MAX_VIRTUAL_TIME_MS of the first.
+   */
+  readonly speedup?: number;
 }
 
 /** What parsing one line needs besides the format. */
@@ -140,20 +144,35 @@ function checkBlockSize(size: number | undefined): number {
   return b;
 }
 
-/** JSON.parse is the fast path; on failure jsonc-parser finds the column of the first problem. */
+const tooDeep = (file: string, line: number, offset: number): never =>
+  fail(file, line, [{ path: "", message: `nests arrays and objects more than ${MAX_NESTING_DEPTH} levels deep, at column ${offset + 1}; a trace line is one flat object` }]);
+
+/**
+ * JSON.parse is the fast path; on failure jsonc-parser finds the column of the first problem.
+ * One more pass refuses a key given twice (JSON.parse keeps the last) and deep nesting (which
+ * would overflow the validators).
+ */
 function parseJsonLine(text: string, file: string, line: number): Record<string, unknown> {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (e) {
+    // jsonc-parser recurses once per level: refuse deep nesting before it can overflow the stack.
+    const deep = deepNestingOffset(text, MAX_NESTING_DEPTH);
+    if (deep !== undefined) tooDeep(file, line, deep);
     const errors: ParseError[] = [];
     parseTree(text, errors, { disallowComments: true, allowTrailingComma: false });
     const first = errors[0];
     const what = first === undefined ? (e instanceof Error ? e.message : String(e)) : describeJsonError(printParseErrorCode(first.error));
     throw new InputError(file, [{ path: "", message: `malformed JSON: ${what}`, line, ...(first === undefined ? {} : { column: first.offset + 1 }) }]);
   }
+  const problem = scanJsonText(text, MAX_NESTING_DEPTH);
+  if (problem?.kind === "deep") tooDeep(file, line, problem.offset);
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     fail(file, line, [{ path: "", message: `expected a JSON object (got ${renderValue(value)})` }]);
+  }
+  if (problem?.kind === "duplicate") {
+    fail(file, line, [{ path: problem.key, message: `duplicate key (also at column ${problem.firstOffset + 1})`, column: problem.offset + 1 }]);
   }
   return value as Record<string, unknown>;
 }
@@ -285,6 +304,9 @@ export function parseTraceLine(format: TraceFormat, text: string, lineNumber: nu
 export async function* readTrace(lines: AsyncIterable<string> | Iterable<string>, options: TraceReadOptions): AsyncGenerator<TraceRecord> {
   const { format, file } = options;
   const blockSize = checkBlockSize(options.traceBlockSize);
+  const speedup = options.speedup ?? 1;
+  if (!(speedup >= MIN_SPEEDUP && speedup <= MAX_SPEEDUP)) throw new RangeError(`speedup must be in [${MIN_SPEEDUP}, ${MAX_SPEEDUP}], got ${speedup}`);
+  let firstArrival: { readonly ms: number; readonly shown: string; readonly line: number } | undefined;
   let lineNumber = 0;
   let records = 0;
   let needHeader = format === "azure";
@@ -312,6 +334,17 @@ export async function* readTrace(lines: AsyncIterable<string> | Iterable<string>
       ]);
     }
     last = { ms: record.arrivalMs, shown: shownTime, line: lineNumber };
+    firstArrival ??= last;
+    // The replay's clock starts at the first arrival; past 10^13 ms a double cannot resolve a pass.
+    if ((record.arrivalMs - firstArrival.ms) / speedup > MAX_VIRTUAL_TIME_MS) {
+      const divided = speedup === 1 ? "" : ` (after dividing by speedup ${speedup})`;
+      fail(file, lineNumber, [
+        {
+          path: TIME_FIELD[format],
+          message: `arrives more than ${MAX_VIRTUAL_TIME_TEXT} after the first request on line ${firstArrival.line}${divided}: got ${shownTime}, the first was ${firstArrival.shown}`,
+        },
+      ]);
+    }
     if (record.requestId !== undefined) {
       const first = firstLineOf.get(record.requestId);
       if (first !== undefined) fail(file, lineNumber, [{ path: "request_id", message: `must be unique in the file (got ${renderValue(record.requestId)}, also on line ${first})` }]);

@@ -1,12 +1,17 @@
-import { millis, type Bytes, type Millis } from "@kvsim/profile-schema";
+import { MAX_BANDWIDTH_GBPS, MIN_BANDWIDTH_GBPS, millis, type Bytes, type Millis } from "@kvsim/profile-schema";
 
 /**
- * Why a bandwidth in decimal GB/s is refused, or undefined when it is usable. 0 is refused, not
- * read as "off": no bandwidth is spelled `undefined` (decisions.md, "Transfer delay").
+ * Why a bandwidth in decimal GB/s is refused, or undefined when it is usable: it must lie in
+ * [MIN_BANDWIDTH_GBPS, MAX_BANDWIDTH_GBPS] (1 MB/s to 100 TB/s), so that a delay is never infinite
+ * nor rounds to nothing. 0 is refused, not read as "off": no bandwidth is spelled `undefined`
+ * (decisions.md, "Transfer delay").
  */
 export function checkBandwidth(gbps: number): string | undefined {
-  if (!Number.isFinite(gbps)) return `bandwidth must be a finite number of GB/s, got ${gbps}`;
+  if (typeof gbps !== "number" || !Number.isFinite(gbps)) return `bandwidth must be a finite number of GB/s, got ${String(gbps)}`;
   if (gbps <= 0) return `bandwidth must be greater than 0 GB/s (leave it unset for no modelled delay), got ${gbps}`;
+  if (gbps < MIN_BANDWIDTH_GBPS || gbps > MAX_BANDWIDTH_GBPS) {
+    return `bandwidth must be at least ${MIN_BANDWIDTH_GBPS} and at most ${MAX_BANDWIDTH_GBPS} GB/s (1 MB/s to 100 TB/s), got ${gbps}`;
+  }
   return undefined;
 }
 
