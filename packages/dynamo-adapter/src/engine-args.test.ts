@@ -170,11 +170,11 @@ describe("fromMockEngineArgs: refusals name the field", () => {
     expect(refusal(() => fromMockEngineArgs({ kv_transfer_bandwidth: -1, kv_transfer_timing_mode: "eager", timing_model: { type: "fixed", prefill_ms: -1, decode_ms: 1 } }, LLAMA_8B))).toEqual([
       "kv_transfer_bandwidth: must be a finite number of GB/s >= 0 (0 or null: no transfer delay), got -1",
       'kv_transfer_timing_mode: must be full_prompt or destination_missing, got "eager"',
-      "timing_model.prefill_ms: must not be negative (got -1)",
+      "timing_model.prefill_ms: must be from 0 to 1000000 ms, about 17 minutes (got -1)",
     ]);
   });
   it("not an object", () => {
-    expect(refusal(() => fromMockEngineArgs([1], LLAMA_8B))).toEqual([": engine args must be a JSON object"]);
+    expect(refusal(() => fromMockEngineArgs([1], LLAMA_8B))).toEqual([": engine args must be a JSON object of Dynamo MockEngineArgs fields, got an array"]);
   });
 });
 

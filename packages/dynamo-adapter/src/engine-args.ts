@@ -11,6 +11,8 @@ import {
   type Timing,
   type TransferMode,
 } from "@kvsim/profile-schema";
+import { checkBandwidth } from "@kvsim/transfer-rules";
+import { describeJson } from "./json-u64.js";
 
 /**
  * Dynamo's `MockEngineArgs` (reference/dynamo-mocker.md section 3) mapped to kvsim's engine
@@ -145,8 +147,11 @@ const TIMING_MODES: Readonly<Record<string, TransferMode>> = {
   DestinationMissing: "destination_missing",
 };
 
+/** `table[key]` for an own key only, so `__proto__` or `constructor` never reads Object.prototype. */
+const own = <T>(table: Readonly<Record<string, T>>, key: string): T | undefined => (Object.hasOwn(table, key) ? table[key] : undefined);
+
 function unsupportedRule(key: string): Unsupported | undefined {
-  return UNSUPPORTED[key] ?? UNSUPPORTED_PATTERNS.find((p) => p.pattern.test(key))?.rule;
+  return own(UNSUPPORTED, key) ?? UNSUPPORTED_PATTERNS.find((p) => p.pattern.test(key))?.rule;
 }
 
 const has = (o: Record<string, unknown>, key: string): boolean => Object.hasOwn(o, key);
@@ -170,7 +175,8 @@ function groupedBlockSize(profile: Profile): number | undefined {
  */
 export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<engine args>"): KvsimEngineArgs {
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    throw new InputError(file, [{ path: "", message: "engine args must be a JSON object" }]);
+    const got = Array.isArray(json) ? "an array" : json === null ? "null" : `a ${typeof json}`;
+    throw new InputError(file, [{ path: "", message: `engine args must be a JSON object of Dynamo MockEngineArgs fields, got ${got}` }]);
   }
   const args = json as Record<string, unknown>;
   const issues: InputIssue[] = [];
@@ -189,7 +195,7 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
     if (engineType === "sglang" || engineType === "Sglang" || engineType === "trtllm" || engineType === "Trtllm" || engineType === "TrtLlm") {
       issue("engine_type", `${engineType} is not supported: kvsim models the vLLM engine only`);
     } else {
-      issue("engine_type", `must be vllm, got ${JSON.stringify(engineType)}`);
+      issue("engine_type", `must be vllm, got ${describeJson(engineType)}`);
     }
   }
 
@@ -203,8 +209,8 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
   if (isPrefill && isDecode) issue("is_decode", "is_prefill and is_decode cannot both be true");
   const legacyRole: WorkerType | undefined = isPrefill ? "prefill" : isDecode ? "decode" : undefined;
   if (has(args, "worker_type")) {
-    const w = typeof args.worker_type === "string" ? WORKER_TYPES[args.worker_type] : undefined;
-    if (w === undefined) issue("worker_type", `must be aggregated, prefill or decode, got ${JSON.stringify(args.worker_type)}`);
+    const w = typeof args.worker_type === "string" ? own(WORKER_TYPES, args.worker_type) : undefined;
+    if (w === undefined) issue("worker_type", `must be aggregated, prefill or decode, got ${describeJson(args.worker_type)}`);
     else {
       role = w;
       if (legacyRole !== undefined && legacyRole !== w) issue("worker_type", `is ${w} but the legacy flag says ${legacyRole}`);
@@ -216,7 +222,7 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
   // Speedups: modelled milliseconds only.
   for (const key of ["speedup_ratio", "decode_speedup_ratio"] as const) {
     if (has(args, key) && args[key] !== 1) {
-      issue(key, `must be 1, got ${JSON.stringify(args[key])}: kvsim reports modelled milliseconds and the driver owns wall-clock scaling`);
+      issue(key, `must be 1, got ${describeJson(args[key])}: kvsim reports modelled milliseconds and the driver owns wall-clock scaling`);
     }
   }
 
@@ -224,7 +230,7 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
     const fifo = args.preemption_mode === "fifo" || args.preemption_mode === "Fifo";
     issue(
       "preemption_mode",
-      fifo ? "fifo is not supported: kvsim preempts as vLLM v1 does, the tail of the running list (lifo)" : `must be lifo, got ${JSON.stringify(args.preemption_mode)}`,
+      fifo ? "fifo is not supported: kvsim preempts as vLLM v1 does, the tail of the running list (lifo)" : `must be lifo, got ${describeJson(args.preemption_mode)}`,
     );
   }
 
@@ -233,7 +239,7 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
   let blockSize: number | undefined;
   const rawBlock = args.block_size ?? 0;
   if (typeof rawBlock !== "number" || !Number.isSafeInteger(rawBlock) || rawBlock < 0 || rawBlock === 1) {
-    issue("block_size", `must be an integer >= 2 (or 0 for the default), got ${JSON.stringify(args.block_size)}`);
+    issue("block_size", `must be an integer >= 2 (or 0 for the default), got ${describeJson(args.block_size)}`);
   } else if (grouped) {
     const b = groupedBlockSize(profile);
     if (rawBlock !== 0 && rawBlock !== b) {
@@ -263,7 +269,7 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
   // kv_bytes_per_token: the profile prices the KV; a given value must agree with it.
   const bpt = args.kv_bytes_per_token;
   if (bpt !== undefined && bpt !== null) {
-    if (typeof bpt !== "number" || !Number.isSafeInteger(bpt) || bpt <= 0) issue("kv_bytes_per_token", `must be an integer > 0, got ${JSON.stringify(bpt)}`);
+    if (typeof bpt !== "number" || !Number.isSafeInteger(bpt) || bpt <= 0) issue("kv_bytes_per_token", `must be an integer > 0, got ${describeJson(bpt)}`);
     else if (grouped) {
       issue("kv_bytes_per_token", "must be null for a grouped profile: its handoff is priced per cache group (block bytes plus fixed window/state bytes), which one per-token rate cannot carry");
     } else if (bpt !== profile.kv_bytes_per_token) {
@@ -275,14 +281,18 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
   let bandwidthGbps: number | undefined;
   const bw = args.kv_transfer_bandwidth;
   if (bw !== undefined && bw !== null) {
-    if (typeof bw !== "number" || !Number.isFinite(bw) || bw < 0) issue("kv_transfer_bandwidth", `must be a finite number of GB/s >= 0 (0 or null: no transfer delay), got ${JSON.stringify(bw)}`);
-    else if (bw > 0) bandwidthGbps = bw;
+    if (typeof bw !== "number" || !Number.isFinite(bw) || bw < 0) issue("kv_transfer_bandwidth", `must be a finite number of GB/s >= 0 (0 or null: no transfer delay), got ${describeJson(bw)}`);
+    else if (bw > 0) {
+      const why = checkBandwidth(bw);
+      if (why === undefined) bandwidthGbps = bw;
+      else issue("kv_transfer_bandwidth", `${why} (0 or null: no transfer delay)`);
+    }
   }
 
   let mode: TransferMode = "full_prompt";
   if (has(args, "kv_transfer_timing_mode")) {
-    const m = typeof args.kv_transfer_timing_mode === "string" ? TIMING_MODES[args.kv_transfer_timing_mode] : undefined;
-    if (m === undefined) issue("kv_transfer_timing_mode", `must be full_prompt or destination_missing, got ${JSON.stringify(args.kv_transfer_timing_mode)}`);
+    const m = typeof args.kv_transfer_timing_mode === "string" ? own(TIMING_MODES, args.kv_transfer_timing_mode) : undefined;
+    if (m === undefined) issue("kv_transfer_timing_mode", `must be full_prompt or destination_missing, got ${describeJson(args.kv_transfer_timing_mode)}`);
     else mode = m;
   }
 

@@ -1,6 +1,16 @@
-import { blocks, bytes, cdiv, tokens, type Blocks, type Millis, type Tokens, type TransferMode } from "@kvsim/profile-schema";
-import { blocksToTokens, checkBandwidth, delayMsForBytes, type BlockTransferTerms, type TokenTransferTerms, type TransferTerms } from "@kvsim/transfer-rules";
+import { blocks, bytes, cdiv, isGroupedProfile, tokens, type Blocks, type InputIssue, type Millis, type Profile, type Tokens, type TransferMode } from "@kvsim/profile-schema";
+import {
+  blocksToTokens,
+  checkBandwidth,
+  delayMsForBytes,
+  sourceTerms,
+  transferProfileIssues,
+  type BlockTransferTerms,
+  type TokenTransferTerms,
+  type TransferTerms,
+} from "@kvsim/transfer-rules";
 import type { Conversion } from "./engine-args.js";
+import { describeJson } from "./json-u64.js";
 
 /**
  * kvsim `TransferTerms` <-> Dynamo's `HandoffTransferTiming` (reference/dynamo-mocker.md
@@ -91,6 +101,21 @@ export function toDynamoTiming(terms: TransferTerms): Conversion<HandoffTransfer
 }
 
 /**
+ * Why a profile's handoffs have no exact Dynamo timing, as issues on the profile's fields (empty
+ * when they have; a linear profile always has): a grouped profile whose full-attention bytes per
+ * block do not divide by the block size. The issue is placed on the first full-attention group's
+ * `transfer_bytes_per_block`. A profile that cannot price a handoff at all is
+ * `transferProfileIssues`'s to report.
+ */
+export function dynamoTimingIssues(profile: Profile): InputIssue[] {
+  if (!isGroupedProfile(profile) || transferProfileIssues(profile).length > 0) return [];
+  const probe = toDynamoTiming(sourceTerms(profile, tokens(1), { mode: "full_prompt" }));
+  if (probe.ok) return [];
+  const first = profile.kv_cache_groups.findIndex((g) => g.kind === "full_attention");
+  return [{ path: `kv_cache_groups[${first}].transfer_bytes_per_block`, message: `has no exact Dynamo transfer timing: ${probe.reason}` }];
+}
+
+/**
  * The source's timing in Dynamo's legacy four-field shape, only when it loses nothing: token units
  * and no fixed bytes. Otherwise the reason names the quantity the legacy shape would lose.
  */
@@ -138,11 +163,11 @@ export function fromDynamoTiming(
 ): Conversion<TransferTerms> {
   const fail = (reason: string): Conversion<TransferTerms> => ({ ok: false, reason });
   const fixed = "kv_bytes_per_request" in timing ? timing.kv_bytes_per_request : 0;
-  if (!isCount(timing.full_prompt_tokens, 0)) return fail(`full_prompt_tokens must be an integer >= 0, got ${JSON.stringify(timing.full_prompt_tokens)}`);
-  if (!isCount(fixed, 0)) return fail(`kv_bytes_per_request must be an integer >= 0, got ${JSON.stringify(fixed)}`);
+  if (!isCount(timing.full_prompt_tokens, 0)) return fail(`full_prompt_tokens must be an integer >= 0, got ${describeJson(timing.full_prompt_tokens)}`);
+  if (!isCount(fixed, 0)) return fail(`kv_bytes_per_request must be an integer >= 0, got ${describeJson(fixed)}`);
   const bpt = timing.kv_bytes_per_token;
   if (bpt === null) return fail("kv_bytes_per_token is null: kvsim terms always price the prompt per unit");
-  if (!isCount(bpt, 1)) return fail(`kv_bytes_per_token must be an integer > 0, got ${JSON.stringify(bpt)}`);
+  if (!isCount(bpt, 1)) return fail(`kv_bytes_per_token must be an integer > 0, got ${describeJson(bpt)}`);
   const bw = timing.bandwidth_gb_s;
   if (bw !== null) {
     const why = checkBandwidth(bw);
@@ -150,9 +175,9 @@ export function fromDynamoTiming(
   }
   const base = { mode: timing.mode, bandwidthGbps: bw ?? undefined, fixedBytes: bytes(fixed) };
   if (destination !== undefined) {
-    if (!isCount(destination.transferable_prompt_tokens, 0)) return fail(`transferable_prompt_tokens must be an integer >= 0, got ${JSON.stringify(destination.transferable_prompt_tokens)}`);
+    if (!isCount(destination.transferable_prompt_tokens, 0)) return fail(`transferable_prompt_tokens must be an integer >= 0, got ${describeJson(destination.transferable_prompt_tokens)}`);
     if (destination.kv_bytes_per_request !== undefined && !isCount(destination.kv_bytes_per_request, 0)) {
-      return fail(`destination kv_bytes_per_request must be an integer >= 0, got ${JSON.stringify(destination.kv_bytes_per_request)}`);
+      return fail(`destination kv_bytes_per_request must be an integer >= 0, got ${describeJson(destination.kv_bytes_per_request)}`);
     }
   }
   const missingFixed = (units: number) => bytes(destination?.kv_bytes_per_request ?? (units === 0 ? 0 : fixed));
@@ -254,16 +279,16 @@ export function parseHandoffTiming(value: unknown): Conversion<HandoffTransferTi
   if (typeof value !== "object" || value === null || Array.isArray(value)) return fail("transfer_timing must be an object");
   const o = value as Record<string, unknown>;
   for (const key of Object.keys(o)) if (!TIMING_KEYS.has(key)) return fail(`transfer_timing.${key}: unknown key`);
-  const mode = typeof o.mode === "string" ? MODES[o.mode] : undefined;
-  if (mode === undefined) return fail(`transfer_timing.mode must be full_prompt or destination_missing, got ${JSON.stringify(o.mode)}`);
-  if (!isCount(o.full_prompt_tokens, 0)) return fail(`transfer_timing.full_prompt_tokens must be an integer >= 0, got ${JSON.stringify(o.full_prompt_tokens)}`);
+  const mode = typeof o.mode === "string" && Object.hasOwn(MODES, o.mode) ? MODES[o.mode] : undefined;
+  if (mode === undefined) return fail(`transfer_timing.mode must be full_prompt or destination_missing, got ${describeJson(o.mode)}`);
+  if (!isCount(o.full_prompt_tokens, 0)) return fail(`transfer_timing.full_prompt_tokens must be an integer >= 0, got ${describeJson(o.full_prompt_tokens)}`);
   const bpt = o.kv_bytes_per_token ?? null;
-  if (bpt !== null && !isCount(bpt, 1)) return fail(`transfer_timing.kv_bytes_per_token must be an integer > 0 or null, got ${JSON.stringify(bpt)}`);
+  if (bpt !== null && !isCount(bpt, 1)) return fail(`transfer_timing.kv_bytes_per_token must be an integer > 0 or null, got ${describeJson(bpt)}`);
   const request = o.kv_bytes_per_request ?? 0;
-  if (!isCount(request, 0)) return fail(`transfer_timing.kv_bytes_per_request must be an integer >= 0, got ${JSON.stringify(request)}`);
+  if (!isCount(request, 0)) return fail(`transfer_timing.kv_bytes_per_request must be an integer >= 0, got ${describeJson(request)}`);
   const bw = o.bandwidth_gb_s ?? null;
   if (bw !== null) {
-    if (typeof bw !== "number") return fail(`transfer_timing.bandwidth_gb_s must be a number or null, got ${JSON.stringify(bw)}`);
+    if (typeof bw !== "number") return fail(`transfer_timing.bandwidth_gb_s must be a number or null, got ${describeJson(bw)}`);
     const why = checkBandwidth(bw);
     if (why !== undefined) return fail(`transfer_timing.bandwidth_gb_s: ${why}`);
   }

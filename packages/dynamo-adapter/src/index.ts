@@ -10,6 +10,7 @@ export {
 } from "./engine-args.js";
 export {
   toDynamoTiming,
+  dynamoTimingIssues,
   toLegacyTiming,
   toDestinationTransfer,
   fromDynamoTiming,

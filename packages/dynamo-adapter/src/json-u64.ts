@@ -233,3 +233,44 @@ function write(v: unknown, out: string[], depth: number): void {
       throw new TypeError(`cannot write a ${typeof v} as JSON`);
   }
 }
+
+/**
+ * A short rendering of a parsed value for error messages: bigints as their digits, non-finite
+ * numbers by name, at most about 80 characters however large or deep the value. Never throws.
+ */
+export function describeJson(v: unknown): string {
+  const parts: string[] = [];
+  let length = 0;
+  const LIMIT = 80;
+  const push = (s: string): boolean => {
+    parts.push(s);
+    length += s.length;
+    return length <= LIMIT;
+  };
+  const visit = (x: unknown, depth: number): boolean => {
+    if (typeof x === "bigint" || (typeof x === "number" && !Number.isFinite(x))) return push(String(x));
+    if (typeof x === "number" || typeof x === "boolean" || x === null) return push(String(x));
+    if (typeof x === "string") return push(JSON.stringify(x.length > LIMIT ? x.slice(0, LIMIT) : x));
+    if (typeof x !== "object") return push(typeof x);
+    if (depth > 8) return push(Array.isArray(x) ? "[...]" : "{...}");
+    if (Array.isArray(x)) {
+      if (!push("[")) return false;
+      for (let i = 0; i < x.length; i++) {
+        if ((i > 0 && !push(",")) || !visit(x[i] as unknown, depth + 1)) return false;
+      }
+      return push("]");
+    }
+    if (!push("{")) return false;
+    let first = true;
+    for (const k in x) {
+      if (!Object.hasOwn(x, k)) continue;
+      if ((!first && !push(",")) || !push(`${JSON.stringify(k)}:`) || !visit((x as Record<string, unknown>)[k], depth + 1)) return false;
+      first = false;
+    }
+    return push("}");
+  };
+  if (v === undefined) return "nothing";
+  const whole = visit(v, 0);
+  const s = parts.join("");
+  return whole && s.length <= LIMIT ? s : `${s.slice(0, LIMIT - 3)}...`;
+}

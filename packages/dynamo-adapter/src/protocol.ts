@@ -1,4 +1,5 @@
-import { JsonSyntaxError, parseJsonExact, type JsonValue } from "./json-u64.js";
+import { MAX_REQUEST_TOKENS, MAX_VIRTUAL_TIME_MS, MAX_VIRTUAL_TIME_TEXT } from "@kvsim/profile-schema";
+import { describeJson, JsonSyntaxError, parseJsonExact, type JsonValue } from "./json-u64.js";
 
 /**
  * The request side of the line-delimited JSON protocol: one JSON object per line, each with an
@@ -43,6 +44,8 @@ export type ProtocolErrorCode =
   | "invalid_time"
   /** A broken invariant inside the rank; the session refuses every later command. */
   | "internal_error"
+  /** The timing model refused to price a pass (timing outside_grid "refuse"); the session refuses every later command. */
+  | "timing_refused"
   /** A previous internal error poisoned the session. */
   | "session_poisoned";
 
@@ -54,7 +57,7 @@ type Obj = Readonly<Record<string, JsonValue>>;
 
 const isObj = (v: JsonValue | undefined): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 
-const show = (v: JsonValue | undefined): string => (v === undefined ? "nothing" : typeof v === "bigint" ? v.toString() : JSON.stringify(v));
+const show = (v: JsonValue | undefined): string => describeJson(v);
 
 class Invalid extends Error {}
 
@@ -99,12 +102,15 @@ function request(v: JsonValue | undefined): ProtocolRequest {
   if (!Array.isArray(tokens)) return invalid(`request.tokens must be an array of u32 token ids, got ${show(tokens)}`);
   const list = tokens as readonly JsonValue[];
   if (list.length === 0) invalid("request.tokens must hold at least one token");
+  if (list.length > MAX_REQUEST_TOKENS) invalid(`request.tokens must hold at most ${MAX_REQUEST_TOKENS} (2^24) tokens, got ${list.length}`);
   for (let i = 0; i < list.length; i++) {
     const t = list[i];
     if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > U32_MAX) invalid(`request.tokens[${i}] must be a u32 token id, got ${show(t)}`);
   }
   const max = v.max_output_tokens;
-  if (typeof max !== "number" || !Number.isSafeInteger(max) || max < 0) invalid(`request.max_output_tokens must be an integer >= 0, got ${show(max)}`);
+  if (typeof max !== "number" || !Number.isSafeInteger(max) || max < 0 || max > MAX_REQUEST_TOKENS) {
+    invalid(`request.max_output_tokens must be an integer from 0 to ${MAX_REQUEST_TOKENS} (2^24), got ${show(max)}`);
+  }
   return { request_id: id, tokens: list as readonly number[], max_output_tokens: max as number };
 }
 
@@ -124,7 +130,10 @@ function command(op: ProtocolOp, o: Obj): ProtocolCommand {
       return { op, request_id: nonEmptyString(o, "request_id") };
     case "step": {
       const now = o.now_ms;
-      if (typeof now !== "number" || !Number.isFinite(now) || now < 0) invalid(`now_ms must be a finite number >= 0, got ${show(now)}`);
+      // Past 10^13 ms a double no longer resolves a pass: the clock would stop.
+      if (typeof now !== "number" || !Number.isFinite(now) || now < 0 || now > MAX_VIRTUAL_TIME_MS) {
+        invalid(`now_ms must be a number from 0 to ${MAX_VIRTUAL_TIME_TEXT}, got ${show(now)}`);
+      }
       return { op, now_ms: now as number };
     }
     case "metrics":
@@ -158,7 +167,7 @@ export function parseLine(line: string): ParsedLine {
     if (!idOk) invalid(`id must be a string or an integer, got ${show(rawId)}`);
     const op = value.op;
     if (typeof op !== "string") return invalid(`op must be a string, got ${show(op)}`);
-    if (!isOp(op)) return invalid(`unknown op ${JSON.stringify(op)}; ops: ${Object.keys(FIELDS).join(", ")}`);
+    if (!isOp(op)) return invalid(`unknown op ${describeJson(op)}; ops: ${Object.keys(FIELDS).join(", ")}`);
     const allowed = FIELDS[op];
     for (const key of Object.keys(value)) {
       if (key !== "id" && key !== "op" && !allowed.includes(key)) invalid(`${key}: unknown key for op ${op}`);

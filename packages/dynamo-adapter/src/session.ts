@@ -1,10 +1,10 @@
 import { createPromptTokens } from "@kvsim/kv-pool";
-import { InputError, blocks, isGroupedProfile, tokens, type Profile, type Tokens } from "@kvsim/profile-schema";
+import { InputError, MAX_REQUEST_TOKENS, blocks, cdiv, isGroupedProfile, tokens, type Profile, type Tokens } from "@kvsim/profile-schema";
 import { sourceTerms, withDestination } from "@kvsim/transfer-rules";
-import { Rank, RankConfigError, sampledTokenId, type Command, type Effects, type LifecycleFact, type RankMetrics, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
+import { Rank, RankConfigError, TimingRefusedError, sampledTokenId, type Command, type Effects, type LifecycleFact, type RankMetrics, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
 import { fromMockEngineArgs, toMockEngineArgs, type KvsimEngineArgs, type MockEngineArgs, type WorkerType } from "./engine-args.js";
-import { handoffDelayMs, parseHandoffTiming, toDynamoTiming, transferablePromptTokens, transferTimingFor, type DestinationTransfer, type HandoffTransferTiming } from "./handoff-timing.js";
-import { stringifyJsonExact, type JsonValue } from "./json-u64.js";
+import { dynamoTimingIssues, handoffDelayMs, parseHandoffTiming, toDynamoTiming, transferablePromptTokens, transferTimingFor, type DestinationTransfer, type HandoffTransferTiming } from "./handoff-timing.js";
+import { describeJson, stringifyJsonExact, type JsonValue } from "./json-u64.js";
 import { RouterEventPublisher, routerGroupIndex, type RouterKvEvent } from "./kv-events.js";
 import { parseLine, type ProtocolCommand, type ProtocolErrorCode, type ProtocolRequest, type RequestId } from "./protocol.js";
 
@@ -122,8 +122,8 @@ export function createEngineSession(options: EngineSessionOptions): EngineSessio
     throw e;
   }
   if (args.role === "prefill") {
-    const probe = toDynamoTiming(sourceTerms(options.profile, tokens(1), args.kvTransfer));
-    if (!probe.ok) throw new InputError(options.profileLabel ?? "<profile>", [{ path: "kv_cache_groups", message: `a prefill session reports Dynamo's transfer timing, and ${probe.reason}` }]);
+    const issues = dynamoTimingIssues(options.profile);
+    if (issues.length > 0) throw new InputError(options.profileLabel ?? "<profile>", issues.map((i) => ({ ...i, message: `${i.message} (a prefill session reports Dynamo's transfer timing)` })));
   }
   return new Session(options.profile, args, dynamoArgs.value, rank, new RouterEventPublisher(routerGroupIndex(options.profile), options.dpRank ?? 0));
 }
@@ -150,12 +150,23 @@ class Session implements EngineSession {
   }
 
   handleLine(line: string): string {
-    const parsed = parseLine(line);
+    let parsed: ReturnType<typeof parseLine>;
+    try {
+      parsed = parseLine(line);
+    } catch (e) {
+      // parseLine answers every line; reaching here is a bug in it, not a reason to die.
+      return this.error(null, "invalid_request", `the line could not be read: ${e instanceof Error ? e.message : String(e)}`);
+    }
     if (!parsed.ok) return this.error(parsed.id, parsed.code, parsed.message);
     try {
       return stringifyJsonExact({ id: parsed.id, ok: true, ...this.handle(parsed.command) });
     } catch (e) {
       if (e instanceof Refusal) return this.error(parsed.id, e.code, e.message);
+      if (e instanceof TimingRefusedError) {
+        // timing outside_grid "refuse": the pass was planned but not priced, so the rank stopped mid-step.
+        this.poisoned = e.message;
+        return this.error(parsed.id, "timing_refused", `${e.message} (the rank stopped in the middle of this pass: the session refuses every later command)`);
+      }
       // A broken invariant: the rank's state can no longer be trusted.
       const why = e instanceof Error ? e.message : String(e);
       this.poisoned = why;
@@ -253,6 +264,15 @@ class Session implements EngineSession {
   private handoffDelay(timingJson: JsonValue, destinationJson: JsonValue | undefined): Record<string, unknown> {
     const timing = parseHandoffTiming(timingJson);
     if (!timing.ok) throw new Refusal("invalid_request", timing.reason);
+    // Token counts are rounded up to whole blocks: full-attention blocks, or a linear rank's engine blocks.
+    const unit = isGroupedProfile(this.profile) ? fullAttentionBlock(this.profile) : (this.linearBlockSize ?? 1);
+    const maxTokens = cdiv(MAX_REQUEST_TOKENS, unit) * unit;
+    if (timing.value.full_prompt_tokens > maxTokens) {
+      throw new Refusal(
+        "invalid_request",
+        `transfer_timing.full_prompt_tokens must be at most ${maxTokens} (the longest prompt, 2^24 tokens, in whole ${unit}-token blocks), got ${timing.value.full_prompt_tokens}`,
+      );
+    }
     let destination: DestinationTransfer | undefined;
     if (destinationJson !== undefined) {
       const d = destinationJson;
@@ -261,10 +281,17 @@ class Session implements EngineSession {
       const t = o.transferable_prompt_tokens;
       const req = o.kv_bytes_per_request;
       if (typeof t !== "number" || !Number.isSafeInteger(t) || t < 0) {
-        throw new Refusal("invalid_request", `destination_reserved.transferable_prompt_tokens must be an integer >= 0, got ${JSON.stringify(typeof t === "bigint" ? t.toString() : t)}`);
+        throw new Refusal("invalid_request", `destination_reserved.transferable_prompt_tokens must be an integer >= 0, got ${describeJson(t)}`);
       }
       if (req !== undefined && (typeof req !== "number" || !Number.isSafeInteger(req) || req < 0)) {
-        throw new Refusal("invalid_request", `destination_reserved.kv_bytes_per_request must be an integer >= 0, got ${JSON.stringify(typeof req === "bigint" ? req.toString() : req)}`);
+        throw new Refusal("invalid_request", `destination_reserved.kv_bytes_per_request must be an integer >= 0, got ${describeJson(req)}`);
+      }
+      const whole = cdiv(timing.value.full_prompt_tokens, unit) * unit;
+      if (t > whole) {
+        throw new Refusal(
+          "invalid_request",
+          `destination_reserved.transferable_prompt_tokens must be at most ${whole} (transfer_timing.full_prompt_tokens in whole ${unit}-token blocks): a destination cannot lack more than the whole prompt, got ${t}`,
+        );
       }
       destination = req === undefined ? { transferable_prompt_tokens: t } : { transferable_prompt_tokens: t, kv_bytes_per_request: req };
     }

@@ -327,3 +327,27 @@ describe("cutoff, no progress, inputs", () => {
     expect(specProfilePaths({ ...spec, profile: "/p/a.json", decode: { profile: "/p/b.json" } })).toEqual(["/p/a.json", "/p/b.json"]);
   });
 });
+
+describe("time that advances and stays resolvable (issue 11)", () => {
+  const spec = (timing: object) => traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 1 }, engine: smallEngine, timing });
+  it("a replay whose clock would pass 10^13 ms stops as a failed run, naming the limit", async () => {
+    // The second request arrives at 10^13 - 1 ms; its pass of 10^6 ms would end past 10^13.
+    const r = await runReplay({ spec: spec(fixed(1e6, 0)), records: [byLength(1, 0, 4, 1), byLength(2, 1e13 - 1, 4, 1)] });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.reason).toBe(
+      "the replay stopped at 9999999999999 ms: virtual time would pass 10^13 ms (about 317 years) (next event at 10000000999999 ms): the workload's passes and transfers take too long to model",
+    );
+  });
+  it("an arrival beyond 10^13 ms after the first is refused at its line, even from records that skipped readTrace", async () => {
+    const r = runReplay({ spec: spec(fixed(1, 1)), records: [byLength(1, 0, 4, 1), byLength(2, 2e13, 4, 1)] });
+    await expect(r).rejects.toThrow("test.jsonl:2: arrival: arrives 20000000000000 ms after the first request, beyond 10^13 ms (about 317 years) of virtual time");
+  });
+  it("every record is causal: arrival <= first token <= last token", async () => {
+    const records = [byLength(1, 0, 4, 3), byLength(2, 0.5, 4, 5), byLength(3, 7, 8, 2)];
+    for (const r of ok(await runReplay({ spec: spec(fixed(10, 2)), records })).records) {
+      expect(r.first_token_ms).not.toBeNull();
+      expect(r.arrival_ms <= r.first_token_ms! && r.first_token_ms! <= r.last_token_ms!).toBe(true);
+    }
+  });
+});

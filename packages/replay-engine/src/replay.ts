@@ -1,7 +1,18 @@
 import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
-import { checkPdTopology, engineSettings, InputError, tokens as asTokens, type EngineOverrides, type Profile, type Spec, type TraceRecord } from "@kvsim/profile-schema";
+import {
+  checkPdTopology,
+  engineSettings,
+  InputError,
+  MAX_VIRTUAL_TIME_MS,
+  MAX_VIRTUAL_TIME_TEXT,
+  tokens as asTokens,
+  type EngineOverrides,
+  type Profile,
+  type Spec,
+  type TraceRecord,
+} from "@kvsim/profile-schema";
 import { payloadBytes, transferDelayMs, withDestination } from "@kvsim/transfer-rules";
-import { Rank, RankConfigError, type Command, type CommandOutcome, type Effects, type RankConfig, type RankMetrics, type RankRole, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
+import { Rank, RankConfigError, TimingRefusedError, type Command, type CommandOutcome, type Effects, type RankConfig, type RankMetrics, type RankRole, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
 import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput, type TransferPricer } from "./coordinator.js";
 import { EventQueue, Phase, Stage } from "./event-queue.js";
 import { createPlacement, type Placement } from "./placement.js";
@@ -93,6 +104,8 @@ const MAX_IDLE_PASSES = 1024;
 const MAX_STUCK_LISTED = 10;
 
 class NoProgress extends Error {}
+/** The run cannot go on for a reason of its inputs that only the run could find (not a bug). */
+class RunFailure extends Error {}
 
 function resolveProfile(ref: Spec["profile"], profiles: ReadonlyMap<string, Profile> | undefined, role: string): Profile {
   if (typeof ref !== "string") return ref;
@@ -164,7 +177,7 @@ class ReplayEngine {
       const decodeProfile = resolveProfile(spec.decode?.profile ?? spec.profile, input.profiles, "decode");
       const mismatch = checkPdTopology(prefillProfile, decodeProfile);
       if (mismatch.length > 0) {
-        throw new InputError(this.specFile, mismatch.map((p) => ({ path: `decode.profile: ${p.path}`, message: p.message })));
+        throw new InputError(this.specFile, mismatch.map((p) => ({ path: p.path === "" ? "decode.profile" : `decode.profile: ${p.path}`, message: p.message })));
       }
       const kvTransfer = {
         mode: spec.kv_transfer.mode,
@@ -249,11 +262,17 @@ class ReplayEngine {
           stoppedAtCap = true;
           break;
         }
+        // Beyond it a double no longer resolves a pass: time would stop while work goes on.
+        if (t > MAX_VIRTUAL_TIME_MS) {
+          throw new RunFailure(`virtual time would pass ${MAX_VIRTUAL_TIME_TEXT} (next event at ${t} ms): the workload's passes and transfers take too long to model`);
+        }
+        if (!(t >= this.now)) throw new Error(`virtual time went back from ${this.now} ms to ${t} ms`);
         this.now = t;
       }
       if (stoppedAtCap) await this.countCutoff(cap!, next);
     } catch (e) {
       if (e instanceof NoProgress) return this.stuck(e.message);
+      if (e instanceof RunFailure) return { ok: false, reason: `the replay stopped at ${this.now} ms: ${e.message}`, stuck: [], atMs: this.now };
       throw e;
     } finally {
       // Stopped early (cutoff, no progress, an error): let the record stream close its source.
@@ -332,7 +351,14 @@ class ReplayEngine {
 
   private startPass(w: Worker): void {
     w.dirty = false;
-    const step = w.rank.step(this.now);
+    let step: StepResult | undefined;
+    try {
+      step = w.rank.step(this.now);
+    } catch (e) {
+      // outside_grid: refuse, and this pass left the measured grid: a result of the workload.
+      if (e instanceof TimingRefusedError) throw new RunFailure(`${w.role} worker ${w.id} could not price a pass: ${e.message}`);
+      throw e;
+    }
     if (step === undefined) return;
     if (!(step.endMs >= this.now) || !Number.isFinite(step.endMs)) {
       throw new Error(`${w.role} worker ${w.id} planned a pass ending at ${step.endMs} ms, before now (${this.now} ms)`);
@@ -410,6 +436,10 @@ class ReplayEngine {
 
   private recordToken(live: LiveRequest, index: number, atMs: number): void {
     if (index !== live.emitted) throw new Error(`request ${live.req.id}: token ${index} arrived, expected token ${live.emitted}`);
+    // Causality: arrival <= first token <= every later token.
+    if (!(atMs >= live.req.arrivalMs) || (live.lastTokenMs !== undefined && !(atMs >= live.lastTokenMs))) {
+      throw new Error(`request ${live.req.id}: token ${index} at ${atMs} ms is before its arrival (${live.req.arrivalMs} ms) or its previous token (${live.lastTokenMs ?? "none"} ms)`);
+    }
     if (live.lastTokenMs === undefined) {
       live.firstTokenMs = atMs;
       if (live.req.outputTokens >= 2) live.gaps = new Float64Array(live.req.outputTokens - 1);
@@ -452,6 +482,7 @@ class ReplayEngine {
       }
       case "start_transfer": {
         const priced = h.priced!;
+        if (!(action.delayMs >= 0) || !Number.isFinite(action.delayMs)) throw new Error(`request ${id}: transfer delay ${action.delayMs} ms`);
         this.collector.onTransferStarted(priced.payloadBytes, action.delayMs);
         this.queue.push(this.now + action.delayMs, Phase.transferCompletion, Stage.decode, live.decode!.id, { kind: "transfer", live });
         return;

@@ -1,5 +1,5 @@
 import { createPromptTokens, promptHashes, type PromptHashes, type PromptTokens } from "@kvsim/kv-pool";
-import { InputError, type SyntheticWorkload, type TraceRecord } from "@kvsim/profile-schema";
+import { InputError, MAX_VIRTUAL_TIME_MS, MAX_VIRTUAL_TIME_TEXT, type SyntheticWorkload, type TraceRecord } from "@kvsim/profile-schema";
 import { uniformFloat64 } from "pure-rand/distribution/uniformFloat64";
 import { xoroshiro128plusFromState } from "pure-rand/generator/xoroshiro128plus";
 import type { RandomGenerator } from "pure-rand/types/RandomGenerator";
@@ -187,6 +187,8 @@ export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable
     }
     previous = r.arrivalMs;
     first ??= r.arrivalMs;
+    const arrivalMs = (r.arrivalMs - first) / opts.speedup;
+    if (!(arrivalMs <= MAX_VIRTUAL_TIME_MS)) fail(r.line, "arrival", `arrives ${arrivalMs} ms after the first request, beyond ${MAX_VIRTUAL_TIME_TEXT} of virtual time`);
     const id = r.requestId ?? `trace-${r.line}`;
     if (seen.has(id)) fail(r.line, "request_id", `duplicate request id "${id}"`);
     seen.add(id);
@@ -209,7 +211,7 @@ export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable
       id,
       index,
       line: r.line,
-      arrivalMs: (r.arrivalMs - first) / opts.speedup,
+      arrivalMs,
       outputTokens: r.outputTokens,
       tokens,
       ...(prompt === undefined ? {} : { prompt }),

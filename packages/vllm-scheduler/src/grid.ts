@@ -11,6 +11,15 @@ export interface GridLookup {
 
 export type OutsideGridPolicy = "refuse" | "clamp";
 
+/**
+ * A pass the timing model refused to price (`outside_grid: refuse` and a query outside the
+ * measured grid). The rank stops in the middle of that step: a replay ends as a failed run, an
+ * engine session refuses every later command.
+ */
+export class TimingRefusedError extends RangeError {
+  override readonly name = "TimingRefusedError";
+}
+
 export class InterpolationGrid {
   private readonly axes: readonly Float64Array[];
   /** Row-major values: the last axis varies fastest. */
@@ -63,7 +72,7 @@ export class InterpolationGrid {
       const lo = axis[0]!;
       const hi = axis[axis.length - 1]!;
       if (x < lo || x > hi) {
-        if (policy === "refuse") throw new RangeError(this.outsideMessage(at));
+        if (policy === "refuse") throw new TimingRefusedError(this.outsideMessage(at));
         x = x < lo ? lo : hi;
         clamped = true;
       }

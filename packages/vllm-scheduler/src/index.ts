@@ -1,4 +1,4 @@
-export { Rank } from "./rank.js";
+export { Rank, checkRankConfig } from "./rank.js";
 export { RankConfigError, type RankConfigProblem } from "./rank-config.js";
 export {
   createTimingModel,
@@ -12,6 +12,7 @@ export {
   type LinearTimingCoefficients,
 } from "./timing-model.js";
 export { sampledTokenId } from "./token-ids.js";
+export { TimingRefusedError } from "./grid.js";
 export type {
   RankRole,
   RankConfig,

@@ -19,6 +19,7 @@ import {
   reserveDestination,
   submitHandoffPrefill,
 } from "./handoff-commands.js";
+import { RankConfigError, type RankConfigProblem } from "./rank-config.js";
 import { EffectsBuilder, RankState } from "./rank-state.js";
 import { synchronousStep } from "./step.js";
 
@@ -141,5 +142,20 @@ export class Rank {
    */
   step(nowMs: number): StepResult | undefined {
     return this.async === undefined ? synchronousStep(this.state, nowMs) : this.async.step(nowMs);
+  }
+}
+
+/**
+ * Every reason `new Rank(config)` would refuse `config` (empty when it would not), without building
+ * its pool: the checks do not depend on the pool's size, so a two-page pool stands in for it. Lets a
+ * caller (`kvsim validate`) refuse what the replay would refuse, before any work.
+ */
+export function checkRankConfig(config: RankConfig): RankConfigProblem[] {
+  try {
+    new Rank({ ...config, engine: { ...config.engine, num_gpu_blocks: 2 } });
+    return [];
+  } catch (e) {
+    if (e instanceof RankConfigError) return [...e.problems];
+    throw e;
   }
 }
