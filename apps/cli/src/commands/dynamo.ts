@@ -1,8 +1,10 @@
-import { handoffDelayMs, toDynamoTiming, toLegacyTiming } from "@kvsim/dynamo-adapter";
-import { InputError, TransferModeSchema, parseProfile, tokens, type TransferMode } from "@kvsim/profile-schema";
+import { dynamoTimingIssues, handoffDelayMs, toDynamoTiming, toLegacyTiming } from "@kvsim/dynamo-adapter";
+import { InputError, TransferModeSchema, tokens, type TransferMode } from "@kvsim/profile-schema";
 import { checkBandwidth, sourceTerms, transferProfileIssues } from "@kvsim/transfer-rules";
 import { Option, type Command } from "commander";
-import { numberOption, readText, UsageError, type CommandContext } from "../io.js";
+import { numberOption, UsageError, type CommandContext } from "../io.js";
+import { loadProfileFile, profileProblems } from "../spec-check.js";
+import { PROMPT_TOKENS_BOUND } from "./transfer.js";
 
 interface HandoffTimingFlags {
   readonly profile: string;
@@ -34,14 +36,16 @@ export function registerDynamo(program: Command, ctx: CommandContext): void {
 }
 
 function handoffTiming(flags: HandoffTimingFlags): Record<string, unknown> {
-  const n = numberOption("--prompt-tokens", flags.promptTokens, { integer: true, min: 1 });
+  const n = numberOption("--prompt-tokens", flags.promptTokens, PROMPT_TOKENS_BOUND);
   const gbps = flags.bandwidthGbps === undefined ? undefined : numberOption("--bandwidth-gbps", flags.bandwidthGbps);
   const badBandwidth = gbps === undefined ? undefined : checkBandwidth(gbps);
   if (badBandwidth !== undefined) throw new UsageError(`--bandwidth-gbps: ${badBandwidth}`);
 
-  const profile = parseProfile(readText(flags.profile), flags.profile);
-  const issues = transferProfileIssues(profile);
-  if (issues.length > 0) throw new InputError(flags.profile, issues);
+  const loaded = loadProfileFile(flags.profile);
+  const profile = loaded.profile;
+  // The current shape needs whole bytes per token; --legacy has its own, stricter refusal below.
+  const issues = [...transferProfileIssues(profile), ...(flags.legacy === true ? [] : dynamoTimingIssues(profile))];
+  if (issues.length > 0) throw new InputError(loaded.file, profileProblems(loaded, issues).map((p) => p.issue));
   const terms = sourceTerms(profile, tokens(n), { mode: flags.mode, bandwidthGbps: gbps });
 
   const timing = flags.legacy === true ? toLegacyTiming(terms) : toDynamoTiming(terms);

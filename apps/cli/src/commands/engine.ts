@@ -1,8 +1,9 @@
-import { createInterface } from "node:readline";
 import { createEngineSession, type WorkerType } from "@kvsim/dynamo-adapter";
-import { parseDocumentText, parseProfile } from "@kvsim/profile-schema";
+import { describeBytes, InputError, MAX_JSONL_LINE_BYTES, parseDocumentText } from "@kvsim/profile-schema";
 import { Option, type Command } from "commander";
 import { readText, UsageError, type CliIo, type CommandContext } from "../io.js";
+import { splitLines } from "../lines.js";
+import { loadProfileFile, profileProblems } from "../spec-check.js";
 
 interface EngineFlags {
   readonly stdio?: boolean;
@@ -26,7 +27,7 @@ export function registerEngine(program: Command, ctx: CommandContext): void {
     .option("--stdio", "serve over standard input and output (the only transport)")
     .requiredOption("--profile <file>", "model profile (JSON or YAML)")
     .addOption(new Option("--role <role>", "the rank's role").choices(["aggregated", "prefill", "decode"]).makeOptionMandatory())
-    .option("--engine <json>", "Dynamo MockEngineArgs: inline JSON (starting with '{') or a JSON file")
+    .option("--engine <json>", "Dynamo MockEngineArgs: inline JSON (starting with '{' or '[') or a JSON file")
     .action(
       ctx.run(async (flags: EngineFlags) => {
         if (flags.stdio !== true) throw new UsageError("kvsim engine serves over standard input and output only: pass --stdio");
@@ -38,21 +39,38 @@ export function registerEngine(program: Command, ctx: CommandContext): void {
 }
 
 function openSession(flags: EngineFlags) {
-  const profile = parseProfile(readText(flags.profile), flags.profile);
+  const loaded = loadProfileFile(flags.profile);
   let engineArgs: unknown;
   let label = "--engine";
   if (flags.engine !== undefined) {
-    const inline = flags.engine.trimStart().startsWith("{");
+    // Inline JSON starts with '{' (or '[', refused below as not an object), anything else is a file.
+    const inline = /^\s*[[{]/.test(flags.engine);
     label = inline ? "--engine" : flags.engine;
-    engineArgs = parseDocumentText(inline ? flags.engine : readText(flags.engine), label, "json").value;
+    const doc = parseDocumentText(inline ? flags.engine : readText(flags.engine), label, "json");
+    // Duplicate keys and integers beyond 2^53 are refused here as in profiles and specs.
+    if (doc.issues.length > 0) throw new InputError(label, doc.issues);
+    engineArgs = doc.value;
   }
-  return createEngineSession({ profile, role: flags.role, engineArgs, engineArgsLabel: label, profileLabel: flags.profile });
+  try {
+    return createEngineSession({ profile: loaded.profile, role: flags.role, engineArgs, engineArgsLabel: label, profileLabel: flags.profile });
+  } catch (e) {
+    // Problems with the profile's fields: at their lines in the profile file.
+    if (e instanceof InputError && e.file === flags.profile) throw new InputError(loaded.file, profileProblems(loaded, e.issues).map((p) => p.issue));
+    throw e;
+  }
 }
 
-/** Answers every input line (a blank one too: it is not a request) with one output line, until the input ends. */
+/**
+ * Answers every input line (a blank one too: it is not a request) with one output line, until the
+ * input ends. Lines split at \n only: a \r inside a line is JSON blank space, not a line end. A line
+ * longer than MAX_JSONL_LINE_BYTES is answered with an error without being held in memory.
+ */
 async function serve(handleLine: (line: string) => string, io: EngineIo): Promise<void> {
-  const lines = createInterface({ input: io.stdin ?? process.stdin, crlfDelay: Number.POSITIVE_INFINITY, terminal: false });
-  for await (const line of lines) {
-    io.out(`${handleLine(line)}\n`);
+  for await (const line of splitLines(io.stdin ?? process.stdin, MAX_JSONL_LINE_BYTES)) {
+    const answer =
+      line.tooLong === true
+        ? JSON.stringify({ id: null, ok: false, error: { code: "invalid_request", message: `the line is ${line.bytes} bytes, longer than the ${describeBytes(MAX_JSONL_LINE_BYTES)} a request may be` } })
+        : handleLine(line.text);
+    io.out(`${answer}\n`);
   }
 }

@@ -22,6 +22,7 @@ const GLM_ROWS_8192 = [
 ];
 
 let dir = "";
+let oldText = "";
 const path = (name: string) => join(dir, name);
 
 beforeAll(() => {
@@ -29,7 +30,8 @@ beforeAll(() => {
   writeFileSync(path("glm.json"), JSON.stringify(GLM));
   writeFileSync(path("linear.json"), JSON.stringify({ schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 }));
   const old = { ...GLM, kv_cache_groups: GLM.kv_cache_groups.map((g) => (g.name === "tail_ring" ? { ...g, transfer_bytes_per_block: undefined } : g)) };
-  writeFileSync(path("old.json"), JSON.stringify(old));
+  oldText = JSON.stringify(old);
+  writeFileSync(path("old.json"), oldText);
   writeFileSync(path("broken.json"), '{ "schema_version": 1, ');
 });
 afterAll(() => {
@@ -198,7 +200,9 @@ describe("kvsim transfer: bad input exits 2 and prints nothing on stdout", () =>
   it("a grouped profile without the transfer markers is refused, naming the group", async () => {
     const r = await run(["--profile", path("old.json"), "--prompt-tokens", "10"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`${path("old.json")}: kv_cache_groups[1].transfer_bytes_per_block: transfer_bytes_per_block is required on every group for P/D (kv_cache_groups[1] "tail_ring" has none)`);
+    // The field is absent, so the message points at its group: the object that opens with "tail_ring", on line 1.
+    const column = oldText.indexOf('{"name":"tail_ring"') + 1;
+    expect(r.stderr).toContain(`${path("old.json")}:1:${column}: kv_cache_groups[1].transfer_bytes_per_block: transfer_bytes_per_block is required on every group for P/D (kv_cache_groups[1] "tail_ring" has none)`);
     expect(r.stdout).toBe("");
   });
 });

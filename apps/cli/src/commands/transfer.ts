@@ -1,4 +1,4 @@
-import { DEFAULT_LINEAR_BLOCK_SIZE, InputError, TransferModeSchema, isGroupedProfile, parseProfile, tokens, type Profile, type TransferMode } from "@kvsim/profile-schema";
+import { DEFAULT_LINEAR_BLOCK_SIZE, InputError, MAX_REQUEST_TOKENS, TransferModeSchema, isGroupedProfile, tokens, type Profile, type TransferMode } from "@kvsim/profile-schema";
 import {
   chargedFixedBytes,
   checkBandwidth,
@@ -12,7 +12,11 @@ import {
   type TransferTerms,
 } from "@kvsim/transfer-rules";
 import { Option, type Command } from "commander";
-import { numberOption, readText, UsageError, type CommandContext } from "../io.js";
+import { numberOption, UsageError, type CommandContext } from "../io.js";
+import { loadProfileFile, profileProblems } from "../spec-check.js";
+
+/** The prompt-length bound every command shares: the longest prompt a request may have. */
+export const PROMPT_TOKENS_BOUND = { integer: true, min: 1, max: MAX_REQUEST_TOKENS, maxText: `${MAX_REQUEST_TOKENS} (2^24), the longest prompt a request may have` } as const;
 
 interface TransferFlags {
   readonly profile: string;
@@ -64,20 +68,22 @@ export function registerTransfer(program: Command, ctx: CommandContext): void {
 
 function priceTransfer(flags: TransferFlags): TransferReport {
   // Flags first (cheap), then the file.
-  const n = numberOption("--prompt-tokens", flags.promptTokens, { integer: true, min: 1 });
-  const cached = flags.destinationCachedTokens === undefined ? undefined : numberOption("--destination-cached-tokens", flags.destinationCachedTokens, { integer: true, min: 0 });
+  const n = numberOption("--prompt-tokens", flags.promptTokens, PROMPT_TOKENS_BOUND);
+  const cached =
+    flags.destinationCachedTokens === undefined ? undefined : numberOption("--destination-cached-tokens", flags.destinationCachedTokens, { ...PROMPT_TOKENS_BOUND, min: 0 });
   const gbps = flags.bandwidthGbps === undefined ? undefined : numberOption("--bandwidth-gbps", flags.bandwidthGbps);
   const badBandwidth = gbps === undefined ? undefined : checkBandwidth(gbps);
   if (badBandwidth !== undefined) throw new UsageError(`--bandwidth-gbps: ${badBandwidth}`);
   const blockSize = flags.blockSize === undefined ? undefined : numberOption("--block-size", flags.blockSize, { integer: true, min: 1 });
 
-  const profile = parseProfile(readText(flags.profile), flags.profile);
+  const loaded = loadProfileFile(flags.profile);
+  const profile = loaded.profile;
   const grouped = isGroupedProfile(profile);
   if (grouped && blockSize !== undefined) {
     throw new UsageError("--block-size applies to linear profiles only: a grouped profile takes its block size from its full_attention groups");
   }
   const issues = transferProfileIssues(profile);
-  if (issues.length > 0) throw new InputError(flags.profile, issues);
+  if (issues.length > 0) throw new InputError(loaded.file, profileProblems(loaded, issues).map((p) => p.issue));
 
   const mode: TransferMode = flags.mode ?? (cached === undefined ? "full_prompt" : "destination_missing");
   const linear = { blockSizeTokens: blockSize };

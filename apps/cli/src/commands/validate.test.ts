@@ -1,6 +1,6 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { isAbsolute, join, relative } from "node:path";
 import { checkPdGate, parseProfile, type Profile } from "@kvsim/profile-schema";
 import { beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../main.js";
@@ -15,6 +15,11 @@ async function validate(file: string) {
 
 const examples = new URL("../../examples/profiles/", import.meta.url);
 const example = (name: string) => new URL(name, examples).pathname;
+/** A path as messages show it: relative to the working folder when inside it. */
+const shownPath = (p: string) => {
+  const rel = relative(process.cwd(), p);
+  return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel) ? rel : p;
+};
 const GLM_031 = "glm-5.3-flash-tp4-fp8-vllm-0.31.0.json";
 const GLM_032 = "glm-5.3-flash-tp4-fp8-vllm-0.32.0.json";
 const LLAMA = "llama-3.1-8b-instruct-tp1-bf16-vllm-0.32.0.json";
@@ -206,7 +211,7 @@ describe("kvsim validate: refused profiles (exit 2, the field path named)", () =
     const missing = join(dir, "nope.json");
     expect(await validate(missing)).toStrictEqual({ code: 2, stdout: "", stderr: `error: invalid input\n${missing}: cannot read the file: no such file\n` });
     const other = write("other.json", '{ "model": "x" }');
-    expect((await validate(other)).stderr).toBe(`error: invalid input\n${other}: is neither a profile (it has no schema_version) nor a spec (it has no version)\n`);
+    expect((await validate(other)).stderr).toBe(`error: invalid input\n${other}:1:1: is neither a profile (it has no schema_version) nor a spec (it has no version)\n`);
   });
   it("accepts an old grouped profile without markers, with a note that P/D refuses it", async () => {
     const file = write("old.json", profileText({ groups: ['"name": "fa", "kind": "full_attention", "num_layers": 2, "block_size_tokens": 16'] }));
@@ -282,15 +287,16 @@ describe("kvsim validate: specs", () => {
       `${file}:2:111: profile.kv_cache_groups: decode role: kv_cache_groups needs at least one full_attention group: a grouped handoff counts in full-attention blocks`,
     ]);
   });
-  it("refuses prefill and decode roles with different cache layouts", async () => {
+  it("refuses prefill and decode roles with different cache layouts at the spec's decode.profile, naming both files", async () => {
     const file = write(
       "topology.yaml",
       spec([`profile: ${example(GLM_032)}`, `decode: { profile: ${example(LLAMA)} }`, ...disagg, "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }"]),
     );
     const r = await validate(file);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(
-      ": kv_cache_groups: decode role: kv_cache_groups must match the prefill role's: the prefill profile is grouped (kv_cache_groups), the decode profile linear (kv_bytes_per_token)",
+    // Line 3 is `decode: { profile: ...`: "profile" starts at column 11.
+    expect(r.stderr).toBe(
+      `error: invalid input\n${file}:3:11: decode.profile: decode role: the prefill and decode profiles have different KV layouts: the prefill profile is grouped (kv_cache_groups), the decode profile linear (kv_bytes_per_token); a grouped rank counts in blocks, a linear rank in tokens, so no handoff can pass between them (prefill: ${shownPath(example(GLM_032))}, decode: ${shownPath(example(LLAMA))})\n`,
     );
   });
   it("lists every problem: a missing profile, a bad trace line, and timing without tables", async () => {

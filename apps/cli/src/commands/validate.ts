@@ -1,55 +1,24 @@
-import { createReadStream } from "node:fs";
-import { stat } from "node:fs/promises";
-import { isAbsolute, relative } from "node:path";
-import { createInterface } from "node:readline";
 import {
+  assertDocumentKind,
   checkPdGate,
-  checkPdTopology,
+  documentKind,
   formatIssue,
   InputError,
   isGroupedProfile,
-  parseDocumentText,
+  parsePath,
   ProfileSchema,
   readTrace,
   validateDocument,
-  type InputIssue,
   type LocatedDocument,
-  type PdGateProblem,
-  type PdRole,
   type Profile,
-  type Spec,
   type TraceFormat,
 } from "@kvsim/profile-schema";
-import { SpecInputError, specWithOverrides, type SpecOverride } from "@kvsim/sweep";
-import { EXIT_BAD_INPUT, EXIT_OK, readText, UsageError, type CliIo } from "../io.js";
+import { SpecInputError, type SpecOverride } from "@kvsim/sweep";
+import { EXIT_BAD_INPUT, EXIT_OK, UsageError, type CliIo, type Problem } from "../io.js";
+import { openTrace } from "../lines.js";
+import { checkSpec, fromInputError, shown } from "../spec-check.js";
 import { collectSet, parseSetFlags, readDocument } from "../spec-input.js";
 import type { RegisterCommand } from "./index.js";
-
-/** One problem and the file it is in (a spec check can find problems in several files). */
-interface Problem {
-  readonly file: string;
-  readonly issue: InputIssue;
-}
-
-/** A loaded profile and how to point into its source: its own file, or the spec that inlines it. */
-interface LoadedProfile {
-  readonly profile: Profile;
-  readonly file: string;
-  /** "" for a profile file; `profile.` or `decode.profile.` for a profile inlined in the spec. */
-  readonly prefix: string;
-  readonly locate: (path: string) => { line: number; column: number } | undefined;
-}
-
-/** Shows a path relative to the working folder when it lies inside it. */
-function shown(path: string): string {
-  const rel = relative(process.cwd(), path);
-  return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel) ? rel : path;
-}
-
-/** `kv_cache_groups[2].prefix_cacheable` back to its keys, to locate it in a document. */
-function pathKeys(path: string): PropertyKey[] {
-  return [...path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)].map((m) => (m[2] === undefined ? m[1]! : Number(m[2])));
-}
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
@@ -65,15 +34,6 @@ function profileSummary(p: Profile): string {
   return `${head}, grouped, ${plural(p.kv_cache_groups.length, "group")} (${kinds}), page ${p.page_size_bytes} B`;
 }
 
-function gateProblem(loaded: LoadedProfile, p: PdGateProblem): Problem {
-  return { file: loaded.file, issue: { path: `${loaded.prefix}${p.path}`, message: p.message, ...(loaded.locate(p.path) ?? {}) } };
-}
-
-function fromInputError(e: InputError): Problem[] {
-  if (e instanceof SpecInputError) return [...e.sources];
-  return e.issues.map((issue) => ({ file: e.file, issue }));
-}
-
 function printProblems(io: CliIo, problems: readonly Problem[]): number {
   io.err(`error: invalid input\n${problems.map((p) => formatIssue(p.file, p.issue)).join("\n")}\n`);
   return EXIT_BAD_INPUT;
@@ -86,103 +46,41 @@ function validateProfileDocument(io: CliIo, doc: LocatedDocument): number {
   // without markers, say): a note, not an error. The gate's rules are the same for both roles.
   const gate = checkPdGate(profile, "prefill");
   if (gate.length > 0) {
-    const notes = gate.map((g) => formatIssue(doc.file, { path: g.path, message: g.message.replace(/^prefill role: /, ""), ...(doc.locate(pathKeys(g.path)) ?? {}) }));
+    const notes = gate.map((g) => formatIssue(doc.file, { path: g.path, message: g.message.replace(/^prefill role: /, ""), ...(doc.locate(parsePath(g.path)) ?? {}) }));
     io.err(`note: aggregated replay only; a P/D prefill or decode rank refuses this profile:\n${notes.map((n) => `  ${n}`).join("\n")}\n`);
   }
   return EXIT_OK;
 }
 
-/** Loads every profile a spec names (once per file), collecting problems instead of stopping. */
-function profileLoader(specDoc: LocatedDocument, problems: Problem[]) {
-  const byFile = new Map<string, LoadedProfile | undefined>();
-  return (ref: string | Profile, at: readonly string[]): LoadedProfile | undefined => {
-    if (typeof ref !== "string") {
-      return { profile: ref, file: specDoc.file, prefix: `${at.join(".")}.`, locate: (path) => specDoc.locate([...at, ...pathKeys(path)]) };
-    }
-    if (byFile.has(ref)) return byFile.get(ref);
-    let loaded: LoadedProfile | undefined;
-    try {
-      const doc = parseDocumentText(readText(ref), shown(ref));
-      loaded = { profile: validateDocument(ProfileSchema, doc), file: doc.file, prefix: "", locate: (path) => doc.locate(pathKeys(path)) };
-    } catch (e) {
-      if (!(e instanceof InputError)) throw e;
-      problems.push(...fromInputError(e.file === ref ? new InputError(shown(ref), e.issues) : e));
-    }
-    byFile.set(ref, loaded);
-    return loaded;
-  };
-}
-
 /** Streams a trace file through readTrace (line by line) and counts its requests. */
-async function countTraceRequests(path: string, format: TraceFormat, traceBlockSize: number): Promise<number> {
+async function countTraceRequests(path: string, format: TraceFormat, traceBlockSize: number, speedup: number): Promise<number> {
   const file = shown(path);
-  try {
-    const st = await stat(path);
-    if (!st.isFile()) throw new InputError(file, [{ path: "", message: "cannot read the trace: not a file" }]);
-  } catch (e) {
-    if (e instanceof InputError) throw e;
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new InputError(file, [{ path: "", message: `cannot read the trace: ${code === "ENOENT" ? "no such file" : String(e)}` }]);
-  }
-  const stream = createReadStream(path, { encoding: "utf8" });
-  let streamError: Error | undefined;
-  stream.on("error", (e) => {
-    streamError = e;
-  });
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
+  const trace = openTrace(path, format, file);
   let n = 0;
   try {
-    const records = readTrace(lines, { format, file, traceBlockSize });
+    const records = readTrace(trace.lines, { format, file, traceBlockSize, speedup });
     while ((await records.next()).done !== true) n++;
   } finally {
-    lines.close();
-    stream.destroy();
+    trace.close();
   }
-  if (streamError !== undefined) throw new InputError(file, [{ path: "", message: `cannot read the trace: ${streamError.message}` }]);
   return n;
 }
 
 async function validateSpecDocument(io: CliIo, doc: LocatedDocument, overrides: readonly SpecOverride[]): Promise<number> {
-  let spec: Spec;
+  let checked: ReturnType<typeof checkSpec>;
   try {
-    spec = specWithOverrides(doc, overrides);
+    checked = checkSpec(doc, overrides);
   } catch (e) {
     if (e instanceof SpecInputError) return printProblems(io, fromInputError(e));
     throw e;
   }
-  const problems: Problem[] = [];
-  const load = profileLoader(doc, problems);
-  const base = load(spec.profile, ["profile"]);
-  const roles: { role: PdRole; loaded: LoadedProfile | undefined }[] = [];
-  if (spec.topology.kind === "disaggregated") {
-    for (const role of ["prefill", "decode"] as const) {
-      const override = spec[role]?.profile;
-      roles.push({ role, loaded: override === undefined ? base : load(override, [role, "profile"]) });
-    }
-    for (const { role, loaded } of roles) {
-      if (loaded !== undefined) problems.push(...checkPdGate(loaded.profile, role).map((p) => gateProblem(loaded, p)));
-    }
-    const [prefill, decode] = [roles[0]?.loaded, roles[1]?.loaded];
-    if (prefill !== undefined && decode !== undefined) {
-      problems.push(...checkPdTopology(prefill.profile, decode.profile).map((p) => gateProblem(decode, p)));
-    }
-  }
-  const used = roles.length > 0 ? roles.map((r) => r.loaded) : [base];
-  if (spec.timing.type === "profile") {
-    for (const loaded of new Set(used)) {
-      if (loaded !== undefined && loaded.profile.forward_pass === undefined) {
-        problems.push({
-          file: doc.file,
-          issue: { path: "timing.type", message: `"profile" needs forward_pass tables, and profile ${loaded.profile.model} (${loaded.file}) has none`, ...(doc.locate(["timing", "type"]) ?? {}) },
-        });
-      }
-    }
-  }
+  const { spec, base, roles, problems: found } = checked;
+  const problems = [...found];
   let workload = "";
   const { trace, synthetic, format } = spec.workload;
   if (trace !== undefined && format !== undefined) {
     try {
-      const n = await countTraceRequests(trace, format, spec.workload.trace_block_size);
+      const n = await countTraceRequests(trace, format, spec.workload.trace_block_size, spec.workload.speedup);
       workload = `trace ${shown(trace)} (${plural(n, "request")})`;
     } catch (e) {
       if (!(e instanceof InputError)) throw e;
@@ -193,6 +91,7 @@ async function validateSpecDocument(io: CliIo, doc: LocatedDocument, overrides: 
   }
   if (problems.length > 0) return printProblems(io, problems);
 
+  const used = roles.length > 0 ? roles.map((r) => r.loaded) : [base];
   const topology =
     spec.topology.kind === "aggregated"
       ? `aggregated ${plural(spec.topology.workers, "worker")}`
@@ -201,19 +100,6 @@ async function validateSpecDocument(io: CliIo, doc: LocatedDocument, overrides: 
   const profiles = models.length === 1 ? `profile ${models[0] ?? "?"}` : `profiles ${roles.map((r) => `${r.loaded?.profile.model ?? "?"} (${r.role})`).join(", ")}`;
   io.out(`ok: spec v1, ${topology}, ${profiles}, ${workload}\n`);
   return EXIT_OK;
-}
-
-/** Profile or spec? A profile has `schema_version`, a spec has `version`. */
-function documentKind(doc: LocatedDocument): "profile" | "spec" {
-  const v = doc.value;
-  if (v === null || typeof v !== "object" || Array.isArray(v)) {
-    throw new InputError(doc.file, [{ path: "", message: "expected an object: a profile (with schema_version) or a spec (with version)" }]);
-  }
-  const isProfile = "schema_version" in v;
-  const isSpec = "version" in v;
-  if (isProfile && isSpec) throw new InputError(doc.file, [{ path: "", message: "has both schema_version (a profile) and version (a spec); keep the one it is" }]);
-  if (!isProfile && !isSpec) throw new InputError(doc.file, [{ path: "", message: "is neither a profile (it has no schema_version) nor a spec (it has no version)" }]);
-  return isProfile ? "profile" : "spec";
 }
 
 export const registerValidate: RegisterCommand = (program, ctx) => {
@@ -228,7 +114,9 @@ export const registerValidate: RegisterCommand = (program, ctx) => {
       ctx.run(async (file: string, flags: { set?: string[] }) => {
         const overrides = parseSetFlags(flags.set);
         const doc = await readDocument(ctx.io, file);
-        if (documentKind(doc) === "profile") {
+        // Profile or spec? A profile has `schema_version`, a spec `version`; anything else is refused here.
+        assertDocumentKind(doc, "either");
+        if (documentKind(doc.value) === "profile") {
           if (overrides.length > 0) throw new UsageError("--set applies to specs; this is a profile");
           return validateProfileDocument(ctx.io, doc);
         }

@@ -1,10 +1,10 @@
-import { createReadStream, statSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { createInterface } from "node:readline";
-import { InputError, parseProfile, readTrace, type Profile, type Spec } from "@kvsim/profile-schema";
-import { runReplay, specProfilePaths, withWallTime, type ReplayReport, type RequestRecord } from "@kvsim/replay-engine";
-import { assertWritable, readText, RunError, UsageError, writeTextAtomic } from "../io.js";
-import { loadSpec, type StdinIo } from "../spec-input.js";
+import { readTrace, type Profile, type Spec } from "@kvsim/profile-schema";
+import { runReplay, withWallTime, type ReplayReport, type RequestRecord } from "@kvsim/replay-engine";
+import { checkOutputs, RunError, UsageError, writeOutputs } from "../io.js";
+import { openTrace } from "../lines.js";
+import { loadCheckedSpec } from "../spec-check.js";
+import type { StdinIo } from "../spec-input.js";
 import { defaultSpecPath } from "./examples.js";
 import { createProgress } from "./progress.js";
 import { formatReportTable, type RunSummary } from "./table.js";
@@ -17,19 +17,6 @@ export interface ReplayOptions {
   readonly force: boolean;
   /** `--set path=value` overrides, in order. */
   readonly set?: readonly string[];
-}
-
-/** Checks that a trace file can be opened before the run starts, naming it if not. */
-function assertReadableFile(file: string): number {
-  try {
-    const st = statSync(file);
-    if (!st.isFile()) throw new InputError(file, [{ path: "", message: "cannot read the trace: not a regular file" }]);
-    return st.size;
-  } catch (e) {
-    if (e instanceof InputError) throw e;
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new InputError(file, [{ path: "", message: `cannot read the trace: ${code === "ENOENT" ? "no such file" : String(e)}` }]);
-  }
 }
 
 function describe(spec: Spec, profiles: ReadonlyMap<string, Profile>): RunSummary {
@@ -52,18 +39,21 @@ function describe(spec: Spec, profiles: ReadonlyMap<string, Profile>): RunSummar
  */
 export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<number> {
   if (opts.format !== "table" && opts.format !== "json") throw new UsageError(`--format must be table or json, got "${opts.format}"`);
-  if (opts.report !== undefined && opts.report === opts.requests) throw new UsageError("--report and --requests must name different files");
-  assertWritable(opts.report, opts.force);
-  assertWritable(opts.requests, opts.force);
+  // Every output path is checked before any work; after the run they are written all or nothing.
+  checkOutputs(
+    [
+      { flag: "--report", path: opts.report },
+      { flag: "--requests", path: opts.requests },
+    ],
+    opts.force,
+  );
 
-  const { spec, specFile } = await loadSpec(io, opts.spec ?? defaultSpecPath(), opts.set);
-  const profiles = new Map<string, Profile>();
-  for (const path of specProfilePaths(spec)) profiles.set(path, parseProfile(readText(path), path));
+  // The checks validate runs, with its messages: what validate accepts, the replay starts.
+  const { spec, profiles, doc } = await loadCheckedSpec(io, opts.spec ?? defaultSpecPath(), opts.set);
+  const specFile = doc.file;
 
   const trace = spec.workload.trace;
-  const traceSize = trace === undefined ? 0 : assertReadableFile(trace);
-  const stream = trace === undefined ? undefined : createReadStream(trace, { encoding: "utf8" });
-  const lines = stream === undefined ? undefined : createInterface({ input: stream, crlfDelay: Infinity });
+  const traceFile = trace === undefined ? undefined : openTrace(trace, spec.workload.format ?? "kvsim");
   const progress = createProgress(io);
   const synthetic = spec.workload.synthetic?.requests;
   const started = performance.now();
@@ -73,27 +63,31 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
       spec,
       specFile,
       profiles,
-      ...(lines === undefined || trace === undefined
+      ...(traceFile === undefined || trace === undefined
         ? {}
-        : { records: readTrace(lines, { format: spec.workload.format ?? "kvsim", file: trace, traceBlockSize: spec.workload.trace_block_size }), traceFile: trace }),
+        : { records: readTrace(traceFile.lines, { format: spec.workload.format ?? "kvsim", file: trace, traceBlockSize: spec.workload.trace_block_size, speedup: spec.workload.speedup }), traceFile: trace }),
       onProgress: (p) => {
-        const fraction = synthetic !== undefined ? p.terminal / synthetic : traceSize > 0 && stream !== undefined ? stream.bytesRead / traceSize : 0;
+        const fraction = synthetic !== undefined ? p.terminal / synthetic : traceFile !== undefined && traceFile.size > 0 ? traceFile.bytesRead() / traceFile.size : 0;
         progress.update(fraction, p.terminal, p.nowMs);
       },
     });
   } finally {
     progress.stop();
-    lines?.close();
-    stream?.destroy();
+    traceFile?.close();
   }
   const wallMs = performance.now() - started;
   if (!result.ok) {
-    const stuck = result.stuck.map((s) => `  request ${s.request_id}: ${s.where} (${s.why})`).join("\n");
-    throw new RunError(`${result.reason}\n${stuck}`);
+    const stuck = result.stuck.map((s) => `\n  request ${s.request_id}: ${s.where} (${s.why})`).join("");
+    throw new RunError(`${result.reason}${stuck}`);
   }
   const report: ReplayReport = withWallTime(result.report, wallMs);
-  if (opts.report !== undefined) writeTextAtomic(opts.report, `${JSON.stringify(report, null, 2)}\n`, opts.force);
-  if (opts.requests !== undefined) writeTextAtomic(opts.requests, recordsJsonl(result.records), opts.force);
+  writeOutputs(
+    [
+      ...(opts.report === undefined ? [] : [{ flag: "--report", path: opts.report, text: `${JSON.stringify(report, null, 2)}\n` }]),
+      ...(opts.requests === undefined ? [] : [{ flag: "--requests", path: opts.requests, text: recordsJsonl(result.records) }]),
+    ],
+    opts.force,
+  );
   io.out(opts.format === "json" ? `${JSON.stringify(report, null, 2)}\n` : formatReportTable(report, describe(spec, profiles)));
   return 0;
 }

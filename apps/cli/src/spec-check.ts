@@ -1,0 +1,210 @@
+import { isAbsolute, relative } from "node:path";
+import {
+  assertDocumentKind,
+  checkPdGate,
+  checkPdTopology,
+  engineSettings,
+  InputError,
+  parseDocumentText,
+  parsePath,
+  ProfileSchema,
+  validateDocument,
+  type EngineOverrides,
+  type InputIssue,
+  type LocatedDocument,
+  type PdGateProblem,
+  type PdRole,
+  type Profile,
+  type Spec,
+} from "@kvsim/profile-schema";
+import { SpecInputError, specWithOverrides, type SpecOverride } from "@kvsim/sweep";
+import { checkRankConfig, type RankConfig, type RankRole } from "@kvsim/vllm-scheduler";
+import { InvalidInputs, readText, type Problem } from "./io.js";
+import { parseSetFlags, readDocument, type StdinIo } from "./spec-input.js";
+
+/**
+ * The checks `kvsim validate` and `kvsim replay` share, so that what one accepts the other runs
+ * and what one refuses the other refuses with the same messages: the spec, every profile it names
+ * (each problem at its own file and line), the P/D gate, the layouts of the two roles, the timing
+ * tables, and every rank setting the replay would refuse. The trace is not read here.
+ */
+
+/** Shows a path relative to the working folder when it lies inside it. */
+export function shown(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel !== "" && !rel.startsWith("..") && !isAbsolute(rel) ? rel : path;
+}
+
+/** A loaded profile and how to point into its source: its own file, or the spec that inlines it. */
+export interface LoadedProfile {
+  readonly profile: Profile;
+  readonly file: string;
+  /** "" for a profile file; `profile.` or `decode.profile.` for a profile inlined in the spec. */
+  readonly prefix: string;
+  readonly locate: (path: string) => { line: number; column: number } | undefined;
+}
+
+/** A profile file, parsed, checked to be a profile, validated, and able to locate its fields. */
+export function loadProfileFile(path: string, file = path): LoadedProfile {
+  const doc = parseDocumentText(readText(path), file);
+  assertDocumentKind(doc, "profile");
+  return { profile: validateDocument(ProfileSchema, doc), file: doc.file, prefix: "", locate: (p) => doc.locate(parsePath(p)) };
+}
+
+/** Issues about a loaded profile's fields, at their lines in its file (or in the spec inlining it). */
+export function profileProblems(loaded: LoadedProfile, issues: readonly InputIssue[]): Problem[] {
+  return issues.map((i) => ({ file: loaded.file, issue: { ...i, path: `${loaded.prefix}${i.path}`, ...(loaded.locate(i.path) ?? {}) } }));
+}
+
+export function fromInputError(e: InputError): Problem[] {
+  if (e instanceof SpecInputError) return [...e.sources];
+  return e.issues.map((issue) => ({ file: e.file, issue }));
+}
+
+/** Loads every profile a spec names (once per file), collecting problems instead of stopping. */
+function profileLoader(specDoc: LocatedDocument, problems: Problem[]) {
+  const byFile = new Map<string, LoadedProfile | undefined>();
+  return (ref: string | Profile, at: readonly string[]): LoadedProfile | undefined => {
+    if (typeof ref !== "string") {
+      return { profile: ref, file: specDoc.file, prefix: `${at.join(".")}.`, locate: (path) => specDoc.locate([...at, ...parsePath(path)]) };
+    }
+    if (byFile.has(ref)) return byFile.get(ref);
+    let loaded: LoadedProfile | undefined;
+    try {
+      loaded = loadProfileFile(ref, shown(ref));
+    } catch (e) {
+      if (!(e instanceof InputError)) throw e;
+      problems.push(...fromInputError(e.file === ref ? new InputError(shown(ref), e.issues) : e));
+    }
+    byFile.set(ref, loaded);
+    return loaded;
+  };
+}
+
+/** A spec that passed or failed the shared checks. */
+export interface CheckedSpec {
+  /** The spec with its paths resolved against its folder. */
+  readonly spec: Spec;
+  readonly doc: LocatedDocument;
+  /** Profiles loaded from files, by resolved path (what runReplay takes). */
+  readonly profiles: ReadonlyMap<string, Profile>;
+  /** The base profile, then per role for a disaggregated topology. */
+  readonly base: LoadedProfile | undefined;
+  readonly roles: readonly { readonly role: PdRole; readonly loaded: LoadedProfile | undefined }[];
+  /** Every problem found, each at its file, line and field; empty when the replay may start. */
+  readonly problems: readonly Problem[];
+}
+
+/** Where a rank problem's `engine.<field>` is set: the role's own engine override, else the spec's engine. */
+function enginePath(spec: Spec, role: RankRole, field: string): string[] {
+  const override = role === "aggregated" ? undefined : spec[role]?.engine;
+  return override !== undefined && Object.hasOwn(override, field) ? [role, "engine", field] : ["engine", field];
+}
+
+/**
+ * Runs the shared checks on a parsed spec document with its `--set` overrides applied. Throws an
+ * InputError (a SpecInputError when an override is to blame) when the spec itself does not
+ * validate, since nothing else can be checked then; otherwise returns every problem found.
+ */
+export function checkSpec(doc: LocatedDocument, overrides: readonly SpecOverride[] = []): CheckedSpec {
+  assertDocumentKind(doc, "spec");
+  const spec: Spec = specWithOverrides(doc, overrides);
+  const problems: Problem[] = [];
+  /** A problem at a spec field: in the flag that set it, or at its line in the spec. */
+  const at = (path: readonly string[], message: string): Problem => {
+    const owner = [...overrides].reverse().find((o) => o.path.length <= path.length && o.path.every((k, i) => String(k) === path[i]));
+    if (owner !== undefined) return { file: owner.source, issue: { path: path.join("."), message } };
+    return { file: doc.file, issue: { path: path.join("."), message, ...(doc.locate(path) ?? {}) } };
+  };
+  const load = profileLoader(doc, problems);
+  const base = load(spec.profile, ["profile"]);
+  const roles: { role: PdRole; loaded: LoadedProfile | undefined }[] = [];
+  const gate = (loaded: LoadedProfile, p: PdGateProblem): Problem[] => profileProblems(loaded, [{ path: p.path, message: p.message }]);
+  if (spec.topology.kind === "disaggregated") {
+    for (const role of ["prefill", "decode"] as const) {
+      const override = spec[role]?.profile;
+      roles.push({ role, loaded: override === undefined ? base : load(override, [role, "profile"]) });
+    }
+    for (const { role, loaded } of roles) {
+      if (loaded !== undefined) problems.push(...checkPdGate(loaded.profile, role).flatMap((p) => gate(loaded, p)));
+    }
+    const [prefill, decode] = [roles[0]?.loaded, roles[1]?.loaded];
+    if (prefill !== undefined && decode !== undefined) {
+      for (const p of checkPdTopology(prefill.profile, decode.profile)) {
+        if (p.path !== "") {
+          problems.push(...gate(decode, p));
+          continue;
+        }
+        // Two layouts, not one field: point at the spec's choice of profiles, and name both files.
+        const where = spec.decode?.profile !== undefined ? ["decode", "profile"] : spec.prefill?.profile !== undefined ? ["prefill", "profile"] : ["profile"];
+        problems.push(at(where, `${p.message} (prefill: ${prefill.file}, decode: ${decode.file})`));
+      }
+    }
+  }
+  const used = roles.length > 0 ? roles.map((r) => r.loaded) : [base];
+  if (spec.timing.type === "profile") {
+    for (const loaded of new Set(used)) {
+      if (loaded !== undefined && loaded.profile.forward_pass === undefined) {
+        problems.push(at(["timing", "type"], `"profile" needs forward_pass tables, and profile ${loaded.profile.model} (${loaded.file}) has none`));
+      }
+    }
+  }
+  if (problems.length === 0) problems.push(...rankProblems(spec, base, roles));
+  const profiles = new Map<string, Profile>();
+  for (const [ref, loaded] of [
+    [spec.profile, base],
+    ...roles.map((r) => [r.role === "prefill" ? spec.prefill?.profile : spec.decode?.profile, r.loaded] as const),
+  ] as const) {
+    if (typeof ref === "string" && loaded !== undefined) profiles.set(ref, loaded.profile);
+  }
+  return { spec, doc, profiles, base, roles, problems };
+
+  /** What each rank would refuse (engine settings against the profile, timing tables per role), located. */
+  function rankProblems(s: Spec, b: LoadedProfile | undefined, rs: typeof roles): Problem[] {
+    const out: Problem[] = [];
+    const settings = (o: EngineOverrides | undefined) => engineSettings({ ...s.engine, ...o });
+    const ranks: { role: RankRole; loaded: LoadedProfile | undefined; config: (p: Profile) => RankConfig }[] =
+      rs.length === 0
+        ? [{ role: "aggregated", loaded: b, config: (profile) => ({ role: "aggregated", profile, engine: settings(undefined), timing: s.timing }) }]
+        : rs.map(({ role, loaded }) => ({
+            role,
+            loaded,
+            config: (profile: Profile): RankConfig => ({
+              role,
+              profile,
+              engine: settings(s[role]?.engine),
+              timing: s.timing,
+              ...(role === "prefill" ? { kvTransfer: { mode: s.kv_transfer.mode, ...(s.kv_transfer.bandwidth_gbps === undefined ? {} : { bandwidthGbps: s.kv_transfer.bandwidth_gbps }) } } : {}),
+            }),
+          }));
+    for (const { role, loaded, config } of ranks) {
+      if (loaded === undefined) continue;
+      for (const p of checkRankConfig(config(loaded.profile))) {
+        const message = p.message.startsWith(role) ? p.message : `${role} rank: ${p.message}`;
+        if (p.path.startsWith("engine.")) out.push(at(enginePath(s, role, p.path.slice("engine.".length)), message));
+        else if (p.path.startsWith("profile.")) out.push(...profileProblems(loaded, [{ path: p.path.slice("profile.".length), message }]));
+        else if (p.path.startsWith("kv_transfer.")) out.push(at(parsePath(p.path).map(String), message));
+        // Anything else is a P/D gate path, reported above.
+      }
+    }
+    return out;
+  }
+}
+
+/**
+ * Reads a spec (a file, or standard input for `-`), applies `--set` overrides and runs the shared
+ * checks; throws InvalidInputs listing every problem, as `kvsim validate` prints them.
+ */
+export async function loadCheckedSpec(io: StdinIo, file: string, sets: readonly string[] | undefined): Promise<CheckedSpec> {
+  const overrides = parseSetFlags(sets);
+  const doc = await readDocument(io, file);
+  let checked: CheckedSpec;
+  try {
+    checked = checkSpec(doc, overrides);
+  } catch (e) {
+    if (e instanceof SpecInputError) throw new InvalidInputs(fromInputError(e));
+    throw e;
+  }
+  if (checked.problems.length > 0) throw new InvalidInputs(checked.problems);
+  return checked;
+}
