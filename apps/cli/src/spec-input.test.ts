@@ -90,7 +90,7 @@ describe("--set on validate", () => {
     expect(r.code).toBe(2);
     // Line 5 "timing: { type: fixed, " is 23 characters, so prefill_ms starts at column 24.
     expect(r.stderr).toBe(
-      `error: invalid input\n${path("bad.yaml")}:5:24: timing.prefill_ms: must not be negative (got -1)\n--set workload.speedup=0: workload.speedup: must be greater than 0 (got 0)\n`,
+      `error: invalid input\n${path("bad.yaml")}:5:24: timing.prefill_ms: must be from 0 to 1000000 ms, about 17 minutes (got -1)\n--set workload.speedup=0: workload.speedup: must be from 0.000001 to 1000000 (got 0)\n`,
     );
   });
 

@@ -126,7 +126,7 @@ describe("linear timing", () => {
   it("refuses negative and unknown coefficients", () => {
     const r = TimingSchema.safeParse({ type: "linear", per_sequence_ms: -1, per_token_ms: 2 });
     expect(r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toEqual([
-      "per_sequence_ms: must not be negative",
+      "per_sequence_ms: must be from 0 to 1000000 ms, about 17 minutes",
       ': Unrecognized key: "per_token_ms"',
     ]);
   });

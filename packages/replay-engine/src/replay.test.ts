@@ -234,11 +234,11 @@ describe("cutoff, no progress, inputs", () => {
       topology: { kind: "aggregated", workers: 1 },
       engine: smallEngine,
       timing: fixed(10, 2),
-      workload: { synthetic: { requests: 5, input_tokens: 4, output_tokens: 2, rate_per_s: 0.001, seed: 3 } },
+      workload: { synthetic: { requests: 5, input_tokens: 4, output_tokens: 2, rate_per_s: 0.01, seed: 3 } },
       max_virtual_time_ms: 100,
     });
-    // At 0.001 req/s the mean gap is 1,000 s: request 0 (at 0) completes at 14, the rest come after 100 ms
-    // unless a gap is under 100 ms (probability 1 - e^(-0.0001) per gap, 0.04 % for four).
+    // At 0.01 req/s (the slowest rate allowed) the mean gap is 100 s: request 0 (at 0) completes at 14,
+    // the rest come after 100 ms unless a gap is under 100 ms (probability 1 - e^(-0.001) per gap, 0.4 % for four).
     const r = ok(await runReplay({ spec }));
     expect([r.report.num_requests, r.report.completed_requests]).toEqual([1, 1]);
     expect(r.report.cutoff).toEqual({ at_ms: 100, in_flight_requests: 0, not_arrived_requests: 4, in_flight_output_tokens: 0 });

@@ -113,7 +113,7 @@ describe("a spec with overrides", () => {
     // "num_gpu_blocks: 64, " (20) and "block_size: 4, " (15): column 10 + 20 + 15 + 1 = 46.
     expect(e.message.split("\n")).toEqual([
       "/specs/pd.yaml:4:46: engine.max_num_seqs: must be at least 1 (got -1)",
-      "--set workload.speedup=0: workload.speedup: must be greater than 0 (got 0)",
+      "--set workload.speedup=0: workload.speedup: must be from 0.000001 to 1000000 (got 0)",
     ]);
   });
 
