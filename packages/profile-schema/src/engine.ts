@@ -1,12 +1,18 @@
 import { z } from "zod";
+import { KNOWN_GPU_NAMES } from "./gpus.js";
 import { MAX_REQUEST_TOKENS } from "./limits.js";
-import { nonNegativeInt, positiveInt } from "./primitives.js";
+import { finiteNumber, nonNegativeInt, positiveInt } from "./primitives.js";
 
 /** The most pool pages one rank may have. */
 export const MAX_PAGES_PER_RANK = 2 ** 24;
 
 /** The most data-parallel ranks one worker may have. */
 export const MAX_DATA_PARALLEL_SIZE = 1024;
+/** A memory size in GiB: finite, >= 0, at most 2^20 GiB (a typo guard). */
+const gib = () =>
+  finiteNumber()
+    .min(0, { error: "must not be negative", abort: true })
+    .max(2 ** 20, { error: "must be at most 1048576 GiB", abort: true });
 
 /** The engine fields without defaults, shared by the settings and the overrides schemas. */
 const fields = {
@@ -44,11 +50,25 @@ const fields = {
     .min(1, { error: "must list at least one batch size", abort: true })
     .refine((sizes) => sizes.every((s, i) => i === 0 || s > sizes[i - 1]!), { error: "must be strictly increasing", abort: true })
     .describe("Batch sizes vLLM captured CUDA graphs for: the linear timing model pads a decode-only step's sequence count up to the next one (none above the largest)."),
+  // KV capacity from GPU memory (capacity.ts): used only when num_gpu_blocks is not given.
+  gpu: z
+    .enum(KNOWN_GPU_NAMES, { error: `must be a known GPU: ${KNOWN_GPU_NAMES.join(", ")} (or give gpu_memory_gib)` })
+    .describe("A known GPU whose memory sizes the KV cache when num_gpu_blocks is not given."),
+  gpu_memory_gib: gib()
+    .refine((v) => v > 0, { error: "must be greater than 0", abort: true })
+    .describe("Total GPU memory in GiB as CUDA reports it; sizes the KV cache when num_gpu_blocks is not given."),
+  gpu_memory_utilization: finiteNumber()
+    .refine((v) => v > 0 && v <= 1, { error: "must be in (0, 1]", abort: true })
+    .describe("vLLM's gpu_memory_utilization: the share of GPU memory the rank may use (default 0.9)."),
+  weights_gib: gib().describe("Model weights on one rank in GiB; overrides the profile's memory.weights_bytes."),
+  activation_peak_gib: gib().describe("Activation peak plus non-torch memory of vLLM's profile run in GiB; overrides kvsim's estimate."),
+  cuda_graph_memory_gib: gib().describe("CUDA graph memory reserved before the KV cache in GiB; overrides kvsim's estimate (0 for enforce_eager)."),
 };
 
 /**
  * vLLM settings of one rank. Defaults follow vLLM v1 and the Dynamo mocker, except
- * `num_gpu_blocks`, which a real deployment derives from GPU memory: set it.
+ * `num_gpu_blocks`, which a real deployment derives from GPU memory: set it, or give `gpu` or
+ * `gpu_memory_gib` and let resolveEngine derive it (an explicit `num_gpu_blocks` wins).
  */
 export const EngineSettingsSchema = z.strictObject({
   num_gpu_blocks: fields.num_gpu_blocks.default(16384),
@@ -64,6 +84,12 @@ export const EngineSettingsSchema = z.strictObject({
   data_parallel_size: fields.data_parallel_size.default(1),
   enable_expert_parallel: fields.enable_expert_parallel.default(false),
   cudagraph_capture_sizes: fields.cudagraph_capture_sizes.optional(),
+  gpu: fields.gpu.optional(),
+  gpu_memory_gib: fields.gpu_memory_gib.optional(),
+  gpu_memory_utilization: fields.gpu_memory_utilization.optional(),
+  weights_gib: fields.weights_gib.optional(),
+  activation_peak_gib: fields.activation_peak_gib.optional(),
+  cuda_graph_memory_gib: fields.cuda_graph_memory_gib.optional(),
 });
 export type EngineSettings = z.infer<typeof EngineSettingsSchema>;
 

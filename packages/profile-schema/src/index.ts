@@ -18,6 +18,7 @@ export {
   ForwardPassSchema,
   VllmVersionSchema,
   ProfileSchema,
+  ModelMemorySchema,
   isWindowKind,
   isGroupedProfile,
   isLinearProfile,
@@ -31,6 +32,7 @@ export {
   type Profile,
   type GroupedProfile,
   type LinearProfile,
+  type ModelMemory,
 } from "./profile.js";
 export {
   EngineSettingsSchema,
@@ -87,6 +89,21 @@ export {
   type DocumentFormat,
   type LocatedDocument,
 } from "./document.js";
+export { GIB, KNOWN_GPUS, KNOWN_GPU_NAMES, knownGpu, type KnownGpu, type KnownGpuName } from "./gpus.js";
+export {
+  kvCapacity,
+  resolveEngine,
+  sizesFromGpuMemory,
+  versionAtLeast,
+  DEFAULT_GPU_MEMORY_UTILIZATION,
+  NON_TORCH_ESTIMATE_BYTES,
+  NON_TORCH_TP_ESTIMATE_BYTES,
+  CUDA_GRAPH_ESTIMATE_BYTES,
+  CUDA_GRAPH_ESTIMATE_SINCE,
+  type KvCapacity,
+  type KvCapacityResult,
+  type EngineResolution,
+} from "./capacity.js";
 export { parseProfile, validateProfile, parseSpec, resolveSpecPaths } from "./parse.js";
 export { documentKind, documentKindIssue, assertDocumentKind, type DocumentKind } from "./document-kind.js";
 export { deepNestingOffset, duplicateKey, deepValuePath, scanJsonText, type DuplicateKey, type JsonTextProblem } from "./json-text.js";

@@ -99,6 +99,25 @@ export const ForwardPassSchema = z
   });
 export type ForwardPass = z.infer<typeof ForwardPassSchema>;
 
+/**
+ * What the model takes on one rank besides its KV cache, for `num_gpu_blocks` from GPU memory
+ * (capacity.ts). `kvsim profile from-hf` writes it; the activation terms are estimates of what
+ * vLLM measures at start-up (its profile run), see the package README.
+ */
+export const ModelMemorySchema = z.strictObject({
+  weights_bytes: nonNegativeInt()
+    .optional()
+    .describe("Model weights on this rank in bytes (parameters per rank x their bytes, plus the rotary cache). Absent: give engine.weights_gib."),
+  activation_bytes_per_token: nonNegativeInt().describe(
+    "Estimated activation bytes per batched token of vLLM's profile run (its forward pass over max_num_batched_tokens).",
+  ),
+  sampler_bytes_per_sequence: nonNegativeInt().describe(
+    "Estimated bytes per sampled sequence of the profile run's sampler (logits and their sort, softmax and cumulative sum over the vocabulary).",
+  ),
+  provenance: nonBlank().describe("Where the numbers come from (the config, the rules applied)."),
+});
+export type ModelMemory = z.infer<typeof ModelMemorySchema>;
+
 /** A literal vLLM version string such as `0.32.0` (no ranges, no `latest`). */
 export const VllmVersionSchema = z.string().regex(/^\d+\.\d+\.\d+([.+-][0-9A-Za-z.+-]+)?$/, {
   error: "must be a literal version such as 0.32.0",
@@ -130,6 +149,7 @@ export const ProfileSchema = z
       .optional()
       .describe("Grouped profiles: the cache groups sharing the pool. Never together with kv_bytes_per_token."),
     forward_pass: ForwardPassSchema.optional().describe("Measured (or illustrative) forward-pass latencies for timing type profile."),
+    memory: ModelMemorySchema.optional().describe("Weights and activation estimates of one rank, so engine settings can give GPU memory instead of num_gpu_blocks."),
   })
   .superRefine((p, ctx) => {
     const grouped = p.kv_cache_groups !== undefined;
