@@ -1,0 +1,137 @@
+import type { InputIssue } from "@kvsim/profile-schema";
+
+/** A JSON object. */
+export type JsonObject = Readonly<Record<string, unknown>>;
+
+export const isObject = (v: unknown): v is JsonObject => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * Reads fields of one object of a config.json (the root, or a nested `text_config`), collecting a
+ * located issue for each missing or ill-typed field instead of stopping at the first. A read that
+ * fails returns NaN (numbers), "" (strings) or [] (lists), so a family can read everything it
+ * needs and the caller refuses the config once, listing every problem.
+ */
+export class ConfigReader {
+  constructor(
+    readonly obj: JsonObject,
+    /** Path of `obj` inside the file: "" for the root, "text_config" for a nested one. */
+    readonly at: string,
+    readonly issues: InputIssue[],
+    /** Names what is being derived, for messages ("LlamaForCausalLM"). */
+    readonly what: string,
+  ) {}
+
+  path(key: string): string {
+    return this.at === "" ? key : `${this.at}.${key}`;
+  }
+
+  has(key: string): boolean {
+    return this.obj[key] !== undefined && this.obj[key] !== null;
+  }
+
+  private fail(key: string, message: string): void {
+    this.issues.push({ path: this.path(key), message });
+  }
+
+  /** A required integer >= min (default 1). */
+  int(key: string, min = 1): number {
+    const v = this.obj[key];
+    if (v === undefined || v === null) {
+      this.fail(key, `is required to derive a profile for ${this.what}`);
+      return Number.NaN;
+    }
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min) {
+      this.fail(key, `must be an integer >= ${min} (got ${JSON.stringify(v)})`);
+      return Number.NaN;
+    }
+    return v;
+  }
+
+  /** An optional integer >= min: undefined when absent or null. */
+  optInt(key: string, min = 1): number | undefined {
+    return this.has(key) ? this.int(key, min) : undefined;
+  }
+
+  /** A required finite number > 0. */
+  positive(key: string): number {
+    const v = this.obj[key];
+    if (v === undefined || v === null) {
+      this.fail(key, `is required to derive a profile for ${this.what}`);
+      return Number.NaN;
+    }
+    if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
+      this.fail(key, `must be a number > 0 (got ${JSON.stringify(v)})`);
+      return Number.NaN;
+    }
+    return v;
+  }
+
+  optPositive(key: string): number | undefined {
+    return this.has(key) ? this.positive(key) : undefined;
+  }
+
+  optBool(key: string): boolean | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.obj[key];
+    if (typeof v !== "boolean") {
+      this.fail(key, `must be true or false (got ${JSON.stringify(v)})`);
+      return undefined;
+    }
+    return v;
+  }
+
+  optString(key: string): string | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.obj[key];
+    if (typeof v !== "string") {
+      this.fail(key, `must be a string (got ${JSON.stringify(v)})`);
+      return undefined;
+    }
+    return v;
+  }
+
+  /** A required string. */
+  string(key: string): string {
+    const v = this.optString(key);
+    if (v === undefined && !this.has(key)) this.fail(key, `is required to derive a profile for ${this.what}`);
+    return v ?? "";
+  }
+
+  /** An optional list of strings. */
+  optStrings(key: string): string[] | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.obj[key];
+    if (!Array.isArray(v) || !v.every((x) => typeof x === "string")) {
+      this.fail(key, `must be a list of strings (got ${JSON.stringify(v)})`);
+      return undefined;
+    }
+    return v;
+  }
+
+  /** An optional list of integers >= min. */
+  optInts(key: string, min = 0): number[] | undefined {
+    if (!this.has(key)) return undefined;
+    const v = this.obj[key];
+    if (!Array.isArray(v) || !v.every((x) => typeof x === "number" && Number.isSafeInteger(x) && x >= min)) {
+      this.fail(key, `must be a list of integers >= ${min} (got ${JSON.stringify(v)})`);
+      return undefined;
+    }
+    return v as number[];
+  }
+
+  /** A nested object, read with its own path. */
+  child(key: string): ConfigReader | undefined {
+    const v = this.obj[key];
+    if (v === undefined || v === null) return undefined;
+    if (!isObject(v)) {
+      this.fail(key, `must be an object (got ${JSON.stringify(v)})`);
+      return undefined;
+    }
+    return new ConfigReader(v, this.path(key), this.issues, this.what);
+  }
+
+  /** A problem with a field's value that is not about its type. */
+  refuse(key: string, message: string): void {
+    this.fail(key, message);
+  }
+}

@@ -1,0 +1,166 @@
+import { InputError, validateProfile, VllmVersionSchema, type InputIssue, type Profile } from "@kvsim/profile-schema";
+import { ConfigReader, isObject } from "./config.js";
+import { ARCHITECTURES, dtypeBytes, KNOWN_ARCHITECTURES, visionTowerParts, type FamilyName, type ModelDescription } from "./families.js";
+import { layoutCache } from "./layout.js";
+
+/** KV cache dtypes as vLLM's `--kv-cache-dtype` spells them. */
+export const KV_CACHE_DTYPES = ["auto", "fp8", "fp8_e4m3", "fp8_e5m2", "bfloat16", "float16"] as const;
+export type KvCacheDtype = (typeof KV_CACHE_DTYPES)[number];
+
+/** The vLLM release a derived profile names unless told otherwise (the newest P/D-gated one). */
+export const DEFAULT_VLLM_VERSION = "0.32.0";
+
+/**
+ * Bytes of the sampler's working set per sequence and vocabulary entry in vLLM's profile run:
+ * the logits in the model dtype (2) and in float32 (4), their sort (4 for the values, 8 for the
+ * int64 indices), softmax (4) and cumulative sum (4) for top-k/top-p: 26 bytes.
+ */
+export const SAMPLER_BYTES_PER_VOCAB_ENTRY = 26;
+
+export interface HfProfileOptions {
+  readonly tensorParallelSize: number;
+  /** Default "auto": the model dtype. */
+  readonly kvCacheDtype?: KvCacheDtype | undefined;
+  /** The literal vLLM version the profile names (default 0.32.0). */
+  readonly vllmVersion?: string | undefined;
+  /** vLLM's `--block-size`: raised where vLLM raises it, never lowered. */
+  readonly blockSize?: number | undefined;
+  /** The profile's model name (default: the config's `_name_or_path`, else its architecture). */
+  readonly model?: string | undefined;
+  /** Names the config in errors (default `<config>`). */
+  readonly file?: string;
+}
+
+export interface HfProfile {
+  readonly profile: Profile;
+  readonly architecture: string;
+  readonly family: FamilyName;
+  /** A linear profile runs with the engine's block size: the one to set (16 unless --block-size). */
+  readonly engineBlockSize?: number;
+  /** Parameters on one rank (all of them when the weights are not estimated). */
+  readonly parametersPerRank: number;
+  /** The rules applied, one line each, for the CLI to print. */
+  readonly notes: readonly string[];
+}
+
+const n = (v: number) => v.toLocaleString("en-US");
+
+/** Bytes of one weight element by category, from the checkpoint's quantization_config. */
+function weightBytes(root: ConfigReader, dtype: number, notes: string[]): { linear: number; experts: number } | undefined {
+  const q = root.child("quantization_config");
+  if (q === undefined) return { linear: dtype, experts: dtype };
+  const method = q.optString("quant_method") ?? "";
+  if (method === "fp8") {
+    notes.push("weights: FP8 checkpoint, 1 byte per linear and expert weight (block scales not counted)");
+    return { linear: 1, experts: 1 };
+  }
+  if (method === "mxfp4") {
+    notes.push("weights: MXFP4 experts, 4.25 bits per expert weight (4-bit values, an 8-bit scale per 32)");
+    return { linear: dtype, experts: 4.25 / 8 };
+  }
+  notes.push(`weights: quantization "${method}" is not modelled; give engine.weights_gib to size the KV cache from GPU memory`);
+  return undefined;
+}
+
+/**
+ * Derives a kvsim profile for one TP rank from a Hugging Face `config.json` (already parsed), by
+ * vLLM's KV cache rules (see the package README for each rule and its source). Throws an
+ * InputError naming the config's fields when it cannot: an unknown architecture (listing the known
+ * ones), a missing field, or heads that do not split over the TP size.
+ */
+export function profileFromHfConfig(config: unknown, options: HfProfileOptions): HfProfile {
+  const file = options.file ?? "<config>";
+  const issues: InputIssue[] = [];
+  const refuse = (path: string, message: string): never => {
+    throw new InputError(file, [...issues, { path, message }]);
+  };
+  if (!isObject(config)) refuse("", "expected a JSON object (a Hugging Face config.json)");
+  const tp = options.tensorParallelSize;
+  if (!Number.isSafeInteger(tp) || tp < 1) throw new RangeError(`tensorParallelSize must be an integer >= 1, got ${tp}`);
+  const vllmVersion = options.vllmVersion ?? DEFAULT_VLLM_VERSION;
+  if (!VllmVersionSchema.safeParse(vllmVersion).success) throw new RangeError(`vllmVersion must be a literal version such as 0.32.0, got ${vllmVersion}`);
+
+  const rootObj = config as Record<string, unknown>;
+  const names = rootObj.architectures;
+  if (!Array.isArray(names) || names.length === 0 || !names.every((x) => typeof x === "string")) {
+    refuse("architectures", `must list the model's architecture; kvsim knows: ${KNOWN_ARCHITECTURES.join(", ")}`);
+  }
+  const listed = names as string[];
+  const architecture = listed.find((a) => a in ARCHITECTURES);
+  if (architecture === undefined) {
+    return refuse("architectures", `unknown architecture ${listed.map((a) => `"${a}"`).join(", ")}; kvsim knows: ${KNOWN_ARCHITECTURES.join(", ")}`);
+  }
+  const family = ARCHITECTURES[architecture]!;
+  const root = new ConfigReader(config as Record<string, unknown>, "", issues, architecture);
+  const cfg = family.textConfig === true ? root.child("text_config") : root;
+  if (cfg === undefined) return refuse("text_config", `is required to derive a profile for ${architecture}`);
+
+  const notes: string[] = [];
+  const dtypeName = cfg.optString("torch_dtype") ?? cfg.optString("dtype") ?? root.optString("torch_dtype") ?? root.optString("dtype");
+  const dtype = dtypeBytes(dtypeName, 2);
+  if (dtype === 4) notes.push("model dtype: float32 in the config; vLLM serves it in 16 bits by default, so 2 bytes");
+  const modelDtype = 2;
+  const kvCacheDtype = options.kvCacheDtype ?? "auto";
+  const kvBytes = kvCacheDtype === "auto" ? modelDtype : kvCacheDtype.startsWith("fp8") ? 1 : 2;
+
+  const model: ModelDescription = family.describe(cfg, { tp, kvBytes, dtypeBytes: modelDtype, notes });
+  if (issues.length > 0) throw new InputError(file, issues);
+
+  let layout;
+  try {
+    layout = layoutCache(model.layers, { mla: model.mla, blockSize: options.blockSize, vllmVersion });
+  } catch (e) {
+    if (e instanceof RangeError) return refuse("architectures", `${architecture}: ${e.message}`);
+    throw e;
+  }
+  notes.unshift(...layout.notes);
+
+  // Weights: parameters per rank times their bytes, plus the rotary cos/sin cache vLLM builds.
+  const parts = model.parts;
+  if (family.textConfig === true) parts.other += visionTowerParts(root.child("vision_config"), model.hidden, tp);
+  if (issues.length > 0) throw new InputError(file, issues);
+  const params = parts.embedding + parts.linear + parts.experts + parts.other;
+  const bytesOf = weightBytes(root, modelDtype, notes);
+  const weights =
+    bytesOf === undefined
+      ? undefined
+      : Math.round(modelDtype * (parts.embedding + parts.other + model.rotaryElements) + bytesOf.linear * parts.linear + bytesOf.experts * parts.experts);
+  if (weights !== undefined) notes.push(`weights: ${n(Math.round(params))} parameters per rank + ${n(model.rotaryElements)} rotary cache elements, x their bytes = ${n(weights)} bytes`);
+
+  const activationPerToken = modelDtype * (2 * model.hidden + model.mixerWidth + 3 * model.ffnWidth);
+  const samplerPerSequence = model.vocab * SAMPLER_BYTES_PER_VOCAB_ENTRY;
+  notes.push(
+    `activation estimate: ${n(activationPerToken)} B per batched token (2 x (2 x ${n(model.hidden)} hidden + ${n(model.mixerWidth)} mixer + 3 x ${n(model.ffnWidth)} MLP)) and ${n(samplerPerSequence)} B per sampled sequence (${n(model.vocab)} vocab x ${SAMPLER_BYTES_PER_VOCAB_ENTRY} B)`,
+  );
+
+  const nameOrPath = root.optString("_name_or_path");
+  const modelName = options.model ?? (nameOrPath !== undefined && nameOrPath.trim() !== "" ? nameOrPath : architecture);
+  const description = `Derived by kvsim profile from-hf from a ${architecture} config.json: one of ${tp} tensor-parallel rank${tp === 1 ? "" : "s"}, KV cache dtype ${kvCacheDtype}${kvCacheDtype === "auto" ? ` (${dtypeName ?? "bfloat16"})` : ""}, vLLM ${vllmVersion} rules. No forward_pass timings: use a fixed or polynomial timing model, or add measured passes.`;
+  const memory = {
+    ...(weights === undefined ? {} : { weights_bytes: weights }),
+    activation_bytes_per_token: activationPerToken,
+    sampler_bytes_per_sequence: samplerPerSequence,
+    provenance: `kvsim profile from-hf estimates for ${architecture} at TP ${tp}: weights from the config's parameter count, activations from its widths (see @kvsim/profile-schema README, KV capacity from GPU memory)`,
+  };
+  const base = {
+    schema_version: 1,
+    model: modelName,
+    description,
+    vllm_version: vllmVersion,
+    tensor_parallel_size: tp,
+    kv_cache_dtype: kvCacheDtype === "auto" ? (dtypeName ?? "bfloat16") : kvCacheDtype,
+  };
+  const value =
+    layout.kind === "linear"
+      ? { ...base, kv_bytes_per_token: layout.kvBytesPerToken, memory }
+      : { ...base, page_size_bytes: layout.pageSizeBytes, kv_cache_groups: layout.groups, memory };
+  const profile = validateProfile(value, `${file} (derived profile)`);
+  return {
+    profile,
+    architecture,
+    family: family.family,
+    ...(layout.kind === "linear" ? { engineBlockSize: layout.blockSize } : {}),
+    parametersPerRank: Math.round(params),
+    notes,
+  };
+}
