@@ -15,5 +15,6 @@ export {
   type RequestRecord,
   type RequestStatus,
   type HandoffRecord,
+  type KvCapacityByRole,
 } from "./report.js";
 export { SATURATION_RATE_RATIO, SATURATION_TTFT_GROWTH, SATURATION_MIN_REQUESTS, type SaturationCheck } from "./saturation.js";

@@ -1,12 +1,14 @@
 import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
 import {
   checkPdTopology,
-  engineSettings,
   InputError,
   MAX_VIRTUAL_TIME_MS,
   MAX_VIRTUAL_TIME_TEXT,
+  resolveEngine,
   tokens as asTokens,
   type EngineOverrides,
+  type EngineSettings,
+  type KvCapacity,
   type Profile,
   type Spec,
   type TraceRecord,
@@ -16,7 +18,7 @@ import { Rank, RankConfigError, TimingRefusedError, type Command, type CommandOu
 import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput, type TransferPricer } from "./coordinator.js";
 import { EventQueue, Phase, Stage } from "./event-queue.js";
 import { createPlacement, type Placement } from "./placement.js";
-import { MetricsCollector, type HandoffRecord, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
+import { MetricsCollector, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
 import { lowerTrace, syntheticRequests, type ReplayRequest } from "./workload.js";
 
 export interface ReplayProgress {
@@ -163,10 +165,20 @@ class ReplayEngine {
     this.nextProgress = this.progressEvery;
     this.fallbackLatencyMs = spec.kv_transfer.fallback_latency_ms;
     const base = resolveProfile(spec.profile, input.profiles, "base");
-    const settings = (o: EngineOverrides | undefined) => engineSettings({ ...spec.engine, ...o });
+    const capacity: { -readonly [R in keyof KvCapacityByRole]: KvCapacity } = {};
+    const settings = (role: RankRole, profile: Profile, o: EngineOverrides | undefined): EngineSettings => {
+      // An engine that gives GPU memory instead of num_gpu_blocks gets its pool sized as vLLM would.
+      const r = resolveEngine(profile, { ...spec.engine, ...o });
+      if (!r.ok) {
+        const at = (field: string) => (o !== undefined && field in o ? `${role}.engine.${field}` : `engine.${field}`);
+        throw new InputError(this.specFile, r.issues.map((i) => ({ path: at(i.path), message: `${role} rank: ${i.message}` })));
+      }
+      if (r.capacity !== undefined) capacity[role] = r.capacity;
+      return r.settings;
+    };
     if (spec.topology.kind === "aggregated") {
       this.disaggregated = false;
-      const config: RankConfig = { role: "aggregated", profile: base, engine: settings(undefined), timing: spec.timing };
+      const config: RankConfig = { role: "aggregated", profile: base, engine: settings("aggregated", base, undefined), timing: spec.timing };
       for (let i = 0; i < spec.topology.workers; i++) this.firstPool.push(this.addWorker(config, Stage.aggregated, i));
       this.price = () => {
         throw new Error("an aggregated replay has no handoffs");
@@ -183,8 +195,8 @@ class ReplayEngine {
         mode: spec.kv_transfer.mode,
         ...(spec.kv_transfer.bandwidth_gbps === undefined ? {} : { bandwidthGbps: spec.kv_transfer.bandwidth_gbps }),
       };
-      const prefill: RankConfig = { role: "prefill", profile: prefillProfile, engine: settings(spec.prefill?.engine), timing: spec.timing, kvTransfer };
-      const decode: RankConfig = { role: "decode", profile: decodeProfile, engine: settings(spec.decode?.engine), timing: spec.timing };
+      const prefill: RankConfig = { role: "prefill", profile: prefillProfile, engine: settings("prefill", prefillProfile, spec.prefill?.engine), timing: spec.timing, kvTransfer };
+      const decode: RankConfig = { role: "decode", profile: decodeProfile, engine: settings("decode", decodeProfile, spec.decode?.engine), timing: spec.timing };
       for (let i = 0; i < spec.topology.prefill.workers; i++) this.firstPool.push(this.addWorker(prefill, Stage.prefill, i));
       for (let i = 0; i < spec.topology.decode.workers; i++) this.decodePool.push(this.addWorker(decode, Stage.decode, i));
       const linearBlock = { blockSizeTokens: prefill.engine.block_size };
@@ -201,6 +213,7 @@ class ReplayEngine {
           return l.running + l.waiting;
         },
       }));
+    if (Object.keys(capacity).length > 0) this.collector.kvCapacity = capacity;
     this.firstPlacement = createPlacement(spec.router, targets(this.firstPool));
     this.decodePlacement = this.disaggregated ? createPlacement(spec.router, targets(this.decodePool)) : undefined;
     this.requests = this.requestStream(input);

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import stringify from "safe-stable-stringify";
-import type { Sla, TransferMode } from "@kvsim/profile-schema";
+import type { KvCapacity, Sla, TransferMode } from "@kvsim/profile-schema";
 import { SaturationMonitor, type SaturationCheck } from "./saturation.js";
 import { percentilesOf, Sample, summarize, type Distribution } from "./stats.js";
 
@@ -126,6 +126,8 @@ export interface ReplayReport extends VllmSummaryKeys, PercentileKeys {
   readonly request_goodput?: number | null;
   readonly output_throughput?: number;
   readonly total_token_throughput?: number;
+  /** Present when an engine sized its pool from GPU memory: how num_gpu_blocks followed, per role (not in the digest). */
+  readonly kv_capacity?: KvCapacityByRole;
   /** SHA-256 (hex) of the canonical report: the keys of CANONICAL_KEYS, sorted. */
   readonly digest: string;
   /** Added by the CLI: host time of the run. */
@@ -189,6 +191,13 @@ export const CANONICAL_KEYS = [
   "goodput_requests",
   "goodput_rps",
 ] as const;
+
+/** The KV capacity derivation of each role whose engine gave GPU memory instead of num_gpu_blocks. */
+export interface KvCapacityByRole {
+  readonly aggregated?: KvCapacity;
+  readonly prefill?: KvCapacity;
+  readonly decode?: KvCapacity;
+}
 
 /** Keys left out of the canonical report that the report always or often has (the digest and wall-clock fields). */
 export const NON_CANONICAL_KEYS = ["digest", "wall_time_ms", "simulated_requests_per_wall_s"] as const;
@@ -296,6 +305,9 @@ export class MetricsCollector {
   ) {
     this.percentiles = [...new Set([...DEFAULT_PERCENTILES, ...(options.percentiles ?? [])])].sort((a, b) => a - b);
   }
+
+  /** Set by the replay when an engine's pool was sized from GPU memory; reported as is. */
+  kvCapacity: KvCapacityByRole | undefined;
 
   onArrival(atMs = 0): void {
     this.arrived++;
@@ -437,6 +449,7 @@ export class MetricsCollector {
     }
     const derived = {
       ...(this.cutoff === undefined ? {} : { cutoff: this.cutoff }),
+      ...(this.kvCapacity === undefined ? {} : { kv_capacity: this.kvCapacity }),
       rejection_reasons: this.rejections.list(),
       failure_reasons: this.failures.list(),
       saturation: this.saturation.check(),
