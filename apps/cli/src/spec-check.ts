@@ -3,11 +3,11 @@ import {
   assertDocumentKind,
   checkPdGate,
   checkPdTopology,
-  engineSettings,
   InputError,
   parseDocumentText,
   parsePath,
   ProfileSchema,
+  resolveEngine,
   validateDocument,
   type EngineOverrides,
   type InputIssue,
@@ -162,24 +162,45 @@ export function checkSpec(doc: LocatedDocument, overrides: readonly SpecOverride
   /** What each rank would refuse (engine settings against the profile, timing tables per role), located. */
   function rankProblems(s: Spec, b: LoadedProfile | undefined, rs: typeof roles): Problem[] {
     const out: Problem[] = [];
-    const settings = (o: EngineOverrides | undefined) => engineSettings({ ...s.engine, ...o });
-    const ranks: { role: RankRole; loaded: LoadedProfile | undefined; config: (p: Profile) => RankConfig }[] =
+    // The engine as the replay resolves it: a pool sized from GPU memory must leave room for the KV cache.
+    const settings = (role: RankRole, profile: Profile, o: EngineOverrides | undefined) => {
+      const r = resolveEngine(profile, { ...s.engine, ...o });
+      if (r.ok) return r.settings;
+      for (const i of r.issues) out.push(at(enginePath(s, role, i.path), `${role} rank: ${i.message}`));
+      return undefined;
+    };
+    const ranks: { role: RankRole; loaded: LoadedProfile | undefined; config: (p: Profile) => RankConfig | undefined }[] =
       rs.length === 0
-        ? [{ role: "aggregated", loaded: b, config: (profile) => ({ role: "aggregated", profile, engine: settings(undefined), timing: s.timing }) }]
+        ? [
+            {
+              role: "aggregated",
+              loaded: b,
+              config: (profile) => {
+                const engine = settings("aggregated", profile, undefined);
+                return engine === undefined ? undefined : { role: "aggregated", profile, engine, timing: s.timing };
+              },
+            },
+          ]
         : rs.map(({ role, loaded }) => ({
             role,
             loaded,
-            config: (profile: Profile): RankConfig => ({
-              role,
-              profile,
-              engine: settings(s[role]?.engine),
-              timing: s.timing,
-              ...(role === "prefill" ? { kvTransfer: { mode: s.kv_transfer.mode, ...(s.kv_transfer.bandwidth_gbps === undefined ? {} : { bandwidthGbps: s.kv_transfer.bandwidth_gbps }) } } : {}),
-            }),
+            config: (profile: Profile): RankConfig | undefined => {
+              const engine = settings(role, profile, s[role]?.engine);
+              if (engine === undefined) return undefined;
+              return {
+                role,
+                profile,
+                engine,
+                timing: s.timing,
+                ...(role === "prefill" ? { kvTransfer: { mode: s.kv_transfer.mode, ...(s.kv_transfer.bandwidth_gbps === undefined ? {} : { bandwidthGbps: s.kv_transfer.bandwidth_gbps }) } } : {}),
+              };
+            },
           }));
     for (const { role, loaded, config } of ranks) {
       if (loaded === undefined) continue;
-      for (const p of checkRankConfig(config(loaded.profile))) {
+      const rankConfig = config(loaded.profile);
+      if (rankConfig === undefined) continue;
+      for (const p of checkRankConfig(rankConfig)) {
         const message = p.message.startsWith(role) ? p.message : `${role} rank: ${p.message}`;
         if (p.path.startsWith("engine.")) out.push(at(enginePath(s, role, p.path.slice("engine.".length)), message));
         else if (p.path.startsWith("profile.")) out.push(...profileProblems(loaded, [{ path: p.path.slice("profile.".length), message }]));

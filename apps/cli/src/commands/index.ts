@@ -6,8 +6,10 @@ import { registerEngine } from "./engine.js";
 import { registerSchemas } from "./schemas.js";
 import { registerValidate } from "./validate.js";
 import { registerReplay } from "./replay.js";
+import { registerProfileFromHf } from "./profile-from-hf.js";
+import { registerProfileShow } from "./profile-show.js";
 
 /** Each command module registers itself on the program. Keep one module per command. */
 export type RegisterCommand = (program: Command, ctx: CommandContext) => void;
 
-export const COMMANDS: readonly RegisterCommand[] = [registerTransfer, registerValidate, registerSchemas, registerEngine, registerDynamo, registerReplay];
+export const COMMANDS: readonly RegisterCommand[] = [registerTransfer, registerValidate, registerSchemas, registerEngine, registerDynamo, registerReplay, registerProfileFromHf, registerProfileShow];

@@ -8,15 +8,18 @@ import {
   parsePath,
   ProfileSchema,
   readTrace,
+  resolveEngine,
   validateDocument,
   type LocatedDocument,
+  type PdRole,
   type Profile,
+  type Spec,
   type TraceFormat,
 } from "@kvsim/profile-schema";
 import { SpecInputError, type SpecOverride } from "@kvsim/sweep";
 import { EXIT_BAD_INPUT, EXIT_OK, UsageError, type CliIo, type Problem } from "../io.js";
 import { openTrace } from "../lines.js";
-import { checkSpec, fromInputError, shown } from "../spec-check.js";
+import { checkSpec, fromInputError, shown, type LoadedProfile } from "../spec-check.js";
 import { collectSet, parseSetFlags, readDocument } from "../spec-input.js";
 import type { RegisterCommand } from "./index.js";
 
@@ -66,6 +69,17 @@ async function countTraceRequests(path: string, format: TraceFormat, traceBlockS
   return n;
 }
 
+/** `; prefill pool 4115 pages from GPU memory, ...` for the roles whose engine sized its pool from memory. */
+function poolSummary(spec: Spec, base: LoadedProfile | undefined, roles: readonly { readonly role: PdRole; readonly loaded: LoadedProfile | undefined }[]): string {
+  const pools: string[] = [];
+  for (const { role, loaded } of roles.length > 0 ? roles : [{ role: "aggregated" as const, loaded: base }]) {
+    if (loaded === undefined) continue;
+    const r = resolveEngine(loaded.profile, { ...spec.engine, ...(role === "aggregated" ? undefined : spec[role]?.engine) });
+    if (r.ok && r.capacity !== undefined) pools.push(`${role === "aggregated" ? "" : `${role} `}pool ${r.capacity.num_gpu_blocks} pages from GPU memory`);
+  }
+  return pools.length > 0 ? `; ${pools.join(", ")}` : "";
+}
+
 async function validateSpecDocument(io: CliIo, doc: LocatedDocument, overrides: readonly SpecOverride[]): Promise<number> {
   let checked: ReturnType<typeof checkSpec>;
   try {
@@ -98,7 +112,7 @@ async function validateSpecDocument(io: CliIo, doc: LocatedDocument, overrides: 
       : `disaggregated ${spec.topology.prefill.workers} prefill + ${spec.topology.decode.workers} decode`;
   const models = [...new Set(used.map((l) => l?.profile.model ?? "?"))];
   const profiles = models.length === 1 ? `profile ${models[0] ?? "?"}` : `profiles ${roles.map((r) => `${r.loaded?.profile.model ?? "?"} (${r.role})`).join(", ")}`;
-  io.out(`ok: spec v1, ${topology}, ${profiles}, ${workload}\n`);
+  io.out(`ok: spec v1, ${topology}, ${profiles}, ${workload}${poolSummary(spec, base, roles)}\n`);
   return EXIT_OK;
 }
 
