@@ -25,7 +25,8 @@ describe("bandwidth and delay", () => {
     // 1,000 B at 0.5 GB/s: 1,000 / 5e8 s = 2e-6 s = 0.002 ms.
     expect(delayMsForBytes(bytes(1000), 0.5)).toBe(0.002);
     expect(delayMsForBytes(bytes(0), 1)).toBe(0);
-    expect(() => delayMsForBytes(bytes(-1), 1)).toThrow(RangeError);
+    expect(() => delayMsForBytes(bytes(-1), 1)).toThrow(new RangeError("payload must be a finite number of bytes >= 0, got -1"));
+    expect(() => delayMsForBytes(bytes(Number.POSITIVE_INFINITY), 1)).toThrow(new RangeError("payload must be a finite number of bytes >= 0, got Infinity"));
   });
   it("no bandwidth, no modelled delay", () => {
     expect(transferDelayMs(sourceTerms(glmProfile("0.32.0"), tokens(8192), { mode: "full_prompt" }))).toBeUndefined();
@@ -39,6 +40,10 @@ describe("unit conversions", () => {
     expect(tokensToBlocksCeil(tokens(8191), tokens(2176))).toBe(4);
     expect(tokensToBlocksFloor(tokens(8191), tokens(2176))).toBe(3);
     expect(tokensToBlocksFloor(tokens(8704), tokens(2176))).toBe(4);
+  });
+  it("refuses a block size of 0 or below instead of dividing by it", () => {
+    expect(() => tokensToBlocksFloor(tokens(5), tokens(0))).toThrow(new RangeError("block size must be positive, got 0"));
+    expect(() => tokensToBlocksFloor(tokens(5), tokens(-4))).toThrow(new RangeError("block size must be positive, got -4"));
   });
   it("the compiler refuses a block count where tokens are expected (checked by tsc --noEmit)", () => {
     expectTypeOf<Blocks>().not.toExtend<Tokens>();

@@ -112,6 +112,8 @@ describe("destination hits", () => {
     expect(payloadBytes(terms)).toBe(0);
     expect(chargedFixedBytes(terms)).toBe(0);
     expect(transferDelayMs(terms)).toBe(0);
+    // full_prompt ignores what the destination holds: the fixed bytes are the ring's and KDA groups' 36,927,488.
+    expect(chargedFixedBytes({ ...terms, mode: "full_prompt" })).toBe(36_927_488);
     expect(groupPayload(glm, tokens(4352), tokens(4352)).every((r) => r.blocks === 0 && r.bytes === 0)).toBe(true);
     // full_prompt mode still charges the whole prompt: 2 x 13,045,120 + 36,927,488 = 63,017,728.
     expect(payloadBytes({ ...terms, mode: "full_prompt" })).toBe(63_017_728);
@@ -127,10 +129,18 @@ describe("destination hits", () => {
     // 13,045,120 + 36,927,488 = 49,972,608.
     expect(payloadBytes(missingTerms(glm, 8192, 8192))).toBe(49_972_608);
   });
-  it("refuses a negative or fractional hit", () => {
+  it("refuses a negative or fractional hit, or negative transferred tokens, naming the count", () => {
     const terms = sourceTerms(glm, tokens(10), { mode: "destination_missing" });
-    expect(() => withDestination(terms, glm, tokens(-1))).toThrow(RangeError);
-    expect(() => groupPayload(glm, tokens(9), tokens(0.5))).toThrow(RangeError);
+    expect(() => withDestination(terms, glm, tokens(-1))).toThrow(new RangeError("destination hit tokens must be an integer >= 0, got -1"));
+    expect(() => groupPayload(glm, tokens(9), tokens(0.5))).toThrow(new RangeError("destination hit tokens must be an integer >= 0, got 0.5"));
+    expect(() => groupPayload(glm, tokens(-1))).toThrow(new RangeError("transferred tokens must be an integer >= 0, got -1"));
+  });
+  it("refuses block terms priced with another full-attention block size", () => {
+    // The toy's terms count blocks of 16 tokens; this profile's full-attention block is 32.
+    const other = groupedProfile([fullGroup(32, 1000), windowGroup(33, 16, 300)]);
+    expect(() => withDestination(sourceTerms(toy, tokens(100), { mode: "destination_missing" }), other, tokens(0))).toThrow(
+      new RangeError("the terms count blocks of 16 tokens but the profile's full-attention block is 32 tokens"),
+    );
   });
   it("destination_missing before the destination is known charges the full prompt", () => {
     expect(payloadBytes(sourceTerms(glm, tokens(8192), { mode: "destination_missing" }))).toBe(89_107_968);
@@ -176,6 +186,17 @@ describe("linear profiles: token units", () => {
   });
 });
 
+describe("payloads a double cannot hold exactly", () => {
+  it("are refused, not rounded", () => {
+    // One full-attention group of 2^52 = 4,503,599,627,370,496 bytes per block (B 16).
+    const huge = groupedProfile([fullGroup(16, 2 ** 52)]);
+    // T 16: 1 block = 2^52 bytes, exact.
+    expect(groupPayload(huge, tokens(16))[0]!.bytes).toBe(4_503_599_627_370_496);
+    // T 48: cdiv(48, 16) = 3 blocks = 3 x 2^52 = 13,510,798,882,111,488 > 2^53.
+    expect(() => groupPayload(huge, tokens(48))).toThrow(new RangeError("payload of 3 x 4503599627370496 bytes exceeds 2^53 bytes"));
+  });
+});
+
 describe("profiles that cannot price a handoff", () => {
   const withoutField = (p: Profile, group: string, field: "transfer_bytes_per_block" | "prefix_cacheable"): Profile => ({
     ...p,
@@ -197,6 +218,9 @@ describe("profiles that cannot price a handoff", () => {
   it("a state group without prefix_cacheable cannot tell its backoff", () => {
     const old = withoutField(glm, "kda_2", "prefix_cacheable");
     expect(() => backoffTokens(old, tokens(1000))).toThrow(/kv_cache_groups\[4\]\.prefix_cacheable: state group "kda_2"/);
+    // Only state groups need the marker for the backoff: a full-attention group without it does
+    // not matter there (the KDA groups still say Mamba-type, so N 1,000 backs off 1).
+    expect(backoffTokens(withoutField(glm, "full_attention", "prefix_cacheable"), tokens(1000))).toBe(1);
   });
   it("needs a full-attention group, and one block size across them", () => {
     expect(transferProfileIssues(groupedProfile([windowGroup(32, 16, 300)])).map((i) => i.path)).toEqual(["kv_cache_groups"]);

@@ -73,7 +73,8 @@ export function withDestination(terms: TransferTerms, profile: Profile, destinat
       throw new RangeError(`the terms count blocks of ${terms.blockSizeTokens} tokens but the profile's full-attention block is ${blockSizeTokens} tokens`);
     }
     const units = blocks(Math.max(0, cdiv(t, blockSizeTokens) - Math.floor(destinationHitTokens / blockSizeTokens)));
-    const fixed = units === 0 ? bytes(0) : sumBytes(fixedRows(groupPayload(profile, t, destinationHitTokens)));
+    // groupPayload itself moves nothing at all when no full-attention block is missing.
+    const fixed = sumBytes(fixedRows(groupPayload(profile, t, destinationHitTokens)));
     return { ...terms, missing: { units, fixedBytes: fixed } };
   }
   if (isGroupedProfile(profile)) throw new RangeError("token transfer terms need the linear profile they were priced from, got a grouped profile");

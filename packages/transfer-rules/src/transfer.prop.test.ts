@@ -28,6 +28,24 @@ function groupedArb(maxWindows: number): fc.Arbitrary<Profile> {
       return groupedProfile(groups);
     });
 }
+/**
+ * grouped-pd.md section 2 read straight from the document, for grouped profiles: T = N - 1 with a
+ * Mamba-type state (prefix-cacheable state group) and N > 1, else N; per group full attention
+ * cdiv(T, B) blocks, window groups cdiv(T, B) - floor(max(0, T - W + 1) / B), state groups 1;
+ * bytes = blocks x transfer_bytes_per_block.
+ */
+function documentedFullPayload(p: Profile, n: number): number {
+  const groups = p.kv_cache_groups!;
+  const t = groups.some((g) => g.kind === "state" && g.prefix_cacheable === true) && n > 1 ? n - 1 : n;
+  let total = 0;
+  for (const g of groups) {
+    const b = g.block_size_tokens;
+    const moved = g.kind === "full_attention" ? Math.ceil(t / b) : g.kind === "state" ? 1 : Math.ceil(t / b) - Math.floor(Math.max(0, t - g.window_tokens! + 1) / b);
+    total += moved * g.transfer_bytes_per_block!;
+  }
+  return total;
+}
+
 const linearArb = fc.record({ rate: byteRate, b: fc.integer({ min: 1, max: 64 }) });
 const promptArb = fc.integer({ min: 1, max: 20_000 });
 
@@ -110,10 +128,18 @@ describe("transfer-rules properties", () => {
         expect(Math.abs(one * g * 1e6 - b)).toBeLessThanOrEqual(1e-9 * Math.max(1, b));
       }),
     );
+  });
+
+  it("the terms' delay is the document's full-prompt payload over the bandwidth", () => {
     fc.assert(
       fc.property(groupedArb(2), promptArb, fc.double({ min: 0.001, max: 1000, noNaN: true }), (p, n, g) => {
+        const expected = documentedFullPayload(p, n);
         const terms = sourceTerms(p, tokens(n), { mode: "full_prompt", bandwidthGbps: g });
-        expect(transferDelayMs(terms)).toBe(delayMsForBytes(payloadBytes(terms), g));
+        expect(payloadBytes(terms)).toBe(expected);
+        // bytes / (GB/s x 10^9) x 1000 ms, evaluated in that order: equal up to rounding.
+        const ms = (expected / (g * 1e9)) * 1000;
+        expect(Math.abs(transferDelayMs(terms)! - ms)).toBeLessThanOrEqual(1e-12 * Math.max(1, ms));
+        expect(transferDelayMs({ ...terms, bandwidthGbps: undefined })).toBeUndefined();
       }),
     );
   });
