@@ -22,6 +22,10 @@ describe("cdiv", () => {
     expect(cdiv(16, 16)).toBe(1);
     expect(cdiv(17, 16)).toBe(2);
   });
+  it("refuses a divisor of 0 or below", () => {
+    expect(() => cdiv(1, 0)).toThrow(new RangeError("cdiv by 0"));
+    expect(() => cdiv(1, -16)).toThrow(new RangeError("cdiv by -16"));
+  });
 });
 
 describe("window geometry (grouped-pd.md section 2 oracles)", () => {
@@ -33,6 +37,7 @@ describe("window geometry (grouped-pd.md section 2 oracles)", () => {
   });
   it("the prefill clip of W 33, B 16 is cdiv(33, 16) + 1 = 4", () => {
     expect(windowClipBlocks(sw(33, 16))).toBe(4);
+    expect(() => windowClipBlocks(full(16))).toThrow(new RangeError("group fa (full_attention) has no window"));
   });
   it("W 32, B 16, T 1,024 (a block boundary) gives 2", () => {
     // skipped floor((1024 - 32 + 1) / 16) = floor(993 / 16) = 62; cdiv(1024, 16) = 64; 64 - 62 = 2.
@@ -58,6 +63,7 @@ describe("window geometry (grouped-pd.md section 2 oracles)", () => {
   it("a convolution group follows the window rule too", () => {
     const conv: CacheGroup = { name: "conv", kind: "convolution", num_layers: 1, block_size_tokens: 16, window_tokens: 33 };
     expect(inWindowBlocks(conv, tokens(1024))).toBe(2);
+    expect(groupBlocksForTokens(conv, tokens(1024))).toBe(2);
     expect(windowClipBlocks(conv)).toBe(4);
   });
   it("full attention keeps every block, a partial last block included", () => {
