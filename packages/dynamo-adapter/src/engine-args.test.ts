@@ -3,26 +3,29 @@ import { DYNAMO_VLLM_BLOCK_SIZE, UNBOUNDED, fromMockEngineArgs, toMockEngineArgs
 import { GLM, LLAMA_8B, refusal } from "./test-profiles.js";
 
 
+/** Dynamo's defaults for a linear profile (dynamo-mocker.md section 3), written out. */
+const DEFAULTS = {
+  role: "aggregated",
+  engine: {
+    num_gpu_blocks: 16384,
+    block_size: 64,
+    max_num_batched_tokens: 8192,
+    max_num_seqs: 256,
+    enable_prefix_caching: true,
+    enable_chunked_prefill: true,
+    long_prefill_token_threshold: 0,
+    async_scheduling: false,
+    scheduler_reserve_full_isl: false,
+    data_parallel_size: 1,
+    enable_expert_parallel: false,
+  },
+  timing: { type: "polynomial" },
+  kvTransfer: { mode: "full_prompt" },
+};
+
 describe("fromMockEngineArgs: defaults (dynamo-mocker.md section 3 and 8.7)", () => {
   it("empty args: vLLM block 64, 16,384 blocks, 256 seqs, 8,192 tokens, caching and chunking on, aggregated, full_prompt, no bandwidth, polynomial", () => {
-    expect(fromMockEngineArgs({}, LLAMA_8B)).toEqual({
-      role: "aggregated",
-      engine: {
-        num_gpu_blocks: 16384,
-        block_size: 64,
-        max_num_batched_tokens: 8192,
-        max_num_seqs: 256,
-        enable_prefix_caching: true,
-        enable_chunked_prefill: true,
-        long_prefill_token_threshold: 0,
-        async_scheduling: false,
-        scheduler_reserve_full_isl: false,
-        data_parallel_size: 1,
-        enable_expert_parallel: false,
-      },
-      timing: { type: "polynomial" },
-      kvTransfer: { mode: "full_prompt" },
-    });
+    expect(fromMockEngineArgs({}, LLAMA_8B)).toEqual(DEFAULTS);
     expect(DYNAMO_VLLM_BLOCK_SIZE).toBe(64);
   });
   it("block_size 0 materialises 64; a grouped profile takes its block from its groups", () => {
@@ -89,10 +92,11 @@ describe("fromMockEngineArgs: defaults (dynamo-mocker.md section 3 and 8.7)", ()
       kvTransfer: { mode: "destination_missing" },
     });
   });
-  it("inert values of unsupported fields ask for nothing and are accepted", () => {
-    expect(() =>
-      fromMockEngineArgs({ sglang: null, trtllm: null, dp_size: 1, aic_backend: null, aic_mtp_seed: 42, num_g2_blocks: null, enable_g4_storage: false, zmq_kv_events_port: null, bandwidth_g1_to_g2_gbps: null }, LLAMA_8B),
-    ).not.toThrow();
+  it("inert values of unsupported fields ask for nothing: the settings are the defaults", () => {
+    const inert = { sglang: null, trtllm: null, dp_size: 1, aic_backend: null, aic_mtp_seed: 42, num_g2_blocks: null, enable_g4_storage: false, zmq_kv_events_port: null, bandwidth_g1_to_g2_gbps: null };
+    expect(fromMockEngineArgs(inert, LLAMA_8B)).toEqual(DEFAULTS);
+    // Beside a supported field, they leave it as given.
+    expect(fromMockEngineArgs({ ...inert, num_gpu_blocks: 100 }, LLAMA_8B)).toEqual({ ...DEFAULTS, engine: { ...DEFAULTS.engine, num_gpu_blocks: 100 } });
   });
 });
 
