@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -32,6 +32,7 @@ beforeEach(() => {
   write("trace.jsonl", ONE_REQUEST);
 });
 afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
   dir = "";
 });
 

@@ -1,9 +1,9 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { profileJsonSchema, specJsonSchema } from "@kvsim/profile-schema";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
 
@@ -14,7 +14,15 @@ async function kvsim(...argv: string[]) {
   return { code, stdout: io.stdout, stderr: io.stderr };
 }
 
-const fresh = () => mkdtempSync(join(tmpdir(), "kvsim-schemas-"));
+const made: string[] = [];
+const fresh = () => {
+  const dir = mkdtempSync(join(tmpdir(), "kvsim-schemas-"));
+  made.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
 const text = (schema: unknown) => `${JSON.stringify(schema, null, 2)}\n`;
 
 describe("kvsim schemas", () => {

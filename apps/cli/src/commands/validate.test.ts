@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { isAbsolute, join, relative } from "node:path";
 import { checkPdGate, parseProfile, type Profile } from "@kvsim/profile-schema";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
 
@@ -28,6 +28,9 @@ const GEMMA = "gemma-3-12b-it-tp1-bf16-vllm-0.32.0.json";
 let dir = "";
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "kvsim-validate-"));
+});
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
 });
 const write = (name: string, text: string) => {
   const path = join(dir, name);
