@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "./main.js";
 import type { StdinIo } from "./spec-input.js";
 import { captureIo } from "./test-io.js";
@@ -25,6 +25,9 @@ beforeEach(() => {
   writeFileSync(path("linear.json"), LINEAR);
   writeFileSync(path("spec.yaml"), SPEC);
   writeFileSync(path("trace.jsonl"), '{"request_id":"a","arrival_ms":0,"input_tokens":4,"output_tokens":2}\n');
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
 });
 
 async function run(args: string[], stdin?: string) {
