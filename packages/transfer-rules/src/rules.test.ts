@@ -188,12 +188,14 @@ describe("linear profiles: token units", () => {
 
 describe("payloads a double cannot hold exactly", () => {
   it("are refused, not rounded", () => {
-    // One full-attention group of 2^52 = 4,503,599,627,370,496 bytes per block (B 16).
-    const huge = groupedProfile([fullGroup(16, 2 ** 52)]);
-    // T 16: 1 block = 2^52 bytes, exact.
-    expect(groupPayload(huge, tokens(16))[0]!.bytes).toBe(4_503_599_627_370_496);
-    // T 48: cdiv(48, 16) = 3 blocks = 3 x 2^52 = 13,510,798,882,111,488 > 2^53.
-    expect(() => groupPayload(huge, tokens(48))).toThrow(new RangeError("payload of 3 x 4503599627370496 bytes exceeds 2^53 bytes"));
+    // One full-attention group of 2^30 = 1,073,741,824 bytes per 16-token block. The layout check
+    // accepts it: the longest prompt kvsim takes, 2^24 tokens, moves 2^20 blocks x 2^30 = 2^50
+    // bytes. groupPayload itself still refuses a longer T rather than round the product.
+    const big = groupedProfile([fullGroup(16, 2 ** 30)]);
+    // T 16: 1 block = 2^30 bytes, exact.
+    expect(groupPayload(big, tokens(16))[0]!.bytes).toBe(1_073_741_824);
+    // T 2^28 = 268,435,456: 2^24 = 16,777,216 blocks x 2^30 = 2^54 bytes > 2^53.
+    expect(() => groupPayload(big, tokens(2 ** 28))).toThrow(new RangeError("payload of 16777216 x 1073741824 bytes exceeds 2^53 bytes"));
   });
 });
 
