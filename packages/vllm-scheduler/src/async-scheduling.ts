@@ -63,7 +63,7 @@ export class AsyncScheduling {
         state.finishingCount--;
         removed = true;
       }
-      if (req.handoff !== undefined) req.handoff.state = "retired";
+      if (req.handoff !== undefined) state.retireHandoff(req.handoff, false);
       state.forget(req);
     }
     this.inFlightFinishing = [];

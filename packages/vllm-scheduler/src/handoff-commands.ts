@@ -26,7 +26,7 @@ export function invalidRequest(state: RankState, request: RequestInput): string 
 
 function invalidHandoffId(state: RankState, handoffId: string): string | undefined {
   if (typeof handoffId !== "string" || handoffId === "") return "handoff id must be a non-empty string";
-  if (state.handoffs.has(handoffId) || state.rejectedHandoffs.has(handoffId)) return `handoff "${handoffId}" was already used on this rank`;
+  if (state.handoffs.has(handoffId) || state.retiredHandoffs.has(handoffId)) return `handoff "${handoffId}" was already used on this rank`;
   return undefined;
 }
 
@@ -41,7 +41,7 @@ export function submitHandoffPrefill(state: RankState, handoffId: string, reques
   const rejection = state.promptRejection(n, t, 1);
   if (rejection !== undefined) {
     fx.rejections.push({ requestId: request.id, reason: rejection });
-    state.rejectedHandoffs.set(handoffId, "source");
+    state.retiredHandoffs.set(handoffId, "source");
     return ok(state, "submitted", fx);
   }
   // The truncated prompt shares the whole prompt's block hashes (computed once for both sides).
@@ -59,27 +59,26 @@ export function submitHandoffPrefill(state: RankState, handoffId: string, reques
 export function releaseSource(state: RankState, handoffId: string, cancel: boolean): CommandOutcome {
   const h = state.handoffs.get(handoffId);
   const fx = new EffectsBuilder();
-  if (h?.side !== "source") return state.rejectedHandoffs.get(handoffId) === "source" ? ok(state, "noop", fx) : fail(`unknown source handoff "${handoffId}"`);
+  if (h?.side !== "source") return state.retiredHandoffs.get(handoffId) === "source" ? ok(state, "noop", fx) : fail(`unknown source handoff "${handoffId}"`);
   switch (h.state) {
     case "retired":
       return ok(state, "noop", fx);
     case "held":
-      state.dropRequest(h.req);
+      state.dropRequest(h.req, cancel);
       break;
     case "pending":
       if (cancel) {
-        state.dropRequest(h.req);
+        state.dropRequest(h.req, true);
       } else {
         // Released before it completed: the request runs on and frees its blocks at completion.
         h.req.handoff = undefined;
+        state.retireHandoff(h, false);
       }
       break;
     case "reserved":
     case "activated":
       throw new Error(`source handoff ${handoffId} in destination state ${h.state}`);
   }
-  h.state = "retired";
-  h.cancelled = cancel;
   state.tryReserveDestinations(fx);
   return ok(state, "applied", fx);
 }
@@ -93,7 +92,7 @@ export function reserveDestination(state: RankState, handoffId: string, request:
   const rejection = state.promptRejection(n, t, request.maxOutputTokens);
   if (rejection !== undefined) {
     fx.rejections.push({ requestId: request.id, reason: rejection });
-    state.rejectedHandoffs.set(handoffId, "destination");
+    state.retiredHandoffs.set(handoffId, "destination_rejected");
     return ok(state, "accepted", fx);
   }
   const req = state.newRequest(request.id, request.prompt, request.maxOutputTokens, "pending_destination");
@@ -109,7 +108,17 @@ export function reserveDestination(state: RankState, handoffId: string, request:
 export function activateDestination(state: RankState, handoffId: string): CommandOutcome {
   const h = state.handoffs.get(handoffId);
   if (h?.side !== "destination") {
-    return fail(state.rejectedHandoffs.get(handoffId) === "destination" ? `destination handoff "${handoffId}" was rejected` : `unknown destination handoff "${handoffId}"`);
+    switch (state.retiredHandoffs.get(handoffId)) {
+      case "destination":
+        return ok(state, "noop", new EffectsBuilder());
+      case "destination_cancelled":
+        return fail(`destination handoff "${handoffId}" was cancelled`);
+      case "destination_rejected":
+        return fail(`destination handoff "${handoffId}" was rejected`);
+      case "source":
+      case undefined:
+        return fail(`unknown destination handoff "${handoffId}"`);
+    }
   }
   const fx = new EffectsBuilder();
   switch (h.state) {
@@ -141,11 +150,10 @@ export function cancelDestination(state: RankState, handoffId: string): CommandO
   const h = state.handoffs.get(handoffId);
   const fx = new EffectsBuilder();
   if (h?.side !== "destination") {
-    return state.rejectedHandoffs.get(handoffId) === "destination" ? ok(state, "noop", fx) : fail(`unknown destination handoff "${handoffId}"`);
+    return state.retiredHandoffs.get(handoffId)?.startsWith("destination") === true ? ok(state, "noop", fx) : fail(`unknown destination handoff "${handoffId}"`);
   }
   if (h.state === "retired") return ok(state, "noop", fx);
-  state.dropRequest(h.req);
-  h.cancelled = true;
+  state.dropRequest(h.req, true);
   state.tryReserveDestinations(fx);
   return ok(state, "applied", fx);
 }

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { createPromptTokens } from "@kvsim/kv-pool";
 import type { Profile } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
@@ -223,5 +225,77 @@ describe("vLLM 0.32.0 checkpoint blocks: whole-block chunks until the final one"
     expect(next.effects.admissions).toEqual([{ requestId: "b", reusedTokens: 6528, resumed: false }]);
     // 11,264 - 6,528 = 4,736 tokens left, which reach the end: one pass.
     expect(next.scheduledTokens).toBe(4736);
+  });
+});
+
+describe("retired handoffs do not keep their requests alive", () => {
+  // A rank keeps only a tombstone of a retired handoff (its side and how it ended), never its
+  // request: the prompt (tens of thousands of tokens in a real trace) must become garbage.
+  const collectGarbage = (): (() => void) => {
+    setFlagsFromString("--expose-gc");
+    return runInNewContext("gc") as () => void;
+  };
+
+  it("a released source, a completed destination and a cancelled one: every prompt is collectable, late cleanups stay no-ops", async () => {
+    const gc = collectGarbage();
+    const prefill = makeRank({ role: "prefill", engine: { block_size: 4, num_gpu_blocks: 64 } });
+    const decode = makeRank({ role: "decode", engine: { block_size: 4, num_gpu_blocks: 64 } });
+    const refs: WeakRef<object>[] = [];
+    // Builds each prompt inside the helper so the test holds only WeakRefs to them.
+    const handoff = (i: number, cancelDestination: boolean): void => {
+      const prompt = rangePrompt(100 * i, 8);
+      refs.push(new WeakRef(prompt));
+      const id = `h${i}`;
+      expectOk(prefill.submit({ type: "submit_handoff_prefill", handoffId: id, request: request(`r${i}`, prompt, 1) }));
+      runToIdle(prefill);
+      expectOk(decode.submit({ type: "reserve_destination", handoffId: id, request: request(`r${i}`, prompt, 2) }));
+      if (cancelDestination) {
+        expect(expectOk(decode.submit({ type: "cancel_destination", handoffId: id })).result).toBe("applied");
+      } else {
+        expectOk(decode.submit({ type: "activate_destination", handoffId: id }));
+        runToIdle(decode);
+      }
+      expect(expectOk(prefill.submit({ type: "release_source", handoffId: id })).result).toBe("applied");
+    };
+    for (let i = 0; i < 8; i++) handoff(i, i % 2 === 1);
+    expect([prefill.isDrained(), decode.isDrained()]).toEqual([true, true]);
+    // WeakRefs created in this job stay alive until it ends: let it end, then collect.
+    await new Promise((r) => setTimeout(r, 0));
+    gc();
+    expect(refs.filter((r) => r.deref() !== undefined).length).toBe(0);
+    // The tombstones keep the command semantics: cleanups are no-ops, ids stay used, an
+    // activation after completion is a no-op and after a cancel is refused.
+    expect(expectOk(prefill.submit({ type: "release_source", handoffId: "h0" })).result).toBe("noop");
+    expect(expectOk(prefill.submit({ type: "cancel_source", handoffId: "h1" })).result).toBe("noop");
+    expect(expectOk(decode.submit({ type: "cancel_destination", handoffId: "h0" })).result).toBe("noop");
+    expect(expectOk(decode.submit({ type: "activate_destination", handoffId: "h0" })).result).toBe("noop");
+    expect(decode.submit({ type: "activate_destination", handoffId: "h1" })).toEqual({ ok: false, reason: 'destination handoff "h1" was cancelled' });
+    expect(prefill.submit({ type: "submit_handoff_prefill", handoffId: "h2", request: request("x", rangePrompt(0, 4), 1) })).toEqual({
+      ok: false,
+      reason: 'handoff "h2" was already used on this rank',
+    });
+  });
+
+  it("a source cancelled while held and a source released before it completed: both prompts are collectable", async () => {
+    const gc = collectGarbage();
+    const prefill = makeRank({ role: "prefill", engine: { block_size: 4, num_gpu_blocks: 64 } });
+    const refs: WeakRef<object>[] = [];
+    const submit = (id: string): void => {
+      const prompt = rangePrompt(id === "a" ? 0 : 1000, 8);
+      refs.push(new WeakRef(prompt));
+      expectOk(prefill.submit({ type: "submit_handoff_prefill", handoffId: id, request: request(`r-${id}`, prompt, 1) }));
+    };
+    submit("a");
+    runToIdle(prefill);
+    expect(expectOk(prefill.submit({ type: "cancel_source", handoffId: "a" })).result).toBe("applied");
+    submit("b");
+    expect(expectOk(prefill.submit({ type: "release_source", handoffId: "b" })).result).toBe("applied");
+    runToIdle(prefill);
+    expect(prefill.isDrained()).toBe(true);
+    await new Promise((r) => setTimeout(r, 0));
+    gc();
+    expect(refs.filter((r) => r.deref() !== undefined).length).toBe(0);
+    expect(expectOk(prefill.submit({ type: "release_source", handoffId: "a" })).result).toBe("noop");
+    expect(expectOk(prefill.submit({ type: "cancel_source", handoffId: "b" })).result).toBe("noop");
   });
 });

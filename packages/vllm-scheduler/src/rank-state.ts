@@ -37,6 +37,9 @@ export type Phase =
   /** Left the rank; stale queue entries of it are skipped. */
   | "gone";
 
+/** A retired handoff's tombstone: its side and, for a destination, how it ended. */
+export type RetiredHandoff = "source" | "destination" | "destination_cancelled" | "destination_rejected";
+
 export interface Handoff {
   readonly id: string;
   readonly side: "source" | "destination";
@@ -125,9 +128,14 @@ export class RankState {
   readonly chunking: PrefillChunking;
 
   readonly requests = new Map<string, Req>();
+  /** Live handoffs; one leaves this map when it retires (its request and prompt must not stay reachable). */
   readonly handoffs = new Map<string, Handoff>();
-  /** Handoffs whose request was rejected at the command: cleanup commands on them are no-ops. */
-  readonly rejectedHandoffs = new Map<string, "source" | "destination">();
+  /**
+   * What is left of a retired handoff (or one rejected at the command): a constant string per id, so
+   * late cleanup commands stay no-ops, activation after a cancel or rejection stays refused, and
+   * the id stays used, without keeping its request alive.
+   */
+  readonly retiredHandoffs = new Map<string, RetiredHandoff>();
   readonly running: Req[] = [];
   readonly waiting = new Deque<Req>();
   waitingLive = 0;
@@ -250,14 +258,14 @@ export class RankState {
       });
       return;
     }
-    if (h !== undefined) h.state = "retired";
+    if (h !== undefined) this.retireHandoff(h, false);
     this.pool.free(req.seq);
     this.capacityGeneration++;
     this.forget(req);
   }
 
-  /** Removes a request from wherever it is and frees its blocks (cancel paths). */
-  dropRequest(req: Req): void {
+  /** Removes a request from wherever it is and frees its blocks (cancel and release paths); retires its handoff. */
+  dropRequest(req: Req, cancelled: boolean): void {
     switch (req.phase) {
       case "waiting":
         this.waitingLive--;
@@ -276,7 +284,7 @@ export class RankState {
       case "finishing":
         if (req.freed) {
           // A preemption already freed it and took it off the running list; its step is in flight.
-          if (req.handoff !== undefined) req.handoff.state = "retired";
+          if (req.handoff !== undefined) this.retireHandoff(req.handoff, cancelled);
           this.forget(req);
           return;
         }
@@ -289,7 +297,7 @@ export class RankState {
       case "gone":
         return;
     }
-    if (req.handoff !== undefined) req.handoff.state = "retired";
+    if (req.handoff !== undefined) this.retireHandoff(req.handoff, cancelled);
     this.pool.free(req.seq);
     this.capacityGeneration++;
     this.forget(req);
@@ -297,11 +305,18 @@ export class RankState {
 
   /** Forgets a rejected request (its blocks already freed) and retires its handoff. */
   retire(req: Req): void {
-    if (req.handoff !== undefined) {
-      req.handoff.state = "retired";
-      req.handoff.cancelled = true;
-    }
+    if (req.handoff !== undefined) this.retireHandoff(req.handoff, true);
     this.forget(req);
+  }
+
+  /** Retires a handoff: out of the live map (its request may be collected), a tombstone in its place. */
+  retireHandoff(h: Handoff, cancelled: boolean): void {
+    if (h.state === "retired") return;
+    h.state = "retired";
+    h.cancelled = cancelled;
+    this.handoffs.delete(h.id);
+    if (this.reserveFailedAt?.handoff === h) this.reserveFailedAt = undefined;
+    this.retiredHandoffs.set(h.id, h.side === "source" ? "source" : cancelled ? "destination_cancelled" : "destination");
   }
 
   private removeRunning(req: Req): void {

@@ -124,8 +124,7 @@ export class Rank {
     const fx = new EffectsBuilder();
     const req = state.requests.get(requestId);
     if (req === undefined) return ok(state, "noop", fx);
-    if (req.handoff !== undefined) req.handoff.cancelled = true;
-    state.dropRequest(req);
+    state.dropRequest(req, true);
     state.tryReserveDestinations(fx);
     return ok(state, "applied", fx);
   }
