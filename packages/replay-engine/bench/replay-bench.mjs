@@ -1,18 +1,32 @@
 // `pnpm bench` for @kvsim/replay-engine: replays the public Mooncake synthetic trace (when the
-// shared data folder is present) through the built package and prints completed requests, token
-// totals against the trace's own sums, simulated requests per wall second and peak RSS.
+// shared data folder is present) and a generated 8x trace through the built package, and prints,
+// per scenario and trace, simulated requests per wall second, CPU per request and peak RSS as the
+// median of several runs with their spread (min..max).
 //
-//   (a) aggregated, 4 workers, a linear profile with 16-token blocks, polynomial timing, prefix caching on
-//   (b) P/D, 2 prefill + 2 decode workers, the GLM-5.3-Flash grouped profile
+//   aggregated round robin   4 workers, a linear profile with 16-token blocks, polynomial timing
+//   aggregated kv-aware      the same with the kv_aware router
+//   P/D GLM                  2 prefill + 2 decode workers, the GLM-5.3-Flash grouped profile
 //
-// Each scenario runs in its own child process so its peak RSS is its own. Figures are printed,
-// never asserted: wall time depends on the machine.
+// The 8x trace is 8 copies of the public trace one after another in time, each copy's hash ids
+// moved to a range of its own (no prefix shared between copies): the same load for 8x as long,
+// so memory should stay flat and the wall time per request the same. It is written once to the
+// system's temporary folder (never into the repository).
+//
+// Every run is its own child process, so its peak RSS is its own. Figures are printed, never
+// asserted: wall time depends on the machine and on what else runs on it (the load average is
+// printed). Each run's digest is printed too: a performance change must leave it unchanged.
+//
+//   node bench/replay-bench.mjs                      everything (KVSIM_BENCH_RUNS runs each, default 3)
+//   KVSIM_BENCH_SCENARIOS=agg-rr KVSIM_BENCH_TRACES=1x node bench/replay-bench.mjs
+//   node bench/replay-bench.mjs --one <scenario> <trace-file>   one run, one JSON line (internal)
 /* global console, process, URL */
 import { spawnSync } from "node:child_process";
-import { createReadStream, existsSync, readFileSync } from "node:fs";
+import { createReadStream, createWriteStream, existsSync, readFileSync, statSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
+import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { SpecSchema, readTrace, validateProfile } from "@kvsim/profile-schema";
 import { runReplay } from "../dist/index.js";
@@ -20,6 +34,7 @@ import { runReplay } from "../dist/index.js";
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 const TRACE = resolve(repoRoot, "../shared/data/traces/mooncake_synthetic_trace.jsonl");
 const GLM_FILE = resolve(repoRoot, "apps/cli/examples/profiles/glm-5.3-flash-tp4-fp8-vllm-0.32.0.json");
+const SCALE = 8;
 
 /** The GLM-5.3-Flash TP4 fp8 geometry of grouped-pd.md, used if the bundled profile is absent. */
 const GLM_FALLBACK = {
@@ -39,22 +54,23 @@ const GLM_FALLBACK = {
   ],
 };
 
+const linear = (router) => ({
+  version: 1,
+  profile: { schema_version: 1, model: "bench/linear-dense", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 131072 },
+  topology: { kind: "aggregated", workers: 4 },
+  // 65,536 blocks of 16 tokens hold 1M tokens per rank; the longest prompt has 191,378.
+  engine: { num_gpu_blocks: 65536, block_size: 16, max_num_batched_tokens: 8192, max_num_seqs: 256, enable_prefix_caching: true },
+  timing: { type: "polynomial" },
+  workload: { trace: TRACE, format: "mooncake", trace_block_size: 512 },
+  router,
+});
+
 const SCENARIOS = {
-  aggregated: () => ({
-    label: "(a) aggregated, 4 workers, linear profile, 16-token blocks, polynomial timing, prefix caching on",
-    spec: {
-      version: 1,
-      profile: { schema_version: 1, model: "bench/linear-dense", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 131072 },
-      topology: { kind: "aggregated", workers: 4 },
-      // 65,536 blocks of 16 tokens hold 1M tokens per rank; the longest prompt has 191,378.
-      engine: { num_gpu_blocks: 65536, block_size: 16, max_num_batched_tokens: 8192, max_num_seqs: 256, enable_prefix_caching: true },
-      timing: { type: "polynomial" },
-      workload: { trace: TRACE, format: "mooncake", trace_block_size: 512 },
-    },
-  }),
-  pd: () => ({
-    label: "(b) P/D, 2 prefill + 2 decode workers, GLM-5.3-Flash grouped profile, polynomial timing",
-    spec: {
+  "agg-rr": { label: "aggregated round robin", spec: () => linear("round_robin") },
+  "agg-kv": { label: "aggregated kv-aware", spec: () => linear("kv_aware") },
+  pd: {
+    label: "P/D GLM 2+2",
+    spec: () => ({
       version: 1,
       profile: existsSync(GLM_FILE) ? JSON.parse(readFileSync(GLM_FILE, "utf8")) : GLM_FALLBACK,
       topology: { kind: "disaggregated", prefill: { workers: 2 }, decode: { workers: 2 } },
@@ -63,70 +79,134 @@ const SCENARIOS = {
       kv_transfer: { bandwidth_gbps: 50, mode: "destination_missing" },
       timing: { type: "polynomial" },
       workload: { trace: TRACE, format: "mooncake", trace_block_size: 512 },
-    },
-  }),
+    }),
+  },
 };
 
-async function traceSums() {
-  let requests = 0;
-  let input = 0;
-  let output = 0;
-  const lines = createInterface({ input: createReadStream(TRACE, "utf8"), crlfDelay: Infinity });
-  for await (const line of lines) {
-    if (line.trim() === "") continue;
-    const row = JSON.parse(line);
-    requests++;
-    input += row.input_length;
-    output += row.output_length;
-  }
-  return { requests, input, output };
-}
-
-async function runScenario(name) {
-  const { label, spec: raw } = SCENARIOS[name]();
+/** One replay in this process; prints one JSON line with its figures. */
+async function runOne(name, traceFile) {
+  const raw = SCENARIOS[name].spec();
+  raw.workload.trace = traceFile;
   const spec = SpecSchema.parse({ ...raw, profile: validateProfile(raw.profile) });
-  const sums = await traceSums();
-  const lines = createInterface({ input: createReadStream(TRACE, "utf8"), crlfDelay: Infinity });
-  const records = readTrace(lines, { format: "mooncake", file: TRACE, traceBlockSize: spec.workload.trace_block_size });
+  const lines = createInterface({ input: createReadStream(traceFile, "utf8"), crlfDelay: Infinity });
+  const records = readTrace(lines, { format: "mooncake", file: traceFile, traceBlockSize: spec.workload.trace_block_size });
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
-  const result = await runReplay({ spec, records, traceFile: TRACE });
+  const result = await runReplay({ spec, records, traceFile });
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
-  const cpuMs = (cpu.user + cpu.system) / 1000;
-  const rssMb = process.resourceUsage().maxRSS / 1024;
-  console.log(label);
   if (!result.ok) {
-    console.log(`  FAILED: ${result.reason}`);
-    for (const s of result.stuck) console.log(`    ${s.request_id}: ${s.where} (${s.why})`);
-    process.exitCode = 1;
+    console.log(JSON.stringify({ ok: false, reason: result.reason }));
     return;
   }
   const r = result.report;
-  const check = (a, b) => (a === b ? "equal" : "DIFFERENT");
-  console.log(`  completed requests     ${r.completed_requests} of ${sums.requests} (rejected ${r.rejected_requests}, failed ${r.failed_requests})`);
-  console.log(`  input tokens           ${r.total_input_tokens} vs trace ${sums.input} (${check(r.total_input_tokens, sums.input)})`);
-  console.log(`  output tokens          ${r.total_output_tokens} vs trace ${sums.output} (${check(r.total_output_tokens, sums.output)})`);
-  console.log(`  virtual duration       ${(r.duration_ms / 1000).toFixed(1)} s; preemptions ${r.preemptions}; prefix reuse ${(r.prefix_cache_reused_ratio * 100).toFixed(1)} %`);
-  if (r.handoffs.count > 0) console.log(`  handoffs               ${r.handoffs.count}, ${r.handoffs.payload_bytes} bytes, mean delay ${r.handoffs.mean_delay_ms.toFixed(3)} ms`);
-  // CPU time shows what the replay costs when other processes share the cores.
-  console.log(`  wall time              ${wallMs.toFixed(0)} ms (process CPU ${cpuMs.toFixed(0)} ms)`);
-  console.log(`  simulated requests/s   ${(r.num_requests / (wallMs / 1000)).toFixed(0)} (wall)`);
-  console.log(`  peak RSS               ${rssMb.toFixed(0)} MB`);
-  // The digest pins the simulated outcome: a performance change must leave it unchanged.
-  console.log(`  digest                 ${r.digest}`);
+  console.log(
+    JSON.stringify({
+      ok: true,
+      requests: r.num_requests,
+      completed: r.completed_requests,
+      inputTokens: r.total_input_tokens,
+      outputTokens: r.total_output_tokens,
+      wallMs,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      rssMb: process.resourceUsage().maxRSS / 1024,
+      digest: r.digest,
+    }),
+  );
 }
 
-const which = process.argv[2];
-if (which !== undefined) {
-  await runScenario(which);
-} else if (!existsSync(TRACE)) {
-  console.log(`replay-engine bench: ${TRACE} is absent, skipping`);
-} else {
-  let failed = false;
-  for (const name of Object.keys(SCENARIOS)) {
-    const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), name], { stdio: "inherit" });
-    if (child.status !== 0) failed = true;
+/** Writes the 8x trace (once): copy k shifted by k x (span + mean gap), its hash ids by k x (max id + 1). */
+async function scaledTrace() {
+  const out = resolve(tmpdir(), `kvsim-bench-mooncake-${SCALE}x.jsonl`);
+  const source = statSync(TRACE);
+  if (existsSync(out) && statSync(out).mtimeMs >= source.mtimeMs) return out;
+  const rows = [];
+  const lines = createInterface({ input: createReadStream(TRACE, "utf8"), crlfDelay: Infinity });
+  for await (const line of lines) if (line.trim() !== "") rows.push(JSON.parse(line));
+  const maxId = rows.reduce((m, r) => r.hash_ids.reduce((a, b) => Math.max(a, b), m), 0);
+  const first = rows[0].timestamp;
+  const span = rows[rows.length - 1].timestamp - first;
+  const shift = span + span / Math.max(1, rows.length - 1);
+  const tmp = `${out}.${process.pid}.tmp`;
+  const w = createWriteStream(tmp);
+  for (let k = 0; k < SCALE; k++) {
+    for (const r of rows) {
+      const row = { ...r, timestamp: r.timestamp + k * shift, hash_ids: r.hash_ids.map((id) => id + k * (maxId + 1)) };
+      if (!w.write(`${JSON.stringify(row)}\n`)) await once(w, "drain");
+    }
   }
+  w.end();
+  await once(w, "finish");
+  const { renameSync } = await import("node:fs");
+  renameSync(tmp, out);
+  return out;
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)];
+}
+
+function fmt(xs, digits) {
+  const m = median(xs).toFixed(digits);
+  if (xs.length === 1) return m;
+  return `${m} (${Math.min(...xs).toFixed(digits)}..${Math.max(...xs).toFixed(digits)})`;
+}
+
+async function main() {
+  if (process.argv[2] === "--one") {
+    await runOne(process.argv[3], process.argv[4]);
+    return;
+  }
+  if (!existsSync(TRACE)) {
+    console.log(`replay-engine bench: ${TRACE} is absent, skipping`);
+    return;
+  }
+  const runs = Math.max(1, Number(process.env.KVSIM_BENCH_RUNS ?? 3));
+  const scenarios = (process.env.KVSIM_BENCH_SCENARIOS ?? Object.keys(SCENARIOS).join(",")).split(",");
+  const traces = (process.env.KVSIM_BENCH_TRACES ?? `1x,${SCALE}x`).split(",");
+  const files = { "1x": TRACE };
+  if (traces.includes(`${SCALE}x`)) files[`${SCALE}x`] = await scaledTrace();
+  console.log(`replay-engine bench: the public Mooncake trace (1x) and ${SCALE} copies of it in a row (${SCALE}x); 16-token blocks for the linear profile`);
+  console.log(`median of ${runs} run(s), spread min..max; load average at start ${loadavg().map((l) => l.toFixed(2)).join(" ")} (figures are noisy on a shared machine)`);
+  const header = ["scenario", "trace", "requests", "simulated req/s", "CPU ms/request", "peak RSS MB", "digest"];
+  const rows = [];
+  let failed = false;
+  for (const name of scenarios) {
+    if (SCENARIOS[name] === undefined) throw new Error(`unknown scenario ${name} (${Object.keys(SCENARIOS).join(", ")})`);
+    for (const trace of traces) {
+      const results = [];
+      for (let i = 0; i < runs; i++) {
+        const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--one", name, files[trace]], { encoding: "utf8", maxBuffer: 1 << 20 });
+        const line = child.stdout.trim().split("\n").pop() ?? "";
+        const res = child.status === 0 && line.startsWith("{") ? JSON.parse(line) : { ok: false, reason: `exit ${child.status}: ${child.stderr.trim().split("\n").slice(-3).join(" / ")}` };
+        if (!res.ok) {
+          console.log(`${SCENARIOS[name].label} ${trace}: FAILED: ${res.reason}`);
+          failed = true;
+          break;
+        }
+        results.push(res);
+      }
+      if (results.length === 0) continue;
+      const digests = [...new Set(results.map((r) => r.digest))];
+      const r0 = results[0];
+      const complete = r0.completed === r0.requests ? "" : ` (${r0.completed} completed)`;
+      rows.push([
+        SCENARIOS[name].label,
+        trace,
+        `${r0.requests}${complete}`,
+        fmt(results.map((r) => r.requests / (r.wallMs / 1000)), 0),
+        fmt(results.map((r) => r.cpuMs / r.requests), 3),
+        fmt(results.map((r) => r.rssMb), 0),
+        digests.length === 1 ? digests[0].slice(0, 16) : `DIFFERENT across runs: ${digests.map((d) => d.slice(0, 8)).join(", ")}`,
+      ]);
+    }
+  }
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const print = (cells) => console.log(cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd());
+  print(header);
+  for (const r of rows) print(r);
   if (failed) process.exitCode = 1;
 }
+
+await main();

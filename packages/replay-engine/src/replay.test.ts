@@ -351,3 +351,22 @@ describe("time that advances and stays resolvable (issue 11)", () => {
     }
   });
 });
+
+describe("memory grows with what is used", () => {
+  it("48 requests of 2^24 output tokens each allocate nothing per requested token (cut off after 100 ms)", async () => {
+    // One double per requested gap would be 48 x (2^24 - 1) x 8 bytes = 6.4 GB at the first tokens.
+    // At fixed 10 / 2 ms the requests get about 45 tokens each before the cutoff; none finishes.
+    const spec = traceSpec({
+      profile: linearProfile(1000),
+      topology: { kind: "aggregated", workers: 4 },
+      engine: { num_gpu_blocks: 4096, block_size: 16, max_num_seqs: 64, max_num_batched_tokens: 1024 },
+      timing: fixed(10, 2),
+      max_virtual_time_ms: 100,
+    });
+    const records = Array.from({ length: 48 }, (_, i) => byLength(i + 1, 0, 16, 2 ** 24));
+    const before = process.memoryUsage().arrayBuffers;
+    const r = ok(await runReplay({ spec, records }));
+    expect([r.report.num_requests, r.report.in_flight_requests, r.records.length]).toEqual([48, 48, 0]);
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 2 ** 20);
+  });
+});

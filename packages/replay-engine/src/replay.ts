@@ -17,6 +17,7 @@ import { payloadBytes, transferDelayMs, withDestination } from "@kvsim/transfer-
 import { Rank, RankConfigError, TimingRefusedError, type Command, type CommandOutcome, type Effects, type RankConfig, type RankMetrics, type RankRole, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
 import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput, type TransferPricer } from "./coordinator.js";
 import { EventQueue, Phase, Stage } from "./event-queue.js";
+import { PassLog, TokenTrack } from "./itl.js";
 import { createPlacement, type Placement } from "./placement.js";
 import { MetricsCollector, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
 import { lowerTrace, syntheticRequests, type ReplayRequest } from "./workload.js";
@@ -77,6 +78,8 @@ interface Worker {
   /** Consecutive passes that changed nothing (a livelock guard). */
   idlePasses: number;
   metrics: RankMetrics | undefined;
+  /** Times of its passes that emitted tokens (the ITL data). */
+  readonly passLog: PassLog;
 }
 
 interface LiveRequest {
@@ -86,7 +89,8 @@ interface LiveRequest {
   firstTokenMs: number | undefined;
   lastTokenMs: number | undefined;
   emitted: number;
-  gaps: Float64Array | undefined;
+  /** Where its tokens fell in its worker's pass log; ITL gaps are read from there. */
+  readonly track: TokenTrack;
   reused: number;
   preemptions: number;
   /** Aggregated worker, or the prefill worker in P/D. */
@@ -229,7 +233,7 @@ class ReplayEngine {
       }
       throw e;
     }
-    const w: Worker = { role: config.role, stage, id, rank, busy: false, dirty: false, idlePasses: 0, metrics: undefined };
+    const w: Worker = { role: config.role, stage, id, rank, busy: false, dirty: false, idlePasses: 0, metrics: undefined, passLog: new PassLog() };
     this.workers.push(w);
     return w;
   }
@@ -331,7 +335,7 @@ class ReplayEngine {
       firstTokenMs: undefined,
       lastTokenMs: undefined,
       emitted: 0,
-      gaps: undefined,
+      track: new TokenTrack(),
       reused: 0,
       preemptions: 0,
       first: undefined,
@@ -410,10 +414,17 @@ class ReplayEngine {
       if (live !== undefined) live.preemptions++;
     }
     if (w.role !== "prefill") {
+      let entry = -1;
+      let entryMs = 0;
       for (const t of e.tokens) {
         const live = this.live.get(t.requestId);
         if (live === undefined) throw new Error(`${w.role} worker ${w.id} emitted a token for unknown request ${t.requestId}`);
-        this.recordToken(live, t.index, t.atMs);
+        // One log entry per pass (all its tokens carry its end time).
+        if (entry < 0 || t.atMs !== entryMs) {
+          entry = w.passLog.append(t.atMs);
+          entryMs = t.atMs;
+        }
+        this.recordToken(live, t.index, t.atMs, w.passLog, entry);
       }
     }
     for (const r of e.rejections) {
@@ -447,18 +458,15 @@ class ReplayEngine {
     }
   }
 
-  private recordToken(live: LiveRequest, index: number, atMs: number): void {
+  private recordToken(live: LiveRequest, index: number, atMs: number, log: PassLog, entry: number): void {
     if (index !== live.emitted) throw new Error(`request ${live.req.id}: token ${index} arrived, expected token ${live.emitted}`);
     // Causality: arrival <= first token <= every later token.
     if (!(atMs >= live.req.arrivalMs) || (live.lastTokenMs !== undefined && !(atMs >= live.lastTokenMs))) {
       throw new Error(`request ${live.req.id}: token ${index} at ${atMs} ms is before its arrival (${live.req.arrivalMs} ms) or its previous token (${live.lastTokenMs ?? "none"} ms)`);
     }
-    if (live.lastTokenMs === undefined) {
-      live.firstTokenMs = atMs;
-      if (live.req.outputTokens >= 2) live.gaps = new Float64Array(live.req.outputTokens - 1);
-    } else if (live.gaps !== undefined && index - 1 < live.gaps.length) {
-      live.gaps[index - 1] = atMs - live.lastTokenMs;
-    }
+    if (live.lastTokenMs === undefined) live.firstTokenMs = atMs;
+    // Gaps count up to the requested outputs (a token past them would have no gap slot).
+    if (index < live.req.outputTokens) live.track.add(log, entry);
     live.lastTokenMs = atMs;
     live.emitted++;
   }
@@ -536,7 +544,7 @@ class ReplayEngine {
       firstTokenMs: live.firstTokenMs,
       lastTokenMs: live.lastTokenMs,
       reusedTokens: live.reused,
-      gaps: completed ? live.gaps?.subarray(0, Math.max(0, live.emitted - 1)) : undefined,
+      gaps: completed ? live.track : undefined,
       ...(reason === undefined ? {} : { reason }),
     });
     const first = live.firstTokenMs;

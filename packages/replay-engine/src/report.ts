@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import stringify from "safe-stable-stringify";
 import type { KvCapacity, Sla, TransferMode } from "@kvsim/profile-schema";
 import { SaturationMonitor, type SaturationCheck } from "./saturation.js";
+import { ItlSample, TokenTrack } from "./itl.js";
 import { percentilesOf, Sample, summarize, type Distribution } from "./stats.js";
 
 export type RequestStatus = "completed" | "rejected" | "failed";
@@ -234,8 +235,8 @@ export interface TerminalFacts {
   readonly firstTokenMs: number | undefined;
   readonly lastTokenMs: number | undefined;
   readonly reusedTokens: number;
-  /** Gaps between consecutive tokens. */
-  readonly gaps: Float64Array | undefined;
+  /** Gaps between consecutive tokens: as values, or where its tokens fell in a worker's pass log. */
+  readonly gaps: Float64Array | TokenTrack | undefined;
   /** Why it was rejected or failed. */
   readonly reason?: string;
 }
@@ -290,7 +291,7 @@ export class MetricsCollector {
   private handoffDelay = 0;
   private readonly ttft = new Sample();
   private readonly tpot = new Sample();
-  private readonly itl = new Sample();
+  private readonly itl = new ItlSample();
   private readonly e2e = new Sample();
   private readonly rejections = new ReasonCounter();
   private readonly failures = new ReasonCounter();
@@ -362,7 +363,8 @@ export class MetricsCollector {
       this.ttft.push(ttft);
       this.e2e.push(e2e);
       if (f.outputTokens >= 2) this.tpot.push((f.lastTokenMs - f.firstTokenMs) / (f.outputTokens - 1));
-      if (f.gaps !== undefined) for (const g of f.gaps) this.itl.push(g);
+      if (f.gaps instanceof TokenTrack) this.itl.addTrack(f.gaps);
+      else if (f.gaps !== undefined) this.itl.addValues(f.gaps);
       if (this.sla !== undefined) {
         const { ttft_ms, itl_ms, e2e_ms } = this.sla;
         if (ttft_ms !== undefined && ttft > ttft_ms) goodNow = false;
@@ -383,11 +385,11 @@ export class MetricsCollector {
     const durationS = durationMs / 1000;
     // A zero duration has no rate: report 0 rather than dividing by an arbitrary epsilon.
     const rate = (x: number) => (durationS > 0 ? x / durationS : 0);
-    const samples = { ttft: this.ttft.values(), tpot: this.tpot.values(), itl: this.itl.values(), e2e: this.e2e.values() };
+    const samples = { ttft: this.ttft.values(), tpot: this.tpot.values(), e2e: this.e2e.values() };
     const dists = {
       ttft: summarize(samples.ttft),
       tpot: summarize(samples.tpot),
-      itl: summarize(samples.itl),
+      itl: this.itl.distribution(),
       e2e: summarize(samples.e2e),
     };
     const d = (name: keyof typeof dists) => {
@@ -438,7 +440,7 @@ export class MetricsCollector {
     };
     for (const name of ["ttft", "tpot", "itl", "e2e"] as const) {
       const dist = dists[name];
-      const at = percentilesOf(samples[name], this.percentiles);
+      const at = name === "itl" ? this.itl.percentiles(this.percentiles) : percentilesOf(samples[name], this.percentiles);
       const names: MetricName[] = name === "e2e" ? ["e2e", "e2el"] : [name];
       for (const m of names) {
         vllm[`mean_${m}_ms`] = dist.mean;

@@ -1,0 +1,65 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { ItlSample, PassLog, TokenTrack } from "./itl.js";
+import { percentileRank } from "./stats.js";
+
+/**
+ * Random small workloads: workers run passes at increasing times; each pass gives a token to some
+ * of the requests on that worker; some requests complete (their gaps count), others do not. The
+ * reference keeps every gap as a double, in completion and token order, as the replay did before
+ * pass logs: the mean must be bit-for-bit equal and the percentiles the sorted sample's.
+ */
+describe("ItlSample equals the one-double-per-gap reference", () => {
+  const workload = fc.record({
+    workers: fc.integer({ min: 1, max: 3 }),
+    requests: fc.integer({ min: 1, max: 12 }),
+    passes: fc.array(
+      fc.record({ worker: fc.nat(), dtMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 40 }), fc.double({ min: 0.01, max: 30, noNaN: true })), served: fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }) }),
+      { maxLength: 60 },
+    ),
+    completionOrder: fc.array(fc.nat(), { minLength: 12, maxLength: 12 }),
+    completes: fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }),
+  });
+
+  it("same mean, percentiles, min, max and count", () => {
+    fc.assert(
+      fc.property(workload, (w) => {
+        const logs = Array.from({ length: w.workers }, () => new PassLog());
+        const clocks = new Array<number>(w.workers).fill(0);
+        // Request r lives on worker r mod workers.
+        const tracks = Array.from({ length: w.requests }, () => new TokenTrack());
+        const times: number[][] = Array.from({ length: w.requests }, () => []);
+        for (const p of w.passes) {
+          const k = p.worker % w.workers;
+          clocks[k] = clocks[k]! + p.dtMs;
+          let entry = -1;
+          for (let r = k; r < w.requests; r += w.workers) {
+            if (!p.served[r]!) continue;
+            if (entry < 0) entry = logs[k]!.append(clocks[k]);
+            tracks[r]!.add(logs[k]!, entry);
+            times[r]!.push(clocks[k]);
+          }
+        }
+        const order = Array.from({ length: w.requests }, (_, r) => r).sort((a, b) => w.completionOrder[a]! - w.completionOrder[b]! || a - b);
+        const s = new ItlSample();
+        const reference: number[] = [];
+        for (const r of order) {
+          if (!w.completes[r]!) continue;
+          s.addTrack(tracks[r]!);
+          const t = times[r]!;
+          for (let i = 1; i < t.length; i++) reference.push(t[i]! - t[i - 1]!);
+        }
+        const d = s.distribution();
+        expect(d.count).toBe(reference.length);
+        if (reference.length === 0) return;
+        let sum = 0;
+        for (const g of reference) sum += g;
+        const sorted = [...reference].sort((a, b) => a - b);
+        expect(d.mean).toBe(sum / reference.length);
+        expect([d.min, d.max]).toEqual([sorted[0], sorted.at(-1)]);
+        expect([d.p50, d.p90, d.p99]).toEqual([50, 90, 99].map((p) => sorted[percentileRank(sorted.length, p)]));
+      }),
+      { seed: 1212, numRuns: 400 },
+    );
+  });
+});

@@ -1,0 +1,66 @@
+import { describe, expect, it } from "vitest";
+import { ItlSample, PassLog, TokenTrack, weightedSelect } from "./itl.js";
+
+describe("ItlSample: gaps from pass logs", () => {
+  it("two requests on one worker, one skipped a pass: gaps {10, 2} and {2, 8}", () => {
+    // Passes with tokens at 0, 10, 12, 15, 20 ms (entries 0..4).
+    const log = new PassLog();
+    for (const t of [0, 10, 12, 15, 20]) log.append(t);
+    // A: tokens at entries 0, 1, 2 -> gaps 10 - 0 = 10, 12 - 10 = 2.
+    const a = new TokenTrack();
+    for (const e of [0, 1, 2]) a.add(log, e);
+    // B: tokens at entries 1, 2, 4 (not in pass 3) -> gaps 12 - 10 = 2, 20 - 12 = 8.
+    const b = new TokenTrack();
+    for (const e of [1, 2, 4]) b.add(log, e);
+    const s = new ItlSample();
+    s.addTrack(a);
+    s.addTrack(b);
+    // Sorted 2, 2, 8, 10; mean 22 / 4 = 5.5; p50 index round(3 x 0.5) = 2 -> 8; p90 round(2.7) = 3
+    // -> 10; p99 round(2.97) = 3 -> 10.
+    expect(s.distribution()).toMatchObject({ count: 4, mean: 5.5, min: 2, max: 10, p50: 8, p90: 10, p99: 10 });
+  });
+
+  it("a request with one token has no gap; plain values mix with tracks", () => {
+    const log = new PassLog();
+    log.append(3);
+    const t = new TokenTrack();
+    t.add(log, 0);
+    const s = new ItlSample();
+    s.addTrack(t);
+    expect(s.length).toBe(0);
+    expect(s.distribution()).toMatchObject({ count: 0, mean: 0, p50: 0 });
+    s.addValues(Float64Array.from([4, 1]));
+    // Values 1, 4: mean 2.5, p50 index round(0.5) = 1 -> 4.
+    expect(s.distribution()).toMatchObject({ count: 2, mean: 2.5, p50: 4, min: 1, max: 4 });
+  });
+
+  it("tokens of one request from two workers are a broken invariant", () => {
+    const [x, y] = [new PassLog(), new PassLog()];
+    x.append(1);
+    y.append(2);
+    const t = new TokenTrack();
+    t.add(x, 0);
+    expect(() => {
+      t.add(y, 0);
+    }).toThrow(/one worker/);
+  });
+
+  it("the log grows past its first buffer and keeps counting", () => {
+    const log = new PassLog();
+    const t = new TokenTrack();
+    // 200 passes 1 ms apart, then one 5 ms later: 199 gaps of 1 and one of 5.
+    for (let i = 0; i < 200; i++) t.add(log, log.append(i));
+    t.add(log, log.append(204));
+    const s = new ItlSample();
+    s.addTrack(t);
+    // Mean (199 x 1 + 5) / 200 = 1.02; p99 index round(199 x 0.99) = 197 -> 1 (only index 199 is 5).
+    expect(s.distribution()).toMatchObject({ count: 200, mean: 1.02, p50: 1, p99: 1, max: 5 });
+  });
+});
+
+describe("weightedSelect", () => {
+  it("[3 x 2, 1 x 1, 7 x 3] is 1, 3, 3, 7, 7, 7: rank 0 -> 1, ranks 1-2 -> 3, ranks 3-5 -> 7", () => {
+    const pick = (rank: number) => weightedSelect(Float64Array.from([3, 1, 7]), Float64Array.from([2, 1, 3]), rank);
+    expect([0, 1, 2, 3, 4, 5].map(pick)).toEqual([1, 3, 3, 7, 7, 7]);
+  });
+});
