@@ -197,3 +197,19 @@ describe("preemption", () => {
     expect(m.heldBlocks(a)).toEqual([3]);
   });
 });
+
+describe("memory grows with use", () => {
+  it("1,024 pools of 16,777,216 pages each cost only what they use", () => {
+    // Up-front storage would be about 1,024 x 2^24 x 36 bytes: far beyond any heap.
+    const before = process.memoryUsage().arrayBuffers;
+    const pools = Array.from({ length: 1024 }, () => manager(16_777_216, [group("full_attention", 16)]));
+    for (const [i, m] of pools.entries()) {
+      // 40 tokens: cdiv(40, 16) = 3 pages, the first 3 usable ones.
+      const s = seqOf(m, `s${i}`, range(0, 40));
+      expect(admit(m, s).ok).toBe(true);
+      expect(tablesOf(s)).toEqual([[1, 2, 3]]);
+      expect(m.metrics()).toMatchObject({ usablePages: 16_777_215, usedPages: 3, freePages: 16_777_212 });
+    }
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(128 * 2 ** 20);
+  });
+});

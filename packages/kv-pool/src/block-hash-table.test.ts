@@ -130,3 +130,20 @@ describe("BlockHashTable", () => {
     expect(() => { t.deleteAt(5); }).toThrow(/empty/);
   });
 });
+
+describe("BlockHashTable with grow", () => {
+  it("starts at 16 slots and doubles before the load passes 1/2, keeping every key", () => {
+    const t = new BlockHashTable(1000, { grow: true });
+    expect(t.capacity).toBe(16);
+    // 8 keys fill 16 slots to 1/2; the 9th doubles the table to 32.
+    for (let i = 0; i < 8; i++) t.set(0, i, i * 7, i);
+    expect(t.capacity).toBe(16);
+    t.set(0, 8, 56, 8);
+    expect(t.capacity).toBe(32);
+    for (let i = 9; i < 600; i++) t.set(i % 3, i, i * 7, i);
+    // 600 keys need 2 x 600 = 1,200 slots: 2,048 (a growing table stops at the 2,048 that 1,000 keys need).
+    expect(t.capacity).toBe(2048);
+    for (let i = 0; i < 600; i++) expect(t.get(i < 9 ? 0 : i % 3, i, i * 7)).toBe(i);
+    expect(t.size).toBe(600);
+  });
+});

@@ -4,8 +4,9 @@
  * per operation. Linear probing; deletion shifts later entries of the probe run back, so there
  * are no tombstones and lookups stay short however many keys come and go.
  *
- * The capacity is fixed: a power of two at least twice `maxEntries`, so the load factor stays at
- * or below 1/2. The home slot depends on the low half and the group only (block hashes are XXH3
+ * The capacity is a power of two at least twice `maxEntries`, so the load factor stays at or below
+ * 1/2; with `grow`, the table starts small and doubles (rehashing) as keys arrive, up to that
+ * size, so its memory follows the keys actually held. The home slot depends on the low half and the group only (block hashes are XXH3
  * output, so their low bits are already uniform): keys differing only in their high half collide,
  * which the tests use to build probe runs by hand.
  */
@@ -19,22 +20,49 @@ export class BlockHashTable {
    * Slot s is words [4s, 4s + 4): group, high half, low half, value (-1: empty). One array keeps
    * a slot's fields in one cache line: a probe costs one memory access, not four.
    */
-  private readonly words: Int32Array;
-  private readonly mask: number;
+  private words: Int32Array;
+  private mask: number;
   private count = 0;
+  /** The capacity `maxEntries` needs; a growing table stops there. */
+  private readonly fullCapacity: number;
 
-  constructor(readonly maxEntries: number) {
+  constructor(
+    readonly maxEntries: number,
+    options: { readonly grow?: boolean } = {},
+  ) {
     if (!Number.isSafeInteger(maxEntries) || maxEntries < 1 || maxEntries > 2 ** 28) {
       throw new RangeError(`maxEntries must be an integer in 1..2^28, got ${maxEntries}`);
     }
     let capacity = 4;
     while (capacity < 2 * maxEntries) capacity *= 2;
+    this.fullCapacity = capacity;
+    if (options.grow === true) capacity = Math.min(capacity, 16);
     this.mask = capacity - 1;
-    this.words = new Int32Array(capacity * 4);
-    for (let s = 0; s < capacity; s++) this.words[4 * s + VALUE] = -1;
+    this.words = BlockHashTable.emptyWords(capacity);
   }
 
-  /** Number of slots (a power of two, >= 2 x maxEntries). */
+  private static emptyWords(capacity: number): Int32Array {
+    const words = new Int32Array(capacity * 4);
+    for (let s = 0; s < capacity; s++) words[4 * s + VALUE] = -1;
+    return words;
+  }
+
+  /** Doubles the capacity and reinserts every entry. */
+  private grow(): void {
+    const old = this.words;
+    const capacity = 2 * (this.mask + 1);
+    this.mask = capacity - 1;
+    const w = BlockHashTable.emptyWords(capacity);
+    this.words = w;
+    for (let at = 0; at < old.length; at += 4) {
+      if (old[at + VALUE]! < 0) continue;
+      let slot = this.homeSlot(old[at + GROUP]!, old[at + LO]!);
+      while (w[4 * slot + VALUE]! >= 0) slot = (slot + 1) & this.mask;
+      w.set(old.subarray(at, at + 4), 4 * slot);
+    }
+  }
+
+  /** Number of slots (a power of two; >= 2 x maxEntries unless the table grows, then >= 2 x size). */
   get capacity(): number {
     return this.mask + 1;
   }
@@ -97,6 +125,10 @@ export class BlockHashTable {
       slot = (slot + 1) & this.mask;
     }
     if (this.count >= this.maxEntries) throw new Error(`hash table invariant: more than ${this.maxEntries} keys`);
+    if (2 * (this.count + 1) > this.mask + 1 && this.mask + 1 < this.fullCapacity) {
+      this.grow();
+      return this.putIfAbsent(group, hi, lo, value);
+    }
     const at = 4 * slot;
     w[at + GROUP] = group;
     w[at + HI] = h;

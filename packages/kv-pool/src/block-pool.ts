@@ -12,23 +12,86 @@ export interface StoredBlock {
   readonly tokensHash: BlockHash;
 }
 
+/** The pool as its managers use it (a test reference implements it too). */
+export type PoolOps = Pick<
+  BlockPool,
+  | "numPages"
+  | "numFree"
+  | "refCount"
+  | "isHashed"
+  | "holds"
+  | "holdsKey"
+  | "isEvictable"
+  | "cachedBlock"
+  | "findFirst"
+  | "takeFree"
+  | "takeFreeInto"
+  | "touch"
+  | "free"
+  | "freeTableTailFirst"
+  | "cacheBlock"
+  | "cacheBlockKey"
+  | "uncache"
+  | "emitStored"
+  | "collectsEvents"
+  | "takeEvents"
+  | "metrics"
+  | "freeQueueOrder"
+  | "isFree"
+  | "cacheSnapshot"
+>;
+
+/** Words per block record (a power of two: the fields of a block share one 32-byte line). */
+const STRIDE = 8;
+/** Reference count. */
+const REF = 0;
+/** 0 when the block has no hash; else (group + 1) | FIRST | IN_TABLE. */
+const META = 1;
+/** The cached block's hash as two 32-bit halves. */
+const HI = 2;
+const LO = 3;
+/** The next block cached under the same key, in caching order; 0 at the end. */
+const COPY = 4;
+/** Linked groups: the first block cached right after this one in a sequence, as a lookup hint; 0 when none. */
+const CHILD = 5;
+
+const GROUP_MASK = 0xff_ffff;
+/** The key's first copy: the block hits use. */
+const FIRST = 1 << 24;
+/** The key is in the hash table (with this block, its first copy, as the value). */
+const IN_TABLE = 1 << 25;
+/** Block records stored before any growth. */
+const INITIAL_BLOCKS = 256;
+
 /**
  * vLLM v1's BlockPool: P pages shared by every cache group, page 0 the null block. Reference
- * counts, a free queue (eviction from the front) and the prefix-cache map keyed by
- * (group index, block hash); duplicates of one key are allowed (block tables stay append-only).
+ * counts, a free queue (eviction from the front) and the prefix cache keyed by (group index,
+ * block hash); duplicates of one key are allowed (block tables stay append-only), the first copy
+ * cached is the one hits use.
+ *
+ * Layout: one record of 8 int32 words per block (reference count, hash, copy chain, link) in one
+ * typed array, so a block's fields share a cache line; records and free-queue links exist only
+ * for blocks taken at least once (the pool's memory grows with use, not with P).
+ *
+ * Runs: in a *linked* group (full attention), a sequence caches consecutive blocks whose keys
+ * chain, and a hit walks them in the same order. A key whose only copy was cached right after
+ * the first copy of its parent key is found from that block's CHILD link and stays out of the
+ * hash table; only the head of such a run (and keys with several copies, or branching off a run)
+ * are in the table. Caching or evicting a run block then touches no table slot; a run is split
+ * (its next block enters the table) only where an eviction or a branch cuts it. Lookups give the
+ * same first copies as a table holding every key, so every result is unchanged.
+ *
+ * Invariant: a cached key is either in the table (mapping to its first copy, which has IN_TABLE),
+ * or it has exactly one copy f, and the first copy p of its parent key has CHILD[p] = f.
  */
 export class BlockPool {
-  private readonly refCounts: Int32Array;
+  private rec: Int32Array;
+  /** Block ids with a record (records of higher ids are implicitly zero). */
+  private cap: number;
   private readonly queue: FreeQueue;
-  /** Group index of a block's cache entry, -1 when the block has no hash. */
-  private readonly hashGroup: Int32Array;
-  /** A cached block's hash as two 32-bit halves (no BigInt on the hot path). */
-  private readonly hashHi: Uint32Array;
-  private readonly hashLo: Uint32Array;
-  /** (group, hash) -> the first block caching it; later copies follow through `nextCopy`. */
+  /** (group, hash) -> the first block caching it, for keys not reachable through a run link. */
   private readonly cache: BlockHashTable;
-  /** The next block cached under the same key, in caching order; -1 at the end. */
-  private readonly nextCopy: Int32Array;
+  private readonly linked: Uint8Array;
   private freeHashed = 0;
   private readonly events: KvEvent[] | undefined;
 
@@ -36,19 +99,35 @@ export class BlockPool {
     readonly numPages: number,
     numGroups: number,
     collectEvents: boolean,
+    /** Per group: cached blocks chain in runs (full-attention groups, whose hits walk from block 0). */
+    linkedGroups: readonly boolean[] = [],
   ) {
     if (!Number.isInteger(numPages) || numPages < 2) throw new RangeError(`numPages must be an integer >= 2 (page 0 is the null page), got ${numPages}`);
-    this.refCounts = new Int32Array(numPages);
-    this.hashGroup = new Int32Array(numPages).fill(-1);
-    this.hashHi = new Uint32Array(numPages);
-    this.hashLo = new Uint32Array(numPages);
-    this.nextCopy = new Int32Array(numPages).fill(-1);
-    this.queue = new FreeQueue(numPages);
-    for (let id = 1; id < numPages; id++) this.queue.pushBack(id);
-    if (!Number.isInteger(numGroups) || numGroups < 1) throw new RangeError(`numGroups must be a positive integer, got ${numGroups}`);
-    // Every key is held by at least one of the P - 1 usable pages.
-    this.cache = new BlockHashTable(numPages - 1);
+    if (!Number.isInteger(numGroups) || numGroups < 1 || numGroups > GROUP_MASK - 1) throw new RangeError(`numGroups must be a positive integer, got ${numGroups}`);
+    this.cap = Math.min(numPages, INITIAL_BLOCKS);
+    this.rec = new Int32Array(this.cap * STRIDE);
+    // Every usable page is free, in id order; none of them is stored until it is first taken.
+    this.queue = new FreeQueue(numPages, [], 1);
+    // Every key is held by at least one of the P - 1 usable pages; the table grows with the keys.
+    this.cache = new BlockHashTable(numPages - 1, { grow: true });
+    this.linked = Uint8Array.from({ length: numGroups }, (_, g) => (linkedGroups[g] === true ? 1 : 0));
     this.events = collectEvents ? [] : undefined;
+  }
+
+  /** Makes room for the record of `id`. */
+  private reach(id: number): void {
+    if (id < this.cap) return;
+    let cap = this.cap;
+    while (cap <= id) cap *= 2;
+    cap = Math.min(cap, this.numPages);
+    const grown = new Int32Array(cap * STRIDE);
+    grown.set(this.rec);
+    this.rec = grown;
+    this.cap = cap;
+  }
+
+  private word(id: number, field: number): number {
+    return id < this.cap ? this.rec[id * STRIDE + field]! : 0;
   }
 
   get numFree(): number {
@@ -56,11 +135,11 @@ export class BlockPool {
   }
 
   refCount(id: number): number {
-    return this.refCounts[id]!;
+    return this.word(id, REF);
   }
 
   isHashed(id: number): boolean {
-    return this.hashGroup[id]! >= 0;
+    return this.word(id, META) !== 0;
   }
 
   /** True when the block is cached under exactly (group, hash). */
@@ -70,50 +149,83 @@ export class BlockPool {
 
   /** `holds` with the hash as its 32-bit halves. */
   holdsKey(id: number, group: number, hi: number, lo: number): boolean {
-    return this.hashGroup[id] === group && this.hashHi[id] === hi && this.hashLo[id] === lo;
+    if (id >= this.cap) return false;
+    const r = this.rec;
+    const at = id * STRIDE;
+    return (r[at + META]! & GROUP_MASK) === group + 1 && r[at + HI] === (hi | 0) && r[at + LO] === (lo | 0);
   }
 
   /** A hit block that a touch would take out of the free queue. */
   isEvictable(id: number): boolean {
-    return id !== NULL_BLOCK && this.refCounts[id] === 0;
+    return id !== NULL_BLOCK && this.word(id, REF) === 0;
   }
 
-  /** Any block holding (group, hash), or NULL_BLOCK. */
+  /** The first copy of (group, hash), or NULL_BLOCK (diagnostics: a full scan when the key is only linked). */
   cachedBlock(group: number, hash: BlockHash): number {
-    return this.cachedBlockKey(group, hashHi(hash), hashLo(hash));
+    const hi = hashHi(hash);
+    const lo = hashLo(hash);
+    const t = this.cache.get(group, hi, lo);
+    if (t >= 0) return t;
+    for (let id = 1; id < this.cap; id++) if (this.holdsKey(id, group, hi, lo) && (this.rec[id * STRIDE + META]! & FIRST) !== 0) return id;
+    return NULL_BLOCK;
   }
 
-  /** `cachedBlock` with the hash as its 32-bit halves: the first copy cached, or NULL_BLOCK. */
-  cachedBlockKey(group: number, hi: number, lo: number): number {
-    const first = this.cache.get(group, hi, lo);
-    return first < 0 ? NULL_BLOCK : first;
+  /**
+   * The first copy of (group, hi:lo), or NULL_BLOCK. `prev` is the first copy of the parent key
+   * found by the same walk (NULL_BLOCK at block 0, or in a group that is not linked): its run
+   * link is tried before the table.
+   */
+  findFirst(group: number, prev: number, hi: number, lo: number): number {
+    if (prev !== NULL_BLOCK) {
+      const r = this.rec;
+      const c = r[prev * STRIDE + CHILD]!;
+      if (c !== 0) {
+        const at = c * STRIDE;
+        const meta = r[at + META]!;
+        if ((meta & GROUP_MASK) === group + 1 && r[at + LO] === (lo | 0) && r[at + HI] === (hi | 0)) {
+          if ((meta & FIRST) !== 0) return c;
+          // A later copy: its key has several, so the table holds it.
+        }
+      }
+    }
+    const t = this.cache.get(group, hi, lo);
+    return t < 0 ? NULL_BLOCK : t;
   }
 
   /** Takes n blocks from the front of the free queue, evicting cached ones; each gets ref 1. */
   takeFree(n: number): number[] {
-    if (n > this.queue.length) throw new Error(`pool invariant: ${n} blocks asked, ${this.queue.length} free`);
     const out: number[] = [];
+    this.takeFreeInto(n, out);
+    return out;
+  }
+
+  /** `takeFree`, appending the blocks to `out`. */
+  takeFreeInto(n: number, out: number[]): void {
+    if (n > this.queue.length) throw new Error(`pool invariant: ${n} blocks asked, ${this.queue.length} free`);
     for (let i = 0; i < n; i++) {
       const id = this.queue.popFront();
-      if (this.hashGroup[id]! >= 0) {
+      this.reach(id);
+      const at = id * STRIDE;
+      if (this.rec[at + META] !== 0) {
         this.freeHashed--;
         this.evict(id);
       }
-      this.refCounts[id] = 1;
+      this.rec[at + REF] = 1;
       out.push(id);
     }
-    return out;
   }
 
   /** A prefix hit takes its blocks: out of the free queue when unreferenced, then ref + 1. */
   touch(ids: readonly number[]): void {
     for (const id of ids) {
       if (id === NULL_BLOCK) continue;
-      if (this.refCounts[id] === 0) {
+      this.reach(id);
+      const at = id * STRIDE;
+      if (this.rec[at + REF] === 0) {
         this.queue.remove(id);
-        if (this.hashGroup[id]! >= 0) this.freeHashed--;
+        if (this.rec[at + META] !== 0) this.freeHashed--;
       }
-      this.refCounts[id]!++;
+      this.rec[at + REF]!++;
     }
   }
 
@@ -123,23 +235,54 @@ export class BlockPool {
    * hashed one to the back, where it stays cached until evicted. Returns how many reached 0.
    */
   free(ids: readonly number[]): number {
-    let fresh: number[] | undefined;
+    let lastFresh = -1;
     let released = 0;
     for (const id of ids) {
       if (id === NULL_BLOCK) continue;
-      const rc = --this.refCounts[id]!;
-      if (rc < 0) throw new Error(`pool invariant: block ${id} freed more often than taken`);
-      if (rc > 0) continue;
+      const r = this.release(id, lastFresh);
+      if (r === 0) continue;
       released++;
-      if (this.hashGroup[id]! >= 0) {
-        this.queue.pushBack(id);
-        this.freeHashed++;
-      } else {
-        (fresh ??= []).push(id);
-      }
+      if (r > 0) lastFresh = id;
     }
-    if (fresh !== undefined) this.queue.prependAll(fresh);
     return released;
+  }
+
+  /**
+   * Frees the real blocks of a block table tail first, then the blocks of `then` in order (as
+   * `free([...reversed table, ...then])`, without the array); returns how many reached 0.
+   */
+  freeTableTailFirst(blocks: readonly number[], then: readonly number[]): number {
+    let lastFresh = -1;
+    let released = 0;
+    for (let i = blocks.length + then.length - 1; i >= 0; i--) {
+      // The table tail first, then `then` in its order (one batch: fresh blocks keep their order).
+      const id = i >= then.length ? blocks[i - then.length]! : then[then.length - 1 - i]!;
+      if (id === NULL_BLOCK) continue;
+      const r = this.release(id, lastFresh);
+      if (r === 0) continue;
+      released++;
+      if (r > 0) lastFresh = id;
+    }
+    return released;
+  }
+
+  /**
+   * Drops one reference. Returns 0 when the block is still referenced, -1 when it went to the
+   * back (hashed), 1 when it went to the front after `lastFresh` (unhashed; the batch's earlier
+   * fresh blocks stay before it, as vLLM prepends them in order).
+   */
+  private release(id: number, lastFresh: number): number {
+    const at = id * STRIDE;
+    const rc = --this.rec[at + REF]!;
+    if (rc < 0) throw new Error(`pool invariant: block ${id} freed more often than taken`);
+    if (rc > 0) return 0;
+    if (this.rec[at + META] !== 0) {
+      this.queue.pushBack(id);
+      this.freeHashed++;
+      return -1;
+    }
+    this.queue.pushFrontAfter(lastFresh, id);
+    return 1;
   }
 
   /**
@@ -147,51 +290,106 @@ export class BlockPool {
    * copy of that key (then a `stored` event is due).
    */
   cacheBlock(id: number, group: number, hash: BlockHash): boolean {
-    return this.cacheBlockKey(id, group, hashHi(hash), hashLo(hash));
+    return this.cacheBlockKey(id, group, hashHi(hash), hashLo(hash), NULL_BLOCK);
   }
 
-  /** `cacheBlock` with the hash as its 32-bit halves. */
-  cacheBlockKey(id: number, group: number, hi: number, lo: number): boolean {
-    if (id === NULL_BLOCK || this.hashGroup[id]! >= 0 || this.refCounts[id]! <= 0) {
+  /**
+   * `cacheBlock` with the hash as its 32-bit halves. `parent` is the block before it in the
+   * sequence's table (cached under the parent key), or NULL_BLOCK: a linked group chains the
+   * block to the parent key's first copy when it can.
+   */
+  cacheBlockKey(id: number, group: number, hi: number, lo: number, parent: number): boolean {
+    if (id === NULL_BLOCK || id >= this.cap || this.rec[id * STRIDE + META] !== 0 || this.rec[id * STRIDE + REF]! <= 0) {
       throw new Error(`pool invariant: block ${id} cannot be cached`);
     }
-    this.hashGroup[id] = group;
-    this.hashHi[id] = hi;
-    this.hashLo[id] = lo;
-    const first = this.cache.putIfAbsent(group, hi, lo, id);
-    if (first < 0) return true;
-    // A duplicate copy goes last: the first copy stays the one hits use.
+    const r = this.rec;
+    const at = id * STRIDE;
+    const linked = this.linked[group] === 1 && parent !== NULL_BLOCK;
+    // The parent key's first copy (several copies put the parent key in the table).
+    let pf = NULL_BLOCK;
+    if (linked) {
+      const pm = r[parent * STRIDE + META]!;
+      pf = (pm & FIRST) !== 0 ? parent : this.cache.get(group, r[parent * STRIDE + HI]!, r[parent * STRIDE + LO]!);
+      if (pf < 0) throw new Error(`pool invariant: parent block ${parent} of block ${id} has no first copy`);
+    }
+    const first = this.findFirst(group, pf, hi, lo);
+    r[at + HI] = hi;
+    r[at + LO] = lo;
+    if (first === NULL_BLOCK) {
+      r[at + META] = (group + 1) | FIRST;
+      const c = pf === NULL_BLOCK ? 0 : r[pf * STRIDE + CHILD]!;
+      if (pf !== NULL_BLOCK && (c === 0 || !this.isRunDependent(c))) {
+        r[pf * STRIDE + CHILD] = id;
+      } else {
+        this.cache.putIfAbsent(group, hi, lo, id);
+        r[at + META] = r[at + META]! | IN_TABLE;
+      }
+      return true;
+    }
+    // A duplicate copy goes last: the first copy stays the one hits use; a key with copies lives in the table.
+    r[at + META] = group + 1;
+    const fm = r[first * STRIDE + META]!;
+    if ((fm & IN_TABLE) === 0) {
+      this.cache.putIfAbsent(group, hi, lo, first);
+      r[first * STRIDE + META] = fm | IN_TABLE;
+    }
     let last = first;
-    for (let n = this.nextCopy[last]!; n >= 0; n = this.nextCopy[last]!) last = n;
-    this.nextCopy[last] = id;
+    for (let n = r[last * STRIDE + COPY]!; n !== 0; n = r[last * STRIDE + COPY]!) last = n;
+    r[last * STRIDE + COPY] = id;
     return false;
+  }
+
+  /** A first copy outside the table: a CHILD link may be what keeps it reachable. */
+  private isRunDependent(c: number): boolean {
+    const m = this.rec[c * STRIDE + META]!;
+    return m !== 0 && (m & FIRST) !== 0 && (m & IN_TABLE) === 0;
   }
 
   /** Drops a block's cache entry and hash (eviction); `removed` when its key's last copy goes. */
   private evict(id: number): void {
-    const group = this.hashGroup[id]!;
-    const hi = this.hashHi[id]!;
-    const lo = this.hashLo[id]!;
-    this.hashGroup[id] = -1;
-    const next = this.nextCopy[id]!;
-    this.nextCopy[id] = -1;
-    const slot = this.cache.find(group, hi, lo);
-    const first = slot < 0 ? -1 : this.cache.valueAt(slot);
+    const r = this.rec;
+    const at = id * STRIDE;
+    const meta = r[at + META]!;
+    const group = (meta & GROUP_MASK) - 1;
+    const hi = r[at + HI]!;
+    const lo = r[at + LO]!;
+    const next = r[at + COPY]!;
+    r[at + META] = 0;
+    r[at + COPY] = 0;
+    // The run is cut here: the block chained after this one must now be found through the table.
+    const child = r[at + CHILD]!;
+    if (child !== 0) {
+      r[at + CHILD] = 0;
+      if (this.isRunDependent(child)) {
+        // (A stale link may point at a block re-cached since, in any group: its own key is what goes in.)
+        const cat = child * STRIDE;
+        this.cache.putIfAbsent((r[cat + META]! & GROUP_MASK) - 1, r[cat + HI]!, r[cat + LO]!, child);
+        r[cat + META] = r[cat + META]! | IN_TABLE;
+      }
+    }
     let last = false;
-    if (first === id) {
-      if (next < 0) {
-        this.cache.deleteAt(slot);
-        last = true;
-      } else {
+    if ((meta & FIRST) !== 0) {
+      if (next !== 0) {
+        // The next copy becomes the first; a key with copies is in the table.
+        const slot = this.cache.find(group, hi, lo);
+        if (slot < 0) throw new Error(`pool invariant: key of block ${id} has copies but no table entry`);
         this.cache.setValueAt(slot, next);
+        r[next * STRIDE + META] = r[next * STRIDE + META]! | FIRST | IN_TABLE;
+      } else {
+        if ((meta & IN_TABLE) !== 0) {
+          const slot = this.cache.find(group, hi, lo);
+          if (slot < 0) throw new Error(`pool invariant: block ${id} is marked in the table but is not`);
+          this.cache.deleteAt(slot);
+        }
+        last = true;
       }
     } else {
-      let prev = first;
-      while (prev >= 0 && this.nextCopy[prev] !== id) prev = this.nextCopy[prev]!;
-      if (prev >= 0) this.nextCopy[prev] = next;
+      let prev = this.cache.get(group, hi, lo);
+      while (prev > 0 && r[prev * STRIDE + COPY] !== id) prev = r[prev * STRIDE + COPY]!;
+      if (prev > 0) r[prev * STRIDE + COPY] = next;
     }
     if (last && this.events !== undefined) {
-      const hash = joinHash(hi, lo);
+      const hash = joinHash(hi >>> 0, lo >>> 0);
       const prevEvent = this.events[this.events.length - 1];
       if (prevEvent?.type === "removed" && prevEvent.groupIndex === group) (prevEvent.blockHashes as BlockHash[]).push(hash);
       else this.events.push({ type: "removed", groupIndex: group, blockHashes: [hash] });
@@ -201,7 +399,7 @@ export class BlockPool {
   /** Test hook: hides every copy of (group, hash) from the cache, as evicting them would. */
   uncache(group: number, hash: BlockHash): void {
     const copies: number[] = [];
-    for (let id = this.cache.get(group, hashHi(hash), hashLo(hash)); id >= 0; id = this.nextCopy[id]!) copies.push(id);
+    for (let id = this.cachedBlock(group, hash); id !== NULL_BLOCK; id = this.rec[id * STRIDE + COPY]!) copies.push(id);
     for (const id of copies) {
       if (this.queue.has(id)) this.freeHashed--;
       this.evict(id);
@@ -236,13 +434,16 @@ export class BlockPool {
     return this.queue.has(id);
   }
 
-  /** Cached keys per group, sorted (O(cache): tests and determinism checks only). */
+  /** Cached keys per group with their copies in caching order, sorted (O(P): tests and determinism checks only). */
   cacheSnapshot(): string[] {
     const out: string[] = [];
-    for (const [g, hi, lo, first] of this.cache.entries()) {
+    const r = this.rec;
+    for (let first = 1; first < this.cap; first++) {
+      const meta = r[first * STRIDE + META]!;
+      if ((meta & FIRST) === 0) continue;
       const copies: number[] = [];
-      for (let id = first; id >= 0; id = this.nextCopy[id]!) copies.push(id);
-      out.push(`${g}:${joinHash(hi, lo)}:${copies.join("/")}`);
+      for (let id = first; id !== 0; id = r[id * STRIDE + COPY]!) copies.push(id);
+      out.push(`${(meta & GROUP_MASK) - 1}:${joinHash(r[first * STRIDE + HI]! >>> 0, r[first * STRIDE + LO]! >>> 0)}:${copies.join("/")}`);
     }
     return out.sort();
   }

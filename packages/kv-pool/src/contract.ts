@@ -33,6 +33,8 @@ export interface KvPoolOptions {
 
 /** A prompt's tokens with memoised chained block hashes, shareable by every rank that sees it. */
 export interface PromptTokens {
+  /** Its number of tokens (read this, not `tokens.length`: a path prompt builds `tokens` only when asked). */
+  readonly length: number;
   readonly tokens: Uint32Array;
   /** Hashes of the first floor(len / blockSize) blocks, computed once per block size. */
   blockHashes(blockSize: number): readonly BlockHash[];

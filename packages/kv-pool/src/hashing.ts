@@ -46,9 +46,13 @@ export function blockHashLo(view: BlockHashView, i: number): number {
   return view instanceof PackedHashView ? view.blockLo(i) : hashLo(view.blockHash(i));
 }
 
-/** Tokens as a head (the prompt) and a tail (appended outputs), read without concatenating. */
+/**
+ * Tokens as a head (the prompt, or its end: `head[0]` is token `headStart`) and a tail (appended
+ * outputs, from token `headLength` on), read without concatenating.
+ */
 export interface TokenSource {
   readonly head: ArrayLike<number>;
+  readonly headStart: number;
   readonly headLength: number;
   readonly tail: ArrayLike<number>;
 }
@@ -162,10 +166,10 @@ class BlockHasher {
   tokensHash(source: TokenSource, start: number, out: Uint32Array, at: number): void {
     const words = this.words;
     let same = this.hasLast;
-    const { head, tail, headLength } = source;
+    const { head, tail, headLength, headStart } = source;
     for (let j = 0; j < this.blockSize; j++) {
       const k = start + j;
-      const v = k < headLength ? head[k]! : tail[k - headLength]!;
+      const v = k < headLength ? head[k - headStart]! : tail[k - headLength]!;
       if (words[j] !== v) {
         words[j] = v;
         same = false;
@@ -211,6 +215,6 @@ export function computeBlockHashes(tokens: ArrayLike<number>, blockSize: number)
   }
   const n = Math.floor(tokens.length / blockSize);
   const chain = new HashChain(n);
-  chain.extend({ head: tokens, headLength: tokens.length, tail: EMPTY }, blockSize, n, null, 0);
+  chain.extend({ head: tokens, headStart: 0, headLength: tokens.length, tail: EMPTY }, blockSize, n, null, 0);
   return Array.from({ length: n }, (_, i) => ({ tokensHash: chain.tokensHash(i), blockHash: chain.blockHash(i) }));
 }

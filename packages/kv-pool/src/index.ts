@@ -1,5 +1,5 @@
 export { KvCacheManager } from "./kv-cache-manager.js";
-export { createPromptTokens, promptHashes, promptPrefix } from "./prompt-tokens.js";
+export { createPromptTokens, createPathPrompt, promptHashes, promptPrefix } from "./prompt-tokens.js";
 export { computeBlockHashes } from "./hashing.js";
 export { poolGroupsForProfile } from "./pool-groups.js";
 export type {

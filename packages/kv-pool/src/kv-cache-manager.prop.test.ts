@@ -6,6 +6,7 @@ import type { KvSequence } from "./contract.js";
 import { KvCacheManager, poolOf } from "./kv-cache-manager.js";
 import { createPromptTokens } from "./prompt-tokens.js";
 import { Sequence } from "./sequence.js";
+import { ReferenceKvCacheManager } from "./reference-pool.js";
 import { group } from "./test-helpers.js";
 
 interface Layout {
@@ -35,6 +36,8 @@ const LAYOUTS: Layout[] = [
   },
   { name: "full B4 + SW B8 (lcm 8)", groups: [group("full_attention", 4), group("sliding_window", 8, { window_tokens: 8 }), group("convolution", 4, { window_tokens: 3 })], caching: true, version: "0.31.0" },
   { name: "full only, caching off", groups: [group("full_attention", 4)], caching: false, version: "0.31.0" },
+  { name: "full only (runs of linked blocks)", groups: [group("full_attention", 4)], caching: true, version: "0.31.0" },
+  { name: "two full-attention groups of one spec (searched together)", groups: [group("full_attention", 4), group("full_attention", 4, { name: "fa2" })], caching: true, version: "0.31.0" },
   { name: "full + Mamba, caching off", groups: [group("full_attention", 4), group("state", 4, { name: "mamba" })], caching: false, version: "0.32.0" },
 ];
 
@@ -72,8 +75,8 @@ interface Live {
 }
 
 /** Runs the ops; returns a transcript of outcomes and checks the invariants after each one. */
-function run(layout: Layout, numPages: number, ops: readonly Op[]): string[] {
-  const m = new KvCacheManager({ numPages, groups: layout.groups, enablePrefixCaching: layout.caching, vllmVersion: layout.version, collectEvents: true });
+function run(layout: Layout, numPages: number, ops: readonly Op[], Manager: typeof KvCacheManager = KvCacheManager): string[] {
+  const m = new Manager({ numPages, groups: layout.groups, enablePrefixCaching: layout.caching, vllmVersion: layout.version, collectEvents: true });
   const pool = poolOf(m);
   const hasMamba = layout.caching && layout.groups.some((g) => g.kind === "state" && g.prefix_cacheable === true);
   const live: Live[] = [];
@@ -236,4 +239,17 @@ describe("KvCacheManager properties", () => {
     expect(m.pagesNeeded(s, { computedTokens: 0, newTokens: 10 })).toBe(9);
     expect(m.allocateSlots(s, { computedTokens: 0, newTokens: 10 })).toBe(false);
   });
+});
+
+describe("the block pool (runs, lazy storage) gives the results of the straightforward reference pool", () => {
+  for (const layout of LAYOUTS) {
+    it(`same hits, allocations, tables, free queue, cache contents and events: ${layout.name}`, () => {
+      fc.assert(
+        fc.property(fc.integer({ min: 6, max: 48 }), fc.array(opArb, { minLength: 30, maxLength: 160 }), (pages, ops) => {
+          expect(run(layout, pages, ops)).toEqual(run(layout, pages, ops, ReferenceKvCacheManager));
+        }),
+        { seed: 1212, numRuns: 200 },
+      );
+    }, 120_000);
+  }
 });

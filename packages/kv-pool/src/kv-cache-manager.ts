@@ -1,6 +1,6 @@
 import type { CacheGroup } from "@kvsim/profile-schema";
 import { cdiv, isMambaTypeGroup, prefillCheckpointBlocks } from "@kvsim/profile-schema";
-import { BlockPool, NULL_BLOCK } from "./block-pool.js";
+import { BlockPool, NULL_BLOCK, type PoolOps } from "./block-pool.js";
 import type {
   AllocateRequest,
   DestinationReservation,
@@ -62,8 +62,8 @@ function checkCount(name: string, v: number, min: number): void {
 }
 
 /** Internals for tests of this package (not exported from the barrel). */
-export const poolOf = (m: KvCacheManager): BlockPool => internals.get(m)!;
-const internals = new WeakMap<KvCacheManager, BlockPool>();
+export const poolOf = (m: KvCacheManager): PoolOps => internals.get(m)!;
+const internals = new WeakMap<KvCacheManager, PoolOps>();
 
 /**
  * One rank's KV cache manager: a pool of P pages shared by every cache group, one manager per
@@ -71,7 +71,7 @@ const internals = new WeakMap<KvCacheManager, BlockPool>();
  */
 export class KvCacheManager implements KvCacheManagerApi {
   readonly prefillChunking: PrefillChunking;
-  private readonly pool: BlockPool;
+  private readonly pool: PoolOps;
   private readonly managers: SingleTypeManager[];
   private readonly types: HitType[];
   private readonly alignment: number;
@@ -86,7 +86,9 @@ export class KvCacheManager implements KvCacheManagerApi {
     if (groups.length === 0) throw new RangeError("a pool needs at least one cache group");
     checkCount("numPages", numPages, 2);
     this.caching = options.enablePrefixCaching;
-    this.pool = new BlockPool(numPages, groups.length, options.collectEvents === true);
+    // Full-attention groups cache in runs that hits walk from block 0 (block-pool.ts).
+    const linked = groups.map((g) => g.kind === "full_attention" && this.caching && g.prefix_cacheable !== false);
+    this.pool = this.createPool(numPages, groups.length, options.collectEvents === true, linked);
     internals.set(this, this.pool);
     this.managers = groups.map((g, i) => this.managerFor(g, i, options.vllmVersion));
 
@@ -112,6 +114,11 @@ export class KvCacheManager implements KvCacheManagerApi {
     this.prefillChunking = mamba.length === 0 ? "any" : mamba.every((m) => m.checkpointBlocks > 0) ? "whole_blocks_before_final" : "align_split";
   }
 
+  /** The pool of pages (tests substitute a straightforward reference to compare results). */
+  protected createPool(numPages: number, numGroups: number, collectEvents: boolean, linkedGroups: readonly boolean[]): PoolOps {
+    return new BlockPool(numPages, numGroups, collectEvents, linkedGroups);
+  }
+
   private managerFor(g: CacheGroup, i: number, vllmVersion: string): SingleTypeManager {
     checkCount(`groups[${i}].block_size_tokens`, g.block_size_tokens, 1);
     switch (g.kind) {
@@ -130,7 +137,7 @@ export class KvCacheManager implements KvCacheManagerApi {
   }
 
   createSequence(id: string, prompt: PromptTokens): KvSequence {
-    return new Sequence(id, asPromptImpl(prompt), this, this.managers.length);
+    return new Sequence(id, asPromptImpl(prompt), this, this.managers.length, this.pool.collectsEvents);
   }
 
   private own(seq: KvSequence): Sequence {
@@ -145,7 +152,8 @@ export class KvCacheManager implements KvCacheManagerApi {
 
   peekPrefixHitTokens(prompt: PromptTokens): number {
     const p = asPromptImpl(prompt);
-    return this.hitFor(p.tokens.length - 1, (b) => p.chain(b)).tokens;
+    const real = this.pool.collectsEvents;
+    return this.hitFor(p.length - 1, (b) => (real ? p.chain(b) : p.keys(b))).tokens;
   }
 
   /** vLLM's hybrid fixed point (vllm-rules.md 4.4) for a hit of at most `maxLength` tokens. */
@@ -267,7 +275,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     const s = this.own(seq);
     this.managers.forEach((m, g) => {
       const st = s.groups[g]!;
-      this.pool.free(m.freeOrder(st));
+      m.freeAll(st);
       st.reset();
     });
     s.tracked = false;

@@ -1,6 +1,6 @@
 import type { CacheGroup } from "@kvsim/profile-schema";
 import { cdiv } from "@kvsim/profile-schema";
-import { NULL_BLOCK, type BlockPool, type StoredBlock } from "./block-pool.js";
+import { NULL_BLOCK, type PoolOps, type StoredBlock } from "./block-pool.js";
 import { blockHashHi, blockHashLo, type BlockHashView } from "./hashing.js";
 import type { GroupState } from "./sequence.js";
 
@@ -46,17 +46,19 @@ export interface SingleTypeManager {
   releaseForSource(state: GroupState, computed: number): number[];
   /** Every real block, tail first (finish or preemption). */
   freeOrder(state: GroupState): number[];
+  /** Frees `freeOrder(state)` without building it; returns how many pages went back to the free queue. */
+  freeAll(state: GroupState): number;
   /** A destination's table for `tokens` transferred tokens over a local hit: FRESH, NULL_BLOCK or a hit block. */
   planReservation(tokens: number, hitBlocks: readonly number[], hitTokens: number): number[];
 }
 
 /** Blocks holding block i's hash of `hashes` in every group of `groups`, or undefined when any misses. */
-function lookup(pool: BlockPool, groups: readonly number[], hashes: BlockHashView, i: number): number[] | undefined {
+function lookup(pool: PoolOps, groups: readonly number[], hashes: BlockHashView, i: number): number[] | undefined {
   const hi = blockHashHi(hashes, i);
   const lo = blockHashLo(hashes, i);
   const out: number[] = [];
   for (const g of groups) {
-    const b = pool.cachedBlockKey(g, hi, lo);
+    const b = pool.findFirst(g, NULL_BLOCK, hi, lo);
     if (b === NULL_BLOCK) return undefined;
     out.push(b);
   }
@@ -64,7 +66,7 @@ function lookup(pool: BlockPool, groups: readonly number[], hashes: BlockHashVie
 }
 
 /** Caches table entries [numCached, computed / B): consecutive new keys form one `stored` run. */
-function cacheFullBlocks(pool: BlockPool, groupIndex: number, blockSize: number, state: GroupState, hashes: BlockHashView, computed: number): void {
+function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, state: GroupState, hashes: BlockHashView, computed: number): void {
   const numFull = Math.min(Math.floor(computed / blockSize), state.blocks.length);
   if (numFull <= state.numCached) return;
   let run: StoredBlock[] | undefined;
@@ -79,7 +81,7 @@ function cacheFullBlocks(pool: BlockPool, groupIndex: number, blockSize: number,
       flush();
       continue;
     }
-    if (pool.cacheBlockKey(b, groupIndex, blockHashHi(hashes, i), blockHashLo(hashes, i)) && pool.collectsEvents) {
+    if (pool.cacheBlockKey(b, groupIndex, blockHashHi(hashes, i), blockHashLo(hashes, i), i === 0 ? NULL_BLOCK : state.blocks[i - 1]!) && pool.collectsEvents) {
       if (run === undefined) {
         run = [];
         runStart = i;
@@ -94,8 +96,8 @@ function cacheFullBlocks(pool: BlockPool, groupIndex: number, blockSize: number,
 }
 
 /** Caches one block that holds the state at the end of table block `index`. */
-function cacheOne(pool: BlockPool, groupIndex: number, block: number, index: number, hashes: BlockHashView): void {
-  if (pool.cacheBlockKey(block, groupIndex, blockHashHi(hashes, index), blockHashLo(hashes, index)) && pool.collectsEvents) {
+function cacheOne(pool: PoolOps, groupIndex: number, block: number, index: number, hashes: BlockHashView): void {
+  if (pool.cacheBlockKey(block, groupIndex, blockHashHi(hashes, index), blockHashLo(hashes, index), NULL_BLOCK) && pool.collectsEvents) {
     pool.emitStored(groupIndex, index === 0 ? null : hashes.blockHash(index - 1), [{ blockHash: hashes.blockHash(index), tokensHash: hashes.tokensHash(index) }]);
   }
 }
@@ -113,7 +115,7 @@ abstract class AttentionManager implements SingleTypeManager {
   readonly hitTypeKey: string;
 
   constructor(
-    protected readonly pool: BlockPool,
+    protected readonly pool: PoolOps,
     readonly groupIndex: number,
     group: CacheGroup,
     readonly caches: boolean,
@@ -150,7 +152,7 @@ abstract class AttentionManager implements SingleTypeManager {
   allocateNewBlocks(state: GroupState, numTokens: number): void {
     const n = cdiv(numTokens, this.blockSize) - state.blocks.length;
     if (n <= 0) return;
-    for (const b of this.pool.takeFree(n)) state.blocks.push(b);
+    this.pool.takeFreeInto(n, state.blocks);
     state.real += n;
   }
 
@@ -189,6 +191,10 @@ abstract class AttentionManager implements SingleTypeManager {
     return reversedReal(state.blocks);
   }
 
+  freeAll(state: GroupState): number {
+    return this.pool.freeTableTailFirst(state.blocks, NONE);
+  }
+
   planReservation(tokens: number, hitBlocks: readonly number[], hitTokens: number): number[] {
     const n = cdiv(tokens, this.blockSize);
     const skipped = Math.floor(this.skippedTokens(tokens) / this.blockSize);
@@ -214,10 +220,18 @@ export class FullAttentionManager extends AttentionManager {
   findLongestCacheHit(hashes: BlockHashView, maxLength: number, alignment: number, groups: readonly number[]): number[][] {
     const out: number[][] = groups.map(() => []);
     const max = Math.min(Math.floor(maxLength / this.blockSize), hashes.length);
-    for (let i = 0; i < max; i++) {
-      const hit = lookup(this.pool, groups, hashes, i);
-      if (hit === undefined) break;
-      hit.forEach((b, k) => out[k]!.push(b));
+    const pool = this.pool;
+    const found = new Array<number>(groups.length).fill(NULL_BLOCK);
+    // Walk the leading run: each block is looked up from the previous one's first copy (its run link).
+    walk: for (let i = 0; i < max; i++) {
+      const hi = blockHashHi(hashes, i);
+      const lo = blockHashLo(hashes, i);
+      for (let k = 0; k < groups.length; k++) {
+        const b = pool.findFirst(groups[k]!, found[k]!, hi, lo);
+        if (b === NULL_BLOCK) break walk;
+        found[k] = b;
+      }
+      for (let k = 0; k < groups.length; k++) out[k]!.push(found[k]!);
     }
     while (out[0]!.length > 0 && (out[0]!.length * this.blockSize) % alignment !== 0) for (const l of out) l.pop();
     return out;
@@ -232,7 +246,7 @@ export class WindowManager extends AttentionManager {
   readonly kind = "window";
   private readonly window: number;
 
-  constructor(pool: BlockPool, groupIndex: number, group: CacheGroup, caches: boolean) {
+  constructor(pool: PoolOps, groupIndex: number, group: CacheGroup, caches: boolean) {
     super(pool, groupIndex, group, caches);
     if (group.window_tokens === undefined) throw new RangeError(`group ${group.name} (${group.kind}) needs window_tokens`);
     this.window = group.window_tokens;
@@ -288,7 +302,7 @@ export class MambaManager implements SingleTypeManager {
   readonly hitTypeKey: string;
 
   constructor(
-    private readonly pool: BlockPool,
+    private readonly pool: PoolOps,
     readonly groupIndex: number,
     group: CacheGroup,
     /** Checkpoint blocks per prompt-ending chunk (0 unless vLLM 0.32.0). */
@@ -342,7 +356,7 @@ export class MambaManager implements SingleTypeManager {
     // block starts from it, so it is kept until the computed prefix has passed it.
     if (len > 0 && state.blocks[len - 1] !== NULL_BLOCK) state.prevStateIdx = len - 1;
     for (let i = len; i < required - 1; i++) state.blocks.push(NULL_BLOCK);
-    state.blocks.push(this.pool.takeFree(1)[0]!);
+    this.pool.takeFreeInto(1, state.blocks);
     state.real++;
   }
 
@@ -429,6 +443,10 @@ export class MambaManager implements SingleTypeManager {
     return out;
   }
 
+  freeAll(state: GroupState): number {
+    return this.pool.freeTableTailFirst(state.blocks, state.checkpoints);
+  }
+
   /** cdiv(T, B) entries, the last one a fresh block for the transferred state. */
   planReservation(tokens: number): number[] {
     const plan = new Array<number>(cdiv(tokens, this.blockSize)).fill(NULL_BLOCK);
@@ -448,7 +466,7 @@ export class SingleBlockStateManager implements SingleTypeManager {
   readonly hitTypeKey = undefined;
 
   constructor(
-    private readonly pool: BlockPool,
+    private readonly pool: PoolOps,
     readonly groupIndex: number,
     group: CacheGroup,
   ) {
@@ -473,7 +491,7 @@ export class SingleBlockStateManager implements SingleTypeManager {
 
   allocateNewBlocks(state: GroupState): void {
     if (state.blocks.length > 0) return;
-    state.blocks.push(this.pool.takeFree(1)[0]!);
+    this.pool.takeFreeInto(1, state.blocks);
     state.real = 1;
   }
 
@@ -495,6 +513,10 @@ export class SingleBlockStateManager implements SingleTypeManager {
 
   freeOrder(state: GroupState): number[] {
     return reversedReal(state.blocks);
+  }
+
+  freeAll(state: GroupState): number {
+    return this.pool.freeTableTailFirst(state.blocks, NONE);
   }
 
   planReservation(): number[] {

@@ -1,5 +1,6 @@
 import type { BlockHash, PromptHashes, PromptTokens } from "./contract.js";
-import { HashChain } from "./hashing.js";
+import { HashChain, PackedHashView } from "./hashing.js";
+import { xxh3PairInto } from "./xxh3-pair.js";
 
 const EMPTY = new Uint32Array(0);
 
@@ -12,25 +13,38 @@ class PromptHashesImpl implements PromptHashes {
 /** Where a prompt's leading hashes may come from instead of being computed. */
 type Source =
   | { readonly kind: "shared"; readonly hashes: PromptHashesImpl; readonly tokens: number }
-  | { readonly kind: "prefix"; readonly of: PromptTokensImpl };
+  | { readonly kind: "prefix"; readonly of: PromptBase };
 
-/** A prompt with its chained block hashes memoised per block size (shared by every rank). */
-export class PromptTokensImpl implements PromptTokens {
+/** Tokens of a prompt from `start` on, as an array holding positions [headStart, length). */
+export interface PromptTail {
+  readonly head: Uint32Array;
+  readonly headStart: number;
+}
+
+/** What the pool needs of a prompt: its length, its real chains, its lookup keys and its tail tokens. */
+export abstract class PromptBase implements PromptTokens {
   readonly hashes = new PromptHashesImpl();
   private bigints: Map<number, readonly BlockHash[]> | undefined;
 
-  constructor(
-    readonly tokens: Uint32Array,
-    private readonly source?: Source,
-  ) {}
+  abstract readonly length: number;
+  abstract readonly tokens: Uint32Array;
+  protected abstract readonly source: Source | undefined;
 
-  /** Block and tokens hashes of every full block at `blockSize`, computed on first use. */
+  /**
+   * The keys the prefix cache looks blocks up by when no KV event needs the real hashes: the real
+   * chain for token prompts, cheaper keys for path prompts (equal exactly when the tokens are).
+   */
+  abstract keys(blockSize: number): PackedHashView;
+
+  /** The prompt's tokens from `start` (block hashing of output blocks reads the prompt's tail). */
+  abstract tail(start: number): PromptTail;
+
+  /** Real (XXH3, Dynamo's) block and tokens hashes of every full block at `blockSize`, on first use. */
   chain(blockSize: number): HashChain {
     let c = this.hashes.chains.get(blockSize);
     if (c === undefined) {
       if (!Number.isInteger(blockSize) || blockSize <= 0) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
-      const t = this.tokens;
-      const n = Math.floor(t.length / blockSize);
+      const n = Math.floor(this.length / blockSize);
       c = new HashChain(n);
       const src = this.source;
       if (src?.kind === "prefix") {
@@ -41,7 +55,10 @@ export class PromptTokensImpl implements PromptTokens {
         const other = src.hashes.chains.get(blockSize);
         if (other !== undefined) c.copyPrefix(other, Math.min(Math.floor(src.tokens / blockSize), other.length, n));
       }
-      c.extend({ head: t, headLength: t.length, tail: EMPTY }, blockSize, n, null, 0);
+      if (c.length < n) {
+        const t = this.tokens;
+        c.extend({ head: t, headStart: 0, headLength: t.length, tail: EMPTY }, blockSize, n, null, 0);
+      }
       this.hashes.chains.set(blockSize, c);
     }
     return c;
@@ -56,6 +73,175 @@ export class PromptTokensImpl implements PromptTokens {
       this.bigints.set(blockSize, out);
     }
     return out;
+  }
+
+  /** The first `numTokens` tokens as a prompt of the same kind whose hashes come from this one's. */
+  abstract prefix(numTokens: number): PromptBase;
+}
+
+/** A prompt given by its token ids. */
+export class PromptTokensImpl extends PromptBase {
+  protected readonly source: Source | undefined;
+
+  constructor(
+    readonly tokens: Uint32Array,
+    source?: Source,
+  ) {
+    super();
+    this.source = source;
+  }
+
+  get length(): number {
+    return this.tokens.length;
+  }
+
+  keys(blockSize: number): PackedHashView {
+    return this.chain(blockSize);
+  }
+
+  tail(): PromptTail {
+    return { head: this.tokens, headStart: 0 };
+  }
+
+  prefix(numTokens: number): PromptBase {
+    return new PromptTokensImpl(this.tokens.subarray(0, numTokens), { kind: "prefix", of: this });
+  }
+}
+
+/** Where a path prompt's key chain starts (any constant: keys only need to be equal for equal paths). */
+const PATH_SEED_HI = 0x243f_6a88;
+const PATH_SEED_LO = 0x85a3_08d3;
+
+function fmix32(x: number): number {
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x85eb_ca6b);
+  x ^= x >>> 13;
+  x = Math.imul(x, 0xc2b2_ae35);
+  x ^= x >>> 16;
+  return x >>> 0;
+}
+
+/**
+ * A prompt given as a path of ids, each standing for `unit` equal tokens (a Mooncake trace's
+ * hash ids, interned to token values): token k is ids[floor(k / unit)]. No token array exists
+ * unless someone asks for `tokens` or for the real hashes (a pool that collects KV events).
+ *
+ * Its lookup keys: a key per path prefix, P[j] = XXH3(P[j - 1], ids[j]) (64 bits), and for a
+ * block ending at token L the key (P[j], L) mixed to 64 bits, j the last id the block touches.
+ * Two path prompts with the same unit have equal keys for a block exactly when their tokens up to
+ * the block's end are equal (up to 64-bit collisions, as for real hashes), so hits, and every
+ * result, are those of the real hashes; only the work is less (no tokens, one mix per block).
+ */
+export class PathPrompt extends PromptBase {
+  protected readonly source: Source | undefined;
+  private materialized: Uint32Array | undefined;
+  /** P[j] for every id, two words (high, low) each. */
+  private readonly pathKeys: Uint32Array;
+  private readonly keyViews = new Map<number, PathKeyView>();
+
+  constructor(
+    /** The token value of each unit of tokens. */
+    readonly ids: Uint32Array,
+    readonly length: number,
+    readonly unit: number,
+    pathKeys?: Uint32Array,
+    of?: PathPrompt,
+  ) {
+    super();
+    if (!Number.isSafeInteger(unit) || unit < 1) throw new RangeError(`unit must be a positive integer, got ${unit}`);
+    if (!Number.isSafeInteger(length) || length < 0 || length > ids.length * unit) {
+      throw new RangeError(`length must be an integer in 0..${ids.length * unit} (ids x unit), got ${length}`);
+    }
+    this.source = of === undefined ? undefined : { kind: "prefix", of };
+    if (pathKeys === undefined) {
+      pathKeys = new Uint32Array(2 * ids.length);
+      let hi = PATH_SEED_HI;
+      let lo = PATH_SEED_LO;
+      for (let j = 0; j < ids.length; j++) {
+        xxh3PairInto(hi, lo, 0, ids[j]!, pathKeys, 2 * j);
+        hi = pathKeys[2 * j]!;
+        lo = pathKeys[2 * j + 1]!;
+      }
+    }
+    this.pathKeys = pathKeys;
+  }
+
+  /** The tokens, built on first use (nothing on the replay's hot path asks for them). */
+  get tokens(): Uint32Array {
+    if (this.materialized === undefined) {
+      const t = new Uint32Array(this.length);
+      for (let j = 0; j * this.unit < this.length; j++) t.fill(this.ids[j]!, j * this.unit, Math.min(this.length, (j + 1) * this.unit));
+      this.materialized = t;
+    }
+    return this.materialized;
+  }
+
+  tail(start: number): PromptTail {
+    if (this.materialized !== undefined) return { head: this.materialized, headStart: 0 };
+    const s = Math.min(start, this.length);
+    const head = new Uint32Array(this.length - s);
+    for (let k = s; k < this.length; k++) head[k - s] = this.ids[Math.floor(k / this.unit)]!;
+    return { head, headStart: s };
+  }
+
+  keys(blockSize: number): PackedHashView {
+    let v = this.keyViews.get(blockSize);
+    if (v === undefined) {
+      if (!Number.isInteger(blockSize) || blockSize <= 0) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
+      v = new PathKeyView(this.pathKeys, blockSize, Math.floor(this.length / blockSize), this.unit);
+      this.keyViews.set(blockSize, v);
+    }
+    return v;
+  }
+
+  prefix(numTokens: number): PromptBase {
+    const used = Math.ceil(numTokens / this.unit);
+    return new PathPrompt(this.ids.subarray(0, used), numTokens, this.unit, this.pathKeys.subarray(0, 2 * used), this);
+  }
+}
+
+/** The lookup keys of a path prompt's blocks, computed when read (the last one is remembered). */
+class PathKeyView extends PackedHashView {
+  private last = -1;
+  private hi = 0;
+  private lo = 0;
+
+  constructor(
+    private readonly pathKeys: Uint32Array,
+    private readonly blockSize: number,
+    readonly length: number,
+    private readonly unit: number,
+  ) {
+    super();
+  }
+
+  private compute(i: number): void {
+    if (i === this.last) return;
+    if (i < 0 || i >= this.length) throw new RangeError(`block ${i} outside 0..${this.length - 1}`);
+    const end = (i + 1) * this.blockSize;
+    const j = Math.floor((end - 1) / this.unit);
+    this.hi = (this.pathKeys[2 * j]! ^ fmix32(end)) >>> 0;
+    this.lo = (this.pathKeys[2 * j + 1]! ^ fmix32(end ^ 0x9e37_79b9)) >>> 0;
+    this.last = i;
+  }
+
+  blockHi(i: number): number {
+    this.compute(i);
+    return this.hi;
+  }
+
+  blockLo(i: number): number {
+    this.compute(i);
+    return this.lo;
+  }
+
+  /** Lookup keys have no tokens hash (only KV events need one, and then the real chain is used). */
+  tokensHi(): number {
+    return 0;
+  }
+
+  tokensLo(): number {
+    return 0;
   }
 }
 
@@ -76,6 +262,22 @@ export function createPromptTokens(tokens: Uint32Array, shared?: { readonly hash
 }
 
 /**
+ * A prompt of `length` tokens given as a path of ids, each repeated for `unit` tokens (the last
+ * one may be cut short): token k is ids[floor(k / unit)]. This is how a Mooncake trace's hash ids
+ * become a prompt (`unit` = trace_block_size) without building its tokens: a pool that collects
+ * no KV events looks its blocks up by path keys, equal exactly when the tokens are; one that does
+ * builds the tokens and hashes them for real. Path prompts match each other (same `unit`), not
+ * token prompts with equal tokens, unless the pool collects events.
+ */
+export function createPathPrompt(ids: Uint32Array, length: number, unit: number): PromptTokens {
+  for (let j = 0; j < ids.length; j++) {
+    const v = ids[j]!;
+    if (!Number.isInteger(v) || v < 0 || v > 0xffff_ffff) throw new RangeError(`id ${j} (${v}) is not a u32 token id`);
+  }
+  return new PathPrompt(ids, length, unit);
+}
+
+/**
  * A prompt's memoised block hashes without its tokens: holding it keeps the hashes (4 words per
  * block), not the prompt, alive. For `createPromptTokens(tokens, { hashes, tokens })`.
  */
@@ -85,13 +287,13 @@ export function promptHashes(prompt: PromptTokens): PromptHashes {
 
 /** The prompt's first `numTokens` tokens as a prompt whose hashes come from the whole prompt's. */
 export function promptPrefix(prompt: PromptTokens, numTokens: number): PromptTokens {
-  if (!Number.isSafeInteger(numTokens) || numTokens < 0 || numTokens > prompt.tokens.length) {
-    throw new RangeError(`numTokens must be an integer in 0..${prompt.tokens.length}, got ${numTokens}`);
+  if (!Number.isSafeInteger(numTokens) || numTokens < 0 || numTokens > prompt.length) {
+    throw new RangeError(`numTokens must be an integer in 0..${prompt.length}, got ${numTokens}`);
   }
-  return new PromptTokensImpl(prompt.tokens.subarray(0, numTokens), { kind: "prefix", of: asPromptImpl(prompt) });
+  return asPromptImpl(prompt).prefix(numTokens);
 }
 
 /** Our implementation of a prompt, wrapping a foreign `PromptTokens` if needed. */
-export function asPromptImpl(prompt: PromptTokens): PromptTokensImpl {
-  return prompt instanceof PromptTokensImpl ? prompt : new PromptTokensImpl(prompt.tokens);
+export function asPromptImpl(prompt: PromptTokens): PromptBase {
+  return prompt instanceof PromptBase ? prompt : new PromptTokensImpl(prompt.tokens);
 }

@@ -1,6 +1,6 @@
 import type { KvSequence } from "./contract.js";
-import { HashChain, PackedHashView } from "./hashing.js";
-import type { PromptTokensImpl } from "./prompt-tokens.js";
+import { HashChain, PackedHashView, type TokenSource } from "./hashing.js";
+import type { PromptBase } from "./prompt-tokens.js";
 
 export type { BlockHashView } from "./hashing.js";
 
@@ -14,7 +14,7 @@ export class SequenceChain extends PackedHashView {
 
   constructor(
     private readonly seq: Sequence,
-    private readonly base: HashChain,
+    private readonly base: PackedHashView,
     private readonly blockSize: number,
   ) {
     super();
@@ -51,7 +51,7 @@ export class SequenceChain extends PackedHashView {
     const target = Math.min(numBlocks, Math.floor(this.seq.numTokens / this.blockSize));
     if (target > this.length) {
       const parent = n > 0 ? { chain: this.base, index: n - 1 } : null;
-      this.ext.extend(this.seq.tokenSource(), this.blockSize, target - n, parent, n);
+      this.ext.extend(this.seq.tokenSource(n * this.blockSize), this.blockSize, target - n, parent, n);
     }
     return this;
   }
@@ -97,11 +97,13 @@ export class Sequence implements KvSequence {
 
   constructor(
     readonly id: string,
-    readonly prompt: PromptTokensImpl,
+    readonly prompt: PromptBase,
     readonly owner: object,
     numGroups: number,
+    /** Blocks are looked up by their real hashes (the pool collects KV events), not by the prompt's cheaper keys. */
+    private readonly realHashes: boolean,
   ) {
-    this.numPromptTokens = prompt.tokens.length;
+    this.numPromptTokens = prompt.length;
     this.groups = Array.from({ length: numGroups }, () => new GroupState());
   }
 
@@ -119,14 +121,16 @@ export class Sequence implements KvSequence {
     this.out[this.numOut++] = tokenId;
   }
 
-  tokenSource(): { head: Uint32Array; headLength: number; tail: Uint32Array } {
-    return { head: this.prompt.tokens, headLength: this.numPromptTokens, tail: this.out };
+  /** Its tokens from `start` on (the prompt's part may hold only those). */
+  tokenSource(start: number): TokenSource {
+    const { head, headStart } = this.prompt.tail(start);
+    return { head, headStart, headLength: this.numPromptTokens, tail: this.out };
   }
 
   chain(blockSize: number): SequenceChain {
     let c = this.chains.get(blockSize);
     if (c === undefined) {
-      c = new SequenceChain(this, this.prompt.chain(blockSize), blockSize);
+      c = new SequenceChain(this, this.realHashes ? this.prompt.chain(blockSize) : this.prompt.keys(blockSize), blockSize);
       this.chains.set(blockSize, c);
     }
     return c;

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createPlacement, KvAwarePlacement, RoundRobinPlacement, type PlacementTarget } from "./placement.js";
 
 // Placement only passes the prompt through to the targets; a stand-in object is enough here.
-const prompt = { tokens: new Uint32Array(0), blockHashes: () => [] } as PromptTokens;
+const prompt = { length: 0, tokens: new Uint32Array(0), blockHashes: () => [] } as PromptTokens;
 const target = (hit: number, load: number): PlacementTarget => ({ prefixHitTokens: () => hit, load: () => load });
 
 describe("round robin", () => {

@@ -537,7 +537,7 @@ class ReplayEngine {
     const terminalMs = live.lastTokenMs ?? this.now;
     this.collector.onTerminal({
       status,
-      inputTokens: req.tokens.length,
+      inputTokens: req.inputTokens,
       outputTokens: live.emitted,
       arrivalMs: req.arrivalMs,
       terminalMs,
@@ -560,7 +560,7 @@ class ReplayEngine {
       ttft_ms: first === undefined ? null : first - req.arrivalMs,
       tpot_ms: first !== undefined && last !== undefined && live.emitted >= 2 ? (last - first) / (live.emitted - 1) : null,
       e2e_ms: last === undefined ? null : last - req.arrivalMs,
-      input_tokens: req.tokens.length,
+      input_tokens: req.inputTokens,
       output_tokens: live.emitted,
       requested_output_tokens: req.outputTokens,
       reused_tokens: live.reused,
@@ -619,7 +619,7 @@ class ReplayEngine {
       const pages = m === undefined ? "" : `; ${m.running} running, ${m.waiting} waiting, ${m.pagesFree} of ${m.pagesUsed + m.pagesFree} pages free`;
       return `${w.role} worker ${w.id}${pages}`;
     };
-    const prompt = `prompt of ${live.req.tokens.length} tokens, ${live.req.outputTokens} output tokens`;
+    const prompt = `prompt of ${live.req.inputTokens} tokens, ${live.req.outputTokens} output tokens`;
     const h = live.handoff;
     if (h === undefined || h.phase === "prefilling" || h.phase === "submitting" || h.phase === "new") {
       const w = live.first;

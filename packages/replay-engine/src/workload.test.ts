@@ -1,7 +1,6 @@
 import { InputError, type TraceRecord } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
-import { computeBlockHashes } from "@kvsim/kv-pool";
-import { HashIdInterner, lengthOnlyTokens, lowerTrace, PromptPrefixTrie, seededGenerator, syntheticRequests, TokenArena, type ReplayRequest } from "./workload.js";
+import { HashIdInterner, lengthOnlyTokens, lowerTrace, seededGenerator, syntheticRequests, TokenArena, type ReplayRequest } from "./workload.js";
 
 async function collect(it: AsyncIterable<ReplayRequest>): Promise<ReplayRequest[]> {
   const out: ReplayRequest[] = [];
@@ -183,53 +182,7 @@ describe("synthetic arrivals are Poisson for every seed, small ones included", (
   });
 });
 
-describe("PromptPrefixTrie (hash sharing between Mooncake prompts)", () => {
-  it("shares min(k x block, both lengths) tokens for the deepest known prefix of k ids", () => {
-    const trie = new PromptPrefixTrie();
-    const interner = new HashIdInterner();
-    const lower = (ids: number[], length: number): Uint32Array => interner.tokens(ids, length, 4);
-    expect(trie.lookup([1, 2, 3], 10, 4)).toBeUndefined(); // nothing known yet
-    trie.prompt([1, 2, 3], lower([1, 2, 3], 10), 4); // ids 1, 2, 3 cover tokens 0-3, 4-7, 8-9
-    // [1, 2, 9]: 2 ids match -> min(2 x 4, 10, 12) = 8.
-    expect(trie.lookup([1, 2, 9], 12, 4)?.tokens).toBe(8);
-    // [1, 2, 3, 4], 16 tokens: 3 ids match, but the known prompt has 10 tokens -> min(12, 10, 16) = 10.
-    expect(trie.lookup([1, 2, 3, 4], 16, 4)?.tokens).toBe(10);
-    // A 6-token prompt [1, 2, ...] uses ceil(6 / 4) = 2 ids -> min(8, 10, 6) = 6.
-    expect(trie.lookup([1, 2, 3], 6, 4)?.tokens).toBe(6);
-    // First id differs: nothing shared.
-    expect(trie.lookup([7, 2, 3], 12, 4)).toBeUndefined();
-  });
-
-  it("the latest prompt through a prefix is the one shared; hashes equal computing them afresh", () => {
-    const trie = new PromptPrefixTrie();
-    const interner = new HashIdInterner();
-    const ta = interner.tokens([1, 2], 8, 4);
-    const a = trie.prompt([1, 2], ta, 4);
-    a.blockHashes(4);
-    const tb = interner.tokens([1, 5, 6], 12, 4);
-    const b = trie.prompt([1, 5, 6], tb, 4); // shares a's first 4 tokens: 1 block copied
-    expect(b.blockHashes(4)).toEqual(computeBlockHashes(tb, 4).map((h) => h.blockHash));
-    // Now b is the latest through [1] (length 12) and the only one through [1, 5]: min(8, 12, 12) = 8.
-    expect(trie.lookup([1, 5, 7], 12, 4)?.tokens).toBe(8);
-    expect(trie.lookup([1, 2], 8, 4)?.tokens).toBe(8); // a still is the latest through [1, 2]
-  });
-
-  it("forgets everything past its retained-token bound, so memory stays bounded; hashes stay exact", () => {
-    // Bound 20 tokens: a (8) and b (12) fit exactly (8 + 12 = 20); c (8) would make 28, so the trie
-    // starts again before c and nothing from a or b can be shared afterwards.
-    const trie = new PromptPrefixTrie(20);
-    const interner = new HashIdInterner();
-    trie.prompt([1, 2], interner.tokens([1, 2], 8, 4), 4);
-    trie.prompt([3, 4, 5], interner.tokens([3, 4, 5], 12, 4), 4);
-    expect(trie.lookup([1, 2], 8, 4)?.tokens).toBe(8);
-    const tc = interner.tokens([1, 9], 8, 4);
-    const c = trie.prompt([1, 9], tc, 4);
-    expect(c.blockHashes(4)).toEqual(computeBlockHashes(tc, 4).map((h) => h.blockHash));
-    expect(trie.lookup([3, 4, 5], 12, 4)).toBeUndefined();
-    // Only c is known now: through [1] it shares min(4, 8, 8) = 4 tokens.
-    expect(trie.lookup([1, 2], 8, 4)?.tokens).toBe(4);
-  });
-
+describe("Mooncake prompts", () => {
   it("lowerTrace hands Mooncake requests a prompt over their tokens", async () => {
     const [r] = await collect(lowerTrace([rec(1, 0, { inputTokens: 6, hashIds: [100, 200] })], opts));
     // Canonical ids 0 and 1, 4 tokens each, cut at 6: 0 0 0 0 1 1.

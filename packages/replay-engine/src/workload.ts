@@ -1,4 +1,4 @@
-import { createPromptTokens, promptHashes, type PromptHashes, type PromptTokens } from "@kvsim/kv-pool";
+import { createPathPrompt, type PromptTokens } from "@kvsim/kv-pool";
 import { InputError, MAX_VIRTUAL_TIME_MS, MAX_VIRTUAL_TIME_TEXT, type SyntheticWorkload, type TraceRecord } from "@kvsim/profile-schema";
 import { uniformFloat64 } from "pure-rand/distribution/uniformFloat64";
 import { xoroshiro128plusFromState } from "pure-rand/generator/xoroshiro128plus";
@@ -14,8 +14,10 @@ export interface ReplayRequest {
   /** Virtual arrival: (file time - first file time) / speedup. */
   readonly arrivalMs: number;
   readonly outputTokens: number;
+  /** Prompt length (read this: a Mooncake request builds `tokens` only when asked). */
+  readonly inputTokens: number;
   readonly tokens: Uint32Array;
-  /** The prompt over `tokens`, when lowering built it (sharing block hashes with earlier prompts). */
+  /** The prompt over `tokens`, when lowering built it (a Mooncake path prompt: no token array). */
   readonly prompt?: PromptTokens;
   readonly sessionId?: string;
 }
@@ -76,91 +78,28 @@ export class HashIdInterner {
   private readonly ids = new Map<number, number>();
 
   tokens(hashIds: readonly number[], length: number, blockSize: number, arena?: TokenArena): Uint32Array {
+    const ids = this.canonical(hashIds, length, blockSize);
     const out = arena?.alloc(length) ?? new Uint32Array(length);
-    let at = 0;
-    for (const id of hashIds) {
-      if (at >= length) break;
+    for (let j = 0; j < ids.length; j++) out.fill(ids[j]!, j * blockSize, Math.min(length, (j + 1) * blockSize));
+    return out;
+  }
+
+  /** The canonical ids of the first ceil(length / blockSize) hash ids: the token value of each block. */
+  canonical(hashIds: readonly number[], length: number, blockSize: number): Uint32Array {
+    const used = Math.ceil(length / blockSize);
+    if (used > hashIds.length) throw new Error(`hash ids cover ${hashIds.length * blockSize} of ${length} tokens`);
+    const out = new Uint32Array(used);
+    for (let j = 0; j < used; j++) {
+      const id = hashIds[j]!;
       let canonical = this.ids.get(id);
       if (canonical === undefined) {
         canonical = this.ids.size;
         if (canonical > 0xffff_ffff) throw new Error("more than 2^32 distinct hash ids");
         this.ids.set(id, canonical);
       }
-      const end = Math.min(length, at + blockSize);
-      out.fill(canonical, at, end);
-      at = end;
+      out[j] = canonical;
     }
-    if (at < length) throw new Error(`hash ids cover ${at} of ${length} tokens`);
     return out;
-  }
-}
-
-interface TrieNode {
-  readonly children: Map<number, TrieNode>;
-  /** Hashes of the latest prompt whose hash ids started with this node's path, and its length. */
-  hashes: PromptHashes | undefined;
-  length: number;
-}
-
-/**
- * Lets Mooncake prompts share block hashes. Equal hash-id prefixes give equal token prefixes, so
- * a trie over hash ids remembers, per prefix, the hashes (not the tokens) of the latest prompt
- * that had it; a new prompt whose first k ids match copies the hashes of its first
- * min(k x blockSize, both lengths) tokens instead of recomputing them. Only work changes: the
- * hashes are equal either way.
- */
-export class PromptPrefixTrie {
-  private readonly root: TrieNode = { children: new Map(), hashes: undefined, length: 0 };
-  private retainedTokens = 0;
-
-  /**
-   * @param maxRetainedTokens bound on the prompt tokens whose hashes the trie keeps alive (about one
-   * byte of hashes per token at 16-token blocks). Past it the trie forgets everything and starts
-   * again, so memory stays bounded on a trace of any length; only hashing work is repeated.
-   */
-  constructor(private readonly maxRetainedTokens = 2 ** 27) {}
-
-  /**
-   * Tokens whose hashes a prompt of `length` tokens lowered from `hashIds` can copy, with the
-   * hashes to copy from: the deepest known prefix of its ids (k ids) gives min(k x blockSize,
-   * that prompt's length, length); 0 when no prefix is known.
-   */
-  lookup(hashIds: readonly number[], length: number, blockSize: number): { hashes: PromptHashes; tokens: number } | undefined {
-    const used = Math.min(hashIds.length, Math.ceil(length / blockSize));
-    let node = this.root;
-    let shared: { hashes: PromptHashes; tokens: number } | undefined;
-    for (let k = 0; k < used; k++) {
-      const child = node.children.get(hashIds[k]!);
-      if (child?.hashes === undefined) break;
-      shared = { hashes: child.hashes, tokens: Math.min((k + 1) * blockSize, child.length, length) };
-      node = child;
-    }
-    return shared;
-  }
-
-  /** The prompt for `tokens`, lowered from `hashIds` with `blockSize` tokens per id; it becomes the latest for its prefixes. */
-  prompt(hashIds: readonly number[], tokens: Uint32Array, blockSize: number): PromptTokens {
-    const prompt = createPromptTokens(tokens, this.lookup(hashIds, tokens.length, blockSize));
-    const hashes = promptHashes(prompt);
-    if (this.retainedTokens + tokens.length > this.maxRetainedTokens) {
-      this.root.children.clear();
-      this.retainedTokens = 0;
-    }
-    this.retainedTokens += tokens.length;
-    const used = Math.min(hashIds.length, Math.ceil(tokens.length / blockSize));
-    let node = this.root;
-    for (let k = 0; k < used; k++) {
-      const id = hashIds[k]!;
-      let child = node.children.get(id);
-      if (child === undefined) {
-        child = { children: new Map(), hashes: undefined, length: 0 };
-        node.children.set(id, child);
-      }
-      child.hashes = hashes;
-      child.length = tokens.length;
-      node = child;
-    }
-    return prompt;
   }
 }
 
@@ -171,7 +110,6 @@ export class PromptPrefixTrie {
  */
 export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable<TraceRecord>, opts: LowerOptions): AsyncGenerator<ReplayRequest> {
   const interner = new HashIdInterner();
-  const prefixes = new PromptPrefixTrie();
   const arena = new TokenArena();
   const seen = new Set<string>();
   let index = 0;
@@ -192,31 +130,39 @@ export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable
     const id = r.requestId ?? `trace-${r.line}`;
     if (seen.has(id)) fail(r.line, "request_id", `duplicate request id "${id}"`);
     seen.add(id);
-    let tokens: Uint32Array;
-    let prompt: PromptTokens | undefined;
-    if (r.inputTokenIds !== undefined) {
-      if (r.inputTokenIds.length !== r.inputTokens) fail(r.line, "input_token_ids", `has ${r.inputTokenIds.length} tokens, input length is ${r.inputTokens}`);
-      tokens = r.inputTokenIds;
-    } else if (r.hashIds !== undefined) {
-      const capacity = r.hashIds.length * opts.traceBlockSize;
-      if (capacity < r.inputTokens) {
-        fail(r.line, "hash_ids", `${r.hashIds.length} hash ids x trace_block_size ${opts.traceBlockSize} = ${capacity} tokens, fewer than input_length ${r.inputTokens}`);
-      }
-      tokens = interner.tokens(r.hashIds, r.inputTokens, opts.traceBlockSize, arena);
-      prompt = prefixes.prompt(r.hashIds, tokens, opts.traceBlockSize);
-    } else {
-      tokens = lengthOnlyTokens(index, r.inputTokens, arena);
-    }
-    yield {
+    const common = {
       id,
       index,
       line: r.line,
       arrivalMs,
       outputTokens: r.outputTokens,
-      tokens,
-      ...(prompt === undefined ? {} : { prompt }),
+      inputTokens: r.inputTokens,
       ...(r.sessionId === undefined ? {} : { sessionId: r.sessionId }),
     };
+    if (r.hashIds !== undefined && r.inputTokenIds === undefined) {
+      const capacity = r.hashIds.length * opts.traceBlockSize;
+      if (capacity < r.inputTokens) {
+        fail(r.line, "hash_ids", `${r.hashIds.length} hash ids x trace_block_size ${opts.traceBlockSize} = ${capacity} tokens, fewer than input_length ${r.inputTokens}`);
+      }
+      // A path prompt: block keys from the hash-id path, no token array (kv-pool's createPathPrompt).
+      const prompt = createPathPrompt(interner.canonical(r.hashIds, r.inputTokens, opts.traceBlockSize), r.inputTokens, opts.traceBlockSize);
+      yield {
+        ...common,
+        prompt,
+        get tokens(): Uint32Array {
+          return prompt.tokens;
+        },
+      };
+    } else {
+      let tokens: Uint32Array;
+      if (r.inputTokenIds !== undefined) {
+        if (r.inputTokenIds.length !== r.inputTokens) fail(r.line, "input_token_ids", `has ${r.inputTokenIds.length} tokens, input length is ${r.inputTokens}`);
+        tokens = r.inputTokenIds;
+      } else {
+        tokens = lengthOnlyTokens(index, r.inputTokens, arena);
+      }
+      yield { ...common, tokens };
+    }
     index++;
   }
 }
@@ -268,6 +214,6 @@ export function* syntheticRequests(w: SyntheticWorkload): Generator<ReplayReques
     const tokens = new Uint32Array(w.input_tokens);
     tokens.set(prefix);
     tokens.set(lengthOnlyTokens(i, w.input_tokens - shared), shared);
-    yield { id: `synthetic-${i}`, index: i, arrivalMs: t, outputTokens: w.output_tokens, tokens };
+    yield { id: `synthetic-${i}`, index: i, arrivalMs: t, outputTokens: w.output_tokens, inputTokens: tokens.length, tokens };
   }
 }

@@ -17,7 +17,7 @@ export function ok(state: RankState, result: "submitted" | "accepted" | "applied
 export function invalidRequest(state: RankState, request: RequestInput): string | undefined {
   if (typeof request.id !== "string" || request.id === "") return "request id must be a non-empty string";
   if (state.requests.has(request.id)) return `request "${request.id}" is already on this rank`;
-  if (request.prompt.tokens.length < 1) return `request "${request.id}": a prompt needs at least one token`;
+  if (request.prompt.length < 1) return `request "${request.id}": a prompt needs at least one token`;
   if (!Number.isSafeInteger(request.maxOutputTokens) || request.maxOutputTokens < 0) {
     return `request "${request.id}": maxOutputTokens must be an integer >= 0, got ${request.maxOutputTokens}`;
   }
@@ -34,7 +34,7 @@ export function submitHandoffPrefill(state: RankState, handoffId: string, reques
   const invalid = invalidHandoffId(state, handoffId) ?? invalidRequest(state, request);
   if (invalid !== undefined) return fail(invalid);
   const fx = new EffectsBuilder();
-  const n = request.prompt.tokens.length;
+  const n = request.prompt.length;
   // Grouped P/D: the prompt is truncated by the backoff before the request exists (grouped-pd.md 3).
   const t = n - backoffTokens(state.profile, tokens(n));
   // The prefill rank is asked for one token (vLLM's proxy sends max_tokens = 1); the decode rank checks the real output.
@@ -87,7 +87,7 @@ export function reserveDestination(state: RankState, handoffId: string, request:
   const invalid = invalidHandoffId(state, handoffId) ?? invalidRequest(state, request);
   if (invalid !== undefined) return fail(invalid);
   const fx = new EffectsBuilder();
-  const n = request.prompt.tokens.length;
+  const n = request.prompt.length;
   const t = transferredTokens(state.profile, tokens(n));
   const rejection = state.promptRejection(n, t, request.maxOutputTokens);
   if (rejection !== undefined) {

@@ -207,7 +207,7 @@ export class RankState {
       id,
       idHash: requestIdHash(id),
       seq: this.pool.createSequence(id, prompt),
-      promptTokens: prompt.tokens.length,
+      promptTokens: prompt.length,
       maxOutputTokens,
       computed: 0,
       outputs: 0,

@@ -108,7 +108,7 @@ export class Rank {
     const invalid = invalidRequest(state, request);
     if (invalid !== undefined) return fail(invalid);
     const fx = new EffectsBuilder();
-    const n = request.prompt.tokens.length;
+    const n = request.prompt.length;
     const rejection = state.promptRejection(n, n, request.maxOutputTokens);
     if (rejection !== undefined) {
       fx.rejections.push({ requestId: request.id, reason: rejection });
