@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ItlSample, PassLog, TokenTrack } from "./itl.js";
+import { ItlSample, PassLog, TokenTrack, weightedRanks } from "./itl.js";
 import { percentileRank } from "./stats.js";
 
 /**
@@ -60,6 +60,24 @@ describe("ItlSample equals the one-double-per-gap reference", () => {
         expect([d.p50, d.p90, d.p99]).toEqual([50, 90, 99].map((p) => sorted[percentileRank(sorted.length, p)]));
       }),
       { seed: 1212, numRuns: 400 },
+    );
+  });
+});
+
+describe("weightedRanks equals expanding the weights and sorting", () => {
+  it("on random values (with ties and outliers) and weights", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ v: fc.oneof(fc.integer({ min: 0, max: 20 }), fc.double({ min: 0, max: 1e4, noNaN: true }), fc.constant(1e12)), w: fc.integer({ min: 1, max: 4 }) }), { minLength: 1, maxLength: 400 }),
+        fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 1, maxLength: 5 }),
+        (entries, qs) => {
+          const expanded = entries.flatMap((e) => Array.from({ length: e.w }, () => e.v)).sort((a, b) => a - b);
+          const ranks = qs.map((q) => Math.min(expanded.length - 1, Math.floor(q * expanded.length)));
+          const got = weightedRanks(Float64Array.from(entries.map((e) => e.v)), Float64Array.from(entries.map((e) => e.w)), ranks);
+          expect(got).toEqual(ranks.map((r) => expanded[r]));
+        },
+      ),
+      { seed: 1214, numRuns: 300 },
     );
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ItlSample, PassLog, TokenTrack, weightedSelect } from "./itl.js";
+import { ItlSample, PassLog, TokenTrack, weightedRanks } from "./itl.js";
 
 describe("ItlSample: gaps from pass logs", () => {
   it("two requests on one worker, one skipped a pass: gaps {10, 2} and {2, 8}", () => {
@@ -58,9 +58,15 @@ describe("ItlSample: gaps from pass logs", () => {
   });
 });
 
-describe("weightedSelect", () => {
+describe("weightedRanks", () => {
   it("[3 x 2, 1 x 1, 7 x 3] is 1, 3, 3, 7, 7, 7: rank 0 -> 1, ranks 1-2 -> 3, ranks 3-5 -> 7", () => {
-    const pick = (rank: number) => weightedSelect(Float64Array.from([3, 1, 7]), Float64Array.from([2, 1, 3]), rank);
-    expect([0, 1, 2, 3, 4, 5].map(pick)).toEqual([1, 3, 3, 7, 7, 7]);
+    expect(weightedRanks(Float64Array.from([3, 1, 7]), Float64Array.from([2, 1, 3]), [0, 1, 2, 3, 4, 5])).toEqual([1, 3, 3, 7, 7, 7]);
+  });
+
+  it("past the sort threshold: values 0..999 each of weight 2 (and one 10^9 outlier of weight 1)", () => {
+    // Sorted: 0, 0, 1, 1, ..., 999, 999, 1e9: rank 2k and 2k + 1 are k; rank 2,000 is the outlier.
+    const v = Float64Array.from([...Array.from({ length: 1000 }, (_, i) => 999 - i), 1e9]);
+    const w = Float64Array.from([...Array.from({ length: 1000 }, () => 2), 1]);
+    expect(weightedRanks(v, w, [0, 1, 2, 1001, 1998, 1999, 2000])).toEqual([0, 0, 1, 500, 999, 999, 1e9]);
   });
 });

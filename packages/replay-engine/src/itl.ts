@@ -189,8 +189,8 @@ export class ItlSample {
 }
 
 /**
- * Summary of values with integer weights (total weight `n`), reordering both arrays: exact
- * nearest-rank percentiles by weighted selection, no full sort.
+ * Summary of values with integer weights (total weight `n`): exact nearest-rank percentiles, min,
+ * max and the weighted population std.
  */
 export function weightedDistribution(values: Float64Array, weights: Float64Array, n: number, mean: number): Distribution {
   let min = Infinity;
@@ -202,57 +202,66 @@ export function weightedDistribution(values: Float64Array, weights: Float64Array
     if (v > max) max = v;
     sq += weights[i]! * (v - mean) * (v - mean);
   }
-  const at = (p: number) => weightedSelect(values, weights, percentileRank(n, p));
-  return { count: n, mean, min, max, p50: at(50), p90: at(90), p99: at(99), std: Math.sqrt(sq / n) };
+  const [p50, p90, p99] = weightedRanks(values, weights, [percentileRank(n, 50), percentileRank(n, 90), percentileRank(n, 99)]);
+  return { count: n, mean, min, max, p50: p50!, p90: p90!, p99: p99!, std: Math.sqrt(sq / n) };
 }
+
+/** Below this many entries a part is sorted outright. */
+const SMALL = 64;
+/** Buckets per histogram pass. */
+const BUCKETS = 4096;
 
 /**
- * The value at 0-based rank `rank` of the multiset where values[i] occurs weights[i] times
- * (three-way partition around a median-of-three pivot; expected linear time).
+ * The values at the 0-based `ranks` of the multiset where values[i] occurs weights[i] times.
+ * A histogram of the value range over the entries finds the bucket holding each rank (bucket
+ * order is value order: floor((v - min) / width) never decreases as v grows); only that bucket's
+ * entries go to the next pass. Two linear passes per level, no comparison sort of the whole.
  */
-export function weightedSelect(values: Float64Array, weights: Float64Array, rank: number): number {
-  let lo = 0;
-  let hi = values.length - 1;
-  let r = rank;
-  for (;;) {
-    if (lo === hi) return values[lo]!;
-    const mid = (lo + hi) >>> 1;
-    const a = values[lo]!;
-    const b = values[mid]!;
-    const c = values[hi]!;
-    const pivot = a < b ? (b < c ? b : a < c ? c : a) : a < c ? a : b < c ? c : b;
-    // Dutch flag: [lo, lt) < pivot, [lt, i) == pivot, (gt, hi] > pivot.
-    let lt = lo;
-    let i = lo;
-    let gt = hi;
-    let below = 0;
-    let equal = 0;
-    while (i <= gt) {
-      const v = values[i]!;
-      if (v < pivot) {
-        below += weights[i]!;
-        swap(values, weights, lt++, i++);
-      } else if (v > pivot) {
-        swap(values, weights, i, gt--);
-      } else {
-        equal += weights[i]!;
-        i++;
+export function weightedRanks(values: Float64Array, weights: Float64Array, ranks: readonly number[]): number[] {
+  const n = values.length;
+  if (n <= SMALL) {
+    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => values[a]! - values[b]!);
+    return ranks.map((r) => {
+      let acc = 0;
+      for (const i of order) {
+        acc += weights[i]!;
+        if (r < acc) return values[i]!;
       }
-    }
-    if (r < below) hi = lt - 1;
-    else if (r < below + equal) return pivot;
-    else {
-      r -= below + equal;
-      lo = gt + 1;
-    }
+      throw new RangeError(`rank ${r} beyond the total weight ${acc}`);
+    });
   }
-}
-
-function swap(values: Float64Array, weights: Float64Array, i: number, j: number): void {
-  const v = values[i]!;
-  values[i] = values[j]!;
-  values[j] = v;
-  const w = weights[i]!;
-  weights[i] = weights[j]!;
-  weights[j] = w;
+  let min = Infinity;
+  let max = -Infinity;
+  for (const v of values) {
+    if (v < min) min = v;
+    if (v > max) max = v;
+  }
+  if (min === max) return ranks.map(() => min);
+  const buckets = Math.min(BUCKETS, n);
+  const width = (max - min) / buckets;
+  const total = new Float64Array(buckets);
+  const count = new Int32Array(buckets);
+  const bucket = new Uint16Array(n);
+  for (let i = 0; i < n; i++) {
+    const b = Math.min(buckets - 1, Math.floor((values[i]! - min) / width));
+    bucket[i] = b;
+    total[b] = total[b]! + weights[i]!;
+    count[b]!++;
+  }
+  return ranks.map((r) => {
+    let b = 0;
+    let before = 0;
+    while (b < buckets - 1 && r >= before + total[b]!) before += total[b++]!;
+    const size = count[b]!;
+    const v = new Float64Array(size);
+    const w = new Float64Array(size);
+    let k = 0;
+    for (let i = 0; i < n; i++) {
+      if (bucket[i] !== b) continue;
+      v[k] = values[i]!;
+      w[k++] = weights[i]!;
+    }
+    // The bucket holds fewer entries than the whole (min and max fall in different buckets).
+    return weightedRanks(v, w, [r - before])[0]!;
+  });
 }
