@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ItlSample, PassLog, TokenTrack, weightedRanks } from "./itl.js";
+import { arrayEntries, ItlSample, PassLog, TokenTrack, weightedRanks } from "./itl.js";
 import { percentileRank } from "./stats.js";
 
 /**
@@ -73,7 +73,7 @@ describe("weightedRanks equals expanding the weights and sorting", () => {
         (entries, qs) => {
           const expanded = entries.flatMap((e) => Array.from({ length: e.w }, () => e.v)).sort((a, b) => a - b);
           const ranks = qs.map((q) => Math.min(expanded.length - 1, Math.floor(q * expanded.length)));
-          const got = weightedRanks(Float64Array.from(entries.map((e) => e.v)), Float64Array.from(entries.map((e) => e.w)), ranks);
+          const got = weightedRanks(arrayEntries(Float64Array.from(entries.map((e) => e.v)), Float64Array.from(entries.map((e) => e.w))), entries.length, ranks);
           expect(got).toEqual(ranks.map((r) => expanded[r]));
         },
       ),

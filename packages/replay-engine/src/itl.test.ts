@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ItlSample, PassLog, TokenTrack, weightedRanks } from "./itl.js";
+import { arrayEntries, ItlSample, PassLog, TokenTrack, weightedRanks } from "./itl.js";
 
 describe("ItlSample: gaps from pass logs", () => {
   it("two requests on one worker, one skipped a pass: gaps {10, 2} and {2, 8}", () => {
@@ -56,17 +56,29 @@ describe("ItlSample: gaps from pass logs", () => {
     // Mean (199 x 1 + 5) / 200 = 1.02; p99 index round(199 x 0.99) = 197 -> 1 (only index 199 is 5).
     expect(s.distribution()).toMatchObject({ count: 200, mean: 1.02, p50: 1, p99: 1, max: 5 });
   });
+
+  it("runs across storage chunks (8,192 entries each) count every gap once", () => {
+    const log = new PassLog();
+    const t = new TokenTrack();
+    // 16,484 passes 1 ms apart, then one 5 ms later: 16,484 gaps, all 1 but the last.
+    for (let i = 0; i < 16_484; i++) t.add(log, log.append(i));
+    t.add(log, log.append(16_483 + 5));
+    const s = new ItlSample();
+    s.addTrack(t);
+    // Mean (16,483 + 5) / 16,484; p99 index round(16,483 x 0.99) = 16,318 -> 1.
+    expect(s.distribution()).toMatchObject({ count: 16_484, mean: 16_488 / 16_484, p50: 1, p99: 1, max: 5 });
+  });
 });
 
 describe("weightedRanks", () => {
   it("[3 x 2, 1 x 1, 7 x 3] is 1, 3, 3, 7, 7, 7: rank 0 -> 1, ranks 1-2 -> 3, ranks 3-5 -> 7", () => {
-    expect(weightedRanks(Float64Array.from([3, 1, 7]), Float64Array.from([2, 1, 3]), [0, 1, 2, 3, 4, 5])).toEqual([1, 3, 3, 7, 7, 7]);
+    expect(weightedRanks(arrayEntries(Float64Array.from([3, 1, 7]), Float64Array.from([2, 1, 3])), 3, [0, 1, 2, 3, 4, 5])).toEqual([1, 3, 3, 7, 7, 7]);
   });
 
   it("past the sort threshold: values 0..999 each of weight 2 (and one 10^9 outlier of weight 1)", () => {
     // Sorted: 0, 0, 1, 1, ..., 999, 999, 1e9: rank 2k and 2k + 1 are k; rank 2,000 is the outlier.
     const v = Float64Array.from([...Array.from({ length: 1000 }, (_, i) => 999 - i), 1e9]);
     const w = Float64Array.from([...Array.from({ length: 1000 }, () => 2), 1]);
-    expect(weightedRanks(v, w, [0, 1, 2, 1001, 1998, 1999, 2000])).toEqual([0, 0, 1, 500, 999, 999, 1e9]);
+    expect(weightedRanks(arrayEntries(v, w), v.length, [0, 1, 2, 1001, 1998, 1999, 2000])).toEqual([0, 0, 1, 500, 999, 999, 1e9]);
   });
 });

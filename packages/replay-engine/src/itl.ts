@@ -19,11 +19,16 @@ import { percentileRank, Sample, type Distribution } from "./stats.js";
 
 const EMPTY: Distribution = { count: 0, mean: 0, min: 0, max: 0, p50: 0, p90: 0, p99: 0, std: 0 };
 
+/** Entries per storage chunk of a pass log (fixed chunks: growth copies nothing and leaves no slack). */
+const CHUNK_BITS = 13;
+const CHUNK = 1 << CHUNK_BITS;
+const MASK = CHUNK - 1;
+
 /** The times of one worker's passes that emitted tokens, and the completed-request counts per entry. */
 export class PassLog {
-  private times = new Float64Array(64);
+  private readonly times: Float64Array[] = [];
   /** counts[j] - counts[j - 1] (entry j counts the gaps time[j] - time[j - 1] of completed requests). */
-  private diff = new Int32Array(65);
+  private readonly diff: Int32Array[] = [];
   private n = 0;
 
   get length(): number {
@@ -31,36 +36,37 @@ export class PassLog {
   }
 
   time(index: number): number {
-    return this.times[index]!;
+    return this.times[index >>> CHUNK_BITS]![index & MASK]!;
   }
 
   /** Adds a pass time; returns its index. */
   append(atMs: number): number {
-    if (this.n === this.times.length) {
-      const times = new Float64Array(this.n * 2);
-      times.set(this.times);
-      this.times = times;
-      const diff = new Int32Array(this.n * 2 + 1);
-      diff.set(this.diff);
-      this.diff = diff;
-    }
-    this.times[this.n] = atMs;
+    const c = this.n >>> CHUNK_BITS;
+    if (c === this.times.length) this.times.push(new Float64Array(CHUNK));
+    this.times[c]![this.n & MASK] = atMs;
     return this.n++;
+  }
+
+  private addDiff(index: number, d: number): void {
+    const c = index >>> CHUNK_BITS;
+    while (this.diff.length <= c) this.diff.push(new Int32Array(CHUNK));
+    this.diff[c]![index & MASK]! += d;
   }
 
   /** Counts the gaps ending at entries first + 1 .. last once more. */
   countRun(first: number, last: number): void {
     if (last <= first) return;
-    this.diff[first + 1]!++;
-    this.diff[last + 1]!--;
+    this.addDiff(first + 1, 1);
+    this.addDiff(last + 1, -1);
   }
 
   /** Calls `f(gap, count)` for every entry whose gap was counted (count > 0). */
   forEachCounted(f: (gap: number, count: number) => void): void {
     let count = 0;
     for (let j = 1; j < this.n; j++) {
-      count += this.diff[j]!;
-      if (count > 0) f(this.times[j]! - this.times[j - 1]!, count);
+      const d = this.diff[j >>> CHUNK_BITS];
+      if (d !== undefined) count += d[j & MASK]!;
+      if (count > 0) f(this.time(j) - this.time(j - 1), count);
     }
   }
 }
@@ -169,40 +175,43 @@ export class ItlSample {
   distribution(): Distribution {
     const n = this.count;
     if (n === 0) return EMPTY;
-    let size = this.single.length;
-    for (const log of this.logs) log.forEachCounted(() => size++);
-    const values = new Float64Array(size);
-    const weights = new Float64Array(size);
-    let k = 0;
-    for (const v of this.single.values()) {
-      values[k] = v;
-      weights[k++] = 1;
-    }
-    for (const log of this.logs) {
-      log.forEachCounted((gap, c) => {
-        values[k] = gap;
-        weights[k++] = c;
-      });
-    }
-    return weightedDistribution(values, weights, n, this.sum / n);
+    const single = this.single.values();
+    const logs = [...this.logs];
+    // The (gap, count) entries are visited where they are: nothing the size of the sample is built.
+    const visit: Visit = (f) => {
+      for (const v of single) f(v, 1);
+      for (const log of logs) log.forEachCounted(f);
+    };
+    let size = 0;
+    visit(() => size++);
+    return weightedDistribution(visit, size, n, this.sum / n);
   }
 }
 
+/** Calls `f(value, weight)` for every entry of a weighted multiset. */
+export type Visit = (f: (value: number, weight: number) => void) => void;
+
+/** The entries of two parallel arrays. */
+export function arrayEntries(values: Float64Array, weights: Float64Array): Visit {
+  return (f) => {
+    for (let i = 0; i < values.length; i++) f(values[i]!, weights[i]!);
+  };
+}
+
 /**
- * Summary of values with integer weights (total weight `n`): exact nearest-rank percentiles, min,
- * max and the weighted population std.
+ * Summary of `size` entries with integer weights (total weight `n`): exact nearest-rank
+ * percentiles, min, max and the weighted population std.
  */
-export function weightedDistribution(values: Float64Array, weights: Float64Array, n: number, mean: number): Distribution {
+export function weightedDistribution(visit: Visit, size: number, n: number, mean: number): Distribution {
   let min = Infinity;
   let max = -Infinity;
   let sq = 0;
-  for (let i = 0; i < values.length; i++) {
-    const v = values[i]!;
+  visit((v, w) => {
     if (v < min) min = v;
     if (v > max) max = v;
-    sq += weights[i]! * (v - mean) * (v - mean);
-  }
-  const [p50, p90, p99] = weightedRanks(values, weights, [percentileRank(n, 50), percentileRank(n, 90), percentileRank(n, 99)]);
+    sq += w * (v - mean) * (v - mean);
+  });
+  const [p50, p90, p99] = weightedRanks(visit, size, [percentileRank(n, 50), percentileRank(n, 90), percentileRank(n, 99)]);
   return { count: n, mean, min, max, p50: p50!, p90: p90!, p99: p99!, std: Math.sqrt(sq / n) };
 }
 
@@ -212,15 +221,21 @@ const SMALL = 64;
 const BUCKETS = 4096;
 
 /**
- * The values at the 0-based `ranks` of the multiset where values[i] occurs weights[i] times.
- * A histogram of the value range over the entries finds the bucket holding each rank (bucket
- * order is value order: floor((v - min) / width) never decreases as v grows); only that bucket's
- * entries go to the next pass. Two linear passes per level, no comparison sort of the whole.
+ * The values at the 0-based `ranks` of a multiset of `size` entries (value, weight). A histogram of
+ * the value range finds the bucket holding each rank (bucket order is value order: floor((v - min)
+ * / width) never decreases as v grows); only the entries of those buckets are copied out and
+ * searched further. A few linear passes per level, no comparison sort of the whole, and no copy
+ * of the whole.
  */
-export function weightedRanks(values: Float64Array, weights: Float64Array, ranks: readonly number[]): number[] {
-  const n = values.length;
-  if (n <= SMALL) {
-    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => values[a]! - values[b]!);
+export function weightedRanks(visit: Visit, size: number, ranks: readonly number[]): number[] {
+  if (size <= SMALL) {
+    const values: number[] = [];
+    const weights: number[] = [];
+    visit((v, w) => {
+      values.push(v);
+      weights.push(w);
+    });
+    const order = Array.from({ length: values.length }, (_, i) => i).sort((a, b) => values[a]! - values[b]!);
     return ranks.map((r) => {
       let acc = 0;
       for (const i of order) {
@@ -232,36 +247,40 @@ export function weightedRanks(values: Float64Array, weights: Float64Array, ranks
   }
   let min = Infinity;
   let max = -Infinity;
-  for (const v of values) {
+  visit((v) => {
     if (v < min) min = v;
     if (v > max) max = v;
-  }
+  });
   if (min === max) return ranks.map(() => min);
-  const buckets = Math.min(BUCKETS, n);
+  const buckets = Math.min(BUCKETS, size);
   const width = (max - min) / buckets;
+  const bucketOf = (v: number): number => Math.min(buckets - 1, Math.floor((v - min) / width));
   const total = new Float64Array(buckets);
   const count = new Int32Array(buckets);
-  const bucket = new Uint16Array(n);
-  for (let i = 0; i < n; i++) {
-    const b = Math.min(buckets - 1, Math.floor((values[i]! - min) / width));
-    bucket[i] = b;
-    total[b] = total[b]! + weights[i]!;
+  visit((v, w) => {
+    const b = bucketOf(v);
+    total[b] = total[b]! + w;
     count[b]!++;
-  }
-  return ranks.map((r) => {
+  });
+  // The bucket of each rank and the rank inside it.
+  const targets = ranks.map((r) => {
     let b = 0;
     let before = 0;
     while (b < buckets - 1 && r >= before + total[b]!) before += total[b++]!;
-    const size = count[b]!;
-    const v = new Float64Array(size);
-    const w = new Float64Array(size);
-    let k = 0;
-    for (let i = 0; i < n; i++) {
-      if (bucket[i] !== b) continue;
-      v[k] = values[i]!;
-      w[k++] = weights[i]!;
-    }
-    // The bucket holds fewer entries than the whole (min and max fall in different buckets).
-    return weightedRanks(v, w, [r - before])[0]!;
+    return { b, r: r - before };
+  });
+  // Copy out the entries of the target buckets, in one pass.
+  const parts = new Map<number, { values: Float64Array; weights: Float64Array; k: number }>();
+  for (const { b } of targets) if (!parts.has(b)) parts.set(b, { values: new Float64Array(count[b]!), weights: new Float64Array(count[b]!), k: 0 });
+  visit((v, w) => {
+    const p = parts.get(bucketOf(v));
+    if (p === undefined) return;
+    p.values[p.k] = v;
+    p.weights[p.k++] = w;
+  });
+  // Each bucket holds fewer entries than the whole (min and max fall in different buckets).
+  return targets.map(({ b, r }) => {
+    const p = parts.get(b)!;
+    return weightedRanks(arrayEntries(p.values, p.weights), p.values.length, [r])[0]!;
   });
 }

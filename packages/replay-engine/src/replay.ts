@@ -565,11 +565,7 @@ class ReplayEngine {
       requested_output_tokens: req.outputTokens,
       reused_tokens: live.reused,
       preemptions: live.preemptions,
-      workers: this.disaggregated
-        ? { ...(live.first === undefined ? {} : { prefill: live.first.id }), ...(live.decode === undefined ? {} : { decode: live.decode.id }) }
-        : live.first === undefined
-          ? {}
-          : { aggregated: live.first.id },
+      workers: this.workersOf(live),
       ...(live.handoff === undefined ? {} : { handoff: this.handoffRecord(live, live.handoff) }),
     };
     this.records.push({ index: req.index, record });
@@ -577,6 +573,14 @@ class ReplayEngine {
       this.nextProgress += this.progressEvery;
       this.onProgress({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: this.now });
     }
+  }
+
+  /** Plain literals, not spreads: spreading conditional parts gave every record's object a map of its own. */
+  private workersOf(live: LiveRequest): RequestRecord["workers"] {
+    const { first, decode } = live;
+    if (!this.disaggregated) return first === undefined ? {} : { aggregated: first.id };
+    if (first === undefined) return decode === undefined ? {} : { decode: decode.id };
+    return decode === undefined ? { prefill: first.id } : { prefill: first.id, decode: decode.id };
   }
 
   private handoffRecord(live: LiveRequest, h: HandoffCoordinator): HandoffRecord {

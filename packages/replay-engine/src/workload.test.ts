@@ -22,6 +22,17 @@ describe("Mooncake hash ids to tokens", () => {
   });
 });
 
+describe("HashIdInterner at scale", () => {
+  it("3,000 distinct ids up to 2^52 (past its first table) keep their first-appearance numbers", () => {
+    const i = new HashIdInterner();
+    const ids = Array.from({ length: 3000 }, (_, k) => (k % 2 === 0 ? k : 2 ** 52 - k));
+    // One id per 1-token block: canonical id k for the k-th new id.
+    expect(Array.from(i.canonical(ids, 3000, 1))).toEqual(ids.map((_, k) => k));
+    // Seen again (reversed), the same numbers.
+    expect(Array.from(i.canonical([...ids].reverse(), 3000, 1))).toEqual(ids.map((_, k) => 2999 - k));
+  });
+});
+
 describe("TokenArena", () => {
   it("carves consecutive arrays from one chunk and starts a new chunk when one is full", () => {
     const arena = new TokenArena(16);

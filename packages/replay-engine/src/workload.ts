@@ -69,13 +69,70 @@ export class TokenArena {
 }
 
 /**
+ * Hash id -> canonical id (0, 1, 2, ... in first-appearance order), on typed arrays: a trace has a
+ * distinct id per prompt block, so a Map would cost several times more per id.
+ */
+class IdMap {
+  /** Open addressing, linear probing, at most 3/4 full; -1 marks an empty slot (ids are non-negative integers). */
+  private keys = new Float64Array(1024).fill(-1);
+  private values = new Uint32Array(1024);
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** The id's canonical number, assigning the next one to a new id. */
+  intern(id: number): number {
+    let mask = this.keys.length - 1;
+    for (let slot = IdMap.home(id, mask); ; slot = (slot + 1) & mask) {
+      const k = this.keys[slot]!;
+      if (k === id) return this.values[slot]!;
+      if (k !== -1) continue;
+      if (this.count > 0xffff_ffff) throw new Error("more than 2^32 distinct hash ids");
+      if (4 * (this.count + 1) > 3 * this.keys.length) {
+        this.grow();
+        mask = this.keys.length - 1;
+        slot = IdMap.home(id, mask);
+        while (this.keys[slot] !== -1) slot = (slot + 1) & mask;
+      }
+      this.keys[slot] = id;
+      this.values[slot] = this.count;
+      return this.count++;
+    }
+  }
+
+  private static home(id: number, mask: number): number {
+    let h = (id >>> 0) ^ Math.imul(Math.floor(id / 0x1_0000_0000), 0x9e37_79b1);
+    h = Math.imul(h ^ (h >>> 16), 0x85eb_ca6b);
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2_ae35);
+    return (h ^ (h >>> 16)) & mask;
+  }
+
+  private grow(): void {
+    const keys = this.keys;
+    const values = this.values;
+    this.keys = new Float64Array(keys.length * 2).fill(-1);
+    this.values = new Uint32Array(keys.length * 2);
+    const mask = this.keys.length - 1;
+    for (let i = 0; i < keys.length; i++) {
+      if (keys[i] === -1) continue;
+      let slot = IdMap.home(keys[i]!, mask);
+      while (this.keys[slot] !== -1) slot = (slot + 1) & mask;
+      this.keys[slot] = keys[i]!;
+      this.values[slot] = values[i]!;
+    }
+  }
+}
+
+/**
  * Mooncake hash ids to prompt tokens (aisimulate-replay.md section 2.3): each distinct id is
  * interned, in first-appearance order over the whole stream, to a canonical id 0, 1, 2, ...; the
  * prompt repeats each canonical id for `blockSize` tokens (the last block may be cut short), so
  * equal id prefixes give equal token prefixes.
  */
 export class HashIdInterner {
-  private readonly ids = new Map<number, number>();
+  private readonly ids = new IdMap();
 
   tokens(hashIds: readonly number[], length: number, blockSize: number, arena?: TokenArena): Uint32Array {
     const ids = this.canonical(hashIds, length, blockSize);
@@ -90,16 +147,37 @@ export class HashIdInterner {
     if (used > hashIds.length) throw new Error(`hash ids cover ${hashIds.length * blockSize} of ${length} tokens`);
     const out = new Uint32Array(used);
     for (let j = 0; j < used; j++) {
-      const id = hashIds[j]!;
-      let canonical = this.ids.get(id);
-      if (canonical === undefined) {
-        canonical = this.ids.size;
-        if (canonical > 0xffff_ffff) throw new Error("more than 2^32 distinct hash ids");
-        this.ids.set(id, canonical);
-      }
-      out[j] = canonical;
+      out[j] = this.ids.intern(hashIds[j]!);
     }
     return out;
+  }
+}
+
+/** A Mooncake request: its tokens are built only if someone reads them (the replay reads `inputTokens`). */
+class PathRequest implements ReplayRequest {
+  readonly id: string;
+  readonly index: number;
+  readonly line?: number;
+  readonly arrivalMs: number;
+  readonly outputTokens: number;
+  readonly inputTokens: number;
+  readonly sessionId?: string;
+
+  constructor(
+    fields: Omit<ReplayRequest, "tokens" | "prompt">,
+    readonly prompt: PromptTokens,
+  ) {
+    this.id = fields.id;
+    this.index = fields.index;
+    if (fields.line !== undefined) this.line = fields.line;
+    this.arrivalMs = fields.arrivalMs;
+    this.outputTokens = fields.outputTokens;
+    this.inputTokens = fields.inputTokens;
+    if (fields.sessionId !== undefined) this.sessionId = fields.sessionId;
+  }
+
+  get tokens(): Uint32Array {
+    return this.prompt.tokens;
   }
 }
 
@@ -146,13 +224,7 @@ export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable
       }
       // A path prompt: block keys from the hash-id path, no token array (kv-pool's createPathPrompt).
       const prompt = createPathPrompt(interner.canonical(r.hashIds, r.inputTokens, opts.traceBlockSize), r.inputTokens, opts.traceBlockSize);
-      yield {
-        ...common,
-        prompt,
-        get tokens(): Uint32Array {
-          return prompt.tokens;
-        },
-      };
+      yield new PathRequest(common, prompt);
     } else {
       let tokens: Uint32Array;
       if (r.inputTokenIds !== undefined) {
