@@ -21,7 +21,7 @@ describe("ItlSample equals the one-double-per-gap reference", () => {
     completes: fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }),
   });
 
-  it("same mean, percentiles, min, max and count", () => {
+  it("same mean, std, percentiles, min, max and count", () => {
     fc.assert(
       fc.property(workload, (w) => {
         const logs = Array.from({ length: w.workers }, () => new PassLog());
@@ -58,6 +58,13 @@ describe("ItlSample equals the one-double-per-gap reference", () => {
         expect(d.mean).toBe(sum / reference.length);
         expect([d.min, d.max]).toEqual([sorted[0], sorted.at(-1)]);
         expect([d.p50, d.p90, d.p99]).toEqual([50, 90, 99].map((p) => sorted[percentileRank(sorted.length, p)]));
+        // The std as the one-double-per-gap sample summed it: sum (v - mean)^2 in the same order.
+        const mean = sum / reference.length;
+        let sq = 0;
+        for (const g of reference) sq += (g - mean) * (g - mean);
+        expect(d.std).toBe(Math.sqrt(sq / reference.length));
+        const ps = [0, 25, 75, 95, 99.9, 100];
+        expect(s.percentiles(ps)).toEqual(ps.map((p) => sorted[percentileRank(sorted.length, p)]));
       }),
       { seed: 1212, numRuns: 400 },
     );

@@ -105,13 +105,19 @@ export class TokenTrack {
 
 /**
  * The ITL sample of completed requests: their tracks (counted into the pass logs) and gaps given
- * one by one (between runs, or by a caller that has plain values).
+ * one by one (between runs, or by a caller that has plain values). It also keeps, in completion
+ * order, which runs and values each completed request added (three ints each), so the standard
+ * deviation is summed in the very order the one-double-per-gap sample summed it.
  */
 export class ItlSample {
   private sum = 0;
   private count = 0;
   private readonly single = new Sample();
-  private readonly logs = new Set<PassLog>();
+  private readonly logs: PassLog[] = [];
+  private readonly logIndex = new Map<PassLog, number>();
+  /** Completion order: [log index, first, last] for a run, [-1, index in `single`, 0] for a value. */
+  private order = new Int32Array(96);
+  private orderLength = 0;
 
   /** Adds gaps given as values, in order. */
   addValues(values: Float64Array): void {
@@ -122,22 +128,41 @@ export class ItlSample {
   addTrack(track: TokenTrack): void {
     let prevLast = -1;
     track.forEachRun((log, first, last) => {
-      this.logs.add(log);
       if (prevLast >= 0) this.addOne(log.time(first) - log.time(prevLast));
+      prevLast = last;
+      if (last <= first) return;
       // The same additions, in the same order, as summing the gaps one token at a time.
       let sum = this.sum;
       for (let j = first + 1; j <= last; j++) sum += log.time(j) - log.time(j - 1);
       this.sum = sum;
       this.count += last - first;
       log.countRun(first, last);
-      prevLast = last;
+      let li = this.logIndex.get(log);
+      if (li === undefined) {
+        li = this.logs.length;
+        this.logs.push(log);
+        this.logIndex.set(log, li);
+      }
+      this.record(li, first, last);
     });
   }
 
   private addOne(v: number): void {
     this.sum += v;
     this.count++;
+    this.record(-1, this.single.length, 0);
     this.single.push(v);
+  }
+
+  private record(a: number, b: number, c: number): void {
+    if (this.orderLength + 3 > this.order.length) {
+      const grown = new Int32Array(this.order.length * 2);
+      grown.set(this.order);
+      this.order = grown;
+    }
+    this.order[this.orderLength++] = a;
+    this.order[this.orderLength++] = b;
+    this.order[this.orderLength++] = c;
   }
 
   get length(): number {
@@ -148,43 +173,57 @@ export class ItlSample {
   percentiles(ps: readonly number[]): number[] {
     const n = this.count;
     if (n === 0) return ps.map(() => 0);
-    const [values, weights] = this.entries();
-    return ps.map((p) => weightedSelect(values, weights, percentileRank(n, p)));
+    const [visit, size] = this.entries();
+    return weightedRanks(
+      visit,
+      size,
+      ps.map((p) => percentileRank(n, p)),
+    );
   }
 
-  private entries(): [Float64Array, Float64Array] {
-    let size = this.single.length;
-    for (const log of this.logs) log.forEachCounted(() => size++);
-    const values = new Float64Array(size);
-    const weights = new Float64Array(size);
-    let k = 0;
-    for (const v of this.single.values()) {
-      values[k] = v;
-      weights[k++] = 1;
-    }
-    for (const log of this.logs) {
-      log.forEachCounted((gap, c) => {
-        values[k] = gap;
-        weights[k++] = c;
-      });
-    }
-    return [values, weights];
-  }
-
-  /** Mean, exact nearest-rank percentiles, min and max (std from the weighted values). */
-  distribution(): Distribution {
-    const n = this.count;
-    if (n === 0) return EMPTY;
+  /** The (gap, count) entries, visited where they are (nothing the size of the sample is built), and how many. */
+  private entries(): [Visit, number] {
     const single = this.single.values();
-    const logs = [...this.logs];
-    // The (gap, count) entries are visited where they are: nothing the size of the sample is built.
+    const logs = this.logs;
     const visit: Visit = (f) => {
       for (const v of single) f(v, 1);
       for (const log of logs) log.forEachCounted(f);
     };
     let size = 0;
     visit(() => size++);
-    return weightedDistribution(visit, size, n, this.sum / n);
+    return [visit, size];
+  }
+
+  /** Mean and std exactly as a one-double-per-gap sample gives them, exact nearest-rank percentiles, min and max. */
+  distribution(): Distribution {
+    const n = this.count;
+    if (n === 0) return EMPTY;
+    const mean = this.sum / n;
+    // Σ (v - mean)^2 in completion order, gaps in token order.
+    let sq = 0;
+    const single = this.single.values();
+    const o = this.order;
+    for (let k = 0; k < this.orderLength; k += 3) {
+      if (o[k]! < 0) {
+        const v = single[o[k + 1]!]!;
+        sq += (v - mean) * (v - mean);
+        continue;
+      }
+      const log = this.logs[o[k]!]!;
+      for (let j = o[k + 1]! + 1; j <= o[k + 2]!; j++) {
+        const v = log.time(j) - log.time(j - 1);
+        sq += (v - mean) * (v - mean);
+      }
+    }
+    const [visit, size] = this.entries();
+    let min = Infinity;
+    let max = -Infinity;
+    visit((v) => {
+      if (v < min) min = v;
+      if (v > max) max = v;
+    });
+    const [p50, p90, p99] = weightedRanks(visit, size, [percentileRank(n, 50), percentileRank(n, 90), percentileRank(n, 99)]);
+    return { count: n, mean, min, max, p50: p50!, p90: p90!, p99: p99!, std: Math.sqrt(sq / n) };
   }
 }
 
@@ -196,23 +235,6 @@ export function arrayEntries(values: Float64Array, weights: Float64Array): Visit
   return (f) => {
     for (let i = 0; i < values.length; i++) f(values[i]!, weights[i]!);
   };
-}
-
-/**
- * Summary of `size` entries with integer weights (total weight `n`): exact nearest-rank
- * percentiles, min, max and the weighted population std.
- */
-export function weightedDistribution(visit: Visit, size: number, n: number, mean: number): Distribution {
-  let min = Infinity;
-  let max = -Infinity;
-  let sq = 0;
-  visit((v, w) => {
-    if (v < min) min = v;
-    if (v > max) max = v;
-    sq += w * (v - mean) * (v - mean);
-  });
-  const [p50, p90, p99] = weightedRanks(visit, size, [percentileRank(n, 50), percentileRank(n, 90), percentileRank(n, 99)]);
-  return { count: n, mean, min, max, p50: p50!, p90: p90!, p99: p99!, std: Math.sqrt(sq / n) };
 }
 
 /** Below this many entries a part is sorted outright. */
