@@ -1,7 +1,8 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: { cli: "src/cli.ts" },
+  // point-worker: the entry of the sweep pool's worker threads, loaded beside cli.js.
+  entry: { cli: "src/cli.ts", "point-worker": "src/sweep/point-worker.ts" },
   format: ["esm"],
   dts: false,
   sourcemap: true,

@@ -8,8 +8,11 @@ import { registerValidate } from "./validate.js";
 import { registerReplay } from "./replay.js";
 import { registerProfileFromHf } from "./profile-from-hf.js";
 import { registerProfileShow } from "./profile-show.js";
+import { registerSweep } from "./sweep.js";
+import { registerWorker } from "./worker.js";
+import { registerDiff } from "./diff.js";
 
 /** Each command module registers itself on the program. Keep one module per command. */
 export type RegisterCommand = (program: Command, ctx: CommandContext) => void;
 
-export const COMMANDS: readonly RegisterCommand[] = [registerTransfer, registerValidate, registerSchemas, registerEngine, registerDynamo, registerReplay, registerProfileFromHf, registerProfileShow];
+export const COMMANDS: readonly RegisterCommand[] = [registerTransfer, registerValidate, registerSchemas, registerEngine, registerDynamo, registerReplay, registerProfileFromHf, registerProfileShow, registerSweep, registerWorker, registerDiff];

@@ -1,0 +1,50 @@
+import { InputError, parseDocumentText } from "@kvsim/profile-schema";
+import { diffReports, type MetricChange } from "@kvsim/sweep";
+import { readText, UsageError, type CliIo } from "../io.js";
+import type { RegisterCommand } from "./index.js";
+
+function readReport(file: string): Record<string, unknown> {
+  const doc = parseDocumentText(readText(file), file, "json");
+  const v = doc.value;
+  if (v === null || typeof v !== "object" || Array.isArray(v) || !("digest" in v)) {
+    throw new InputError(file, [{ path: "", message: "is not a kvsim report (a JSON object with a digest, as written by kvsim replay --report)" }]);
+  }
+  return v;
+}
+
+const fmt = (v: number | null, digits = 2): string => (v === null ? "-" : Number.isInteger(v) ? v.toLocaleString("en-US") : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const signed = (v: number | null, digits = 2): string => (v === null ? "-" : `${v > 0 ? "+" : ""}${fmt(v, digits)}`);
+const pct = (v: number | null): string => (v === null ? "-" : `${v > 0 ? "+" : ""}${(v * 100).toFixed(1)}%`);
+
+function table(rows: readonly (readonly string[])[]): string {
+  const widths: number[] = [];
+  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+  return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd()).join("\n");
+}
+
+/** `kvsim diff <a> <b>`: every metric side by side with its change, then the settings that differ. */
+export function diffCommand(io: CliIo, fileA: string, fileB: string, format: string): number {
+  if (format !== "table" && format !== "json") throw new UsageError(`--format must be table or json, got "${format}"`);
+  const d = diffReports(readReport(fileA), readReport(fileB));
+  if (format === "json") {
+    io.out(`${JSON.stringify({ a: fileA, b: fileB, same_digest: d.sameDigest, metrics: d.metrics, settings: d.settings }, null, 2)}\n`);
+    return 0;
+  }
+  const row = (m: MetricChange) => [m.metric, fmt(m.a), fmt(m.b), signed(m.change), pct(m.relative)];
+  const lines = [`kvsim diff: a = ${fileA}, b = ${fileB}${d.sameDigest ? " (the same digest)" : ""}`, "", table([["metric", "a", "b", "b - a", "change"], ...d.metrics.map(row)])];
+  lines.push("");
+  if (d.settings.length === 0) lines.push("settings: no other field differs");
+  else lines.push("settings that differ:", table(d.settings.map((s) => [`  ${s.setting}`, s.a === undefined ? "(absent)" : JSON.stringify(s.a), s.b === undefined ? "(absent)" : JSON.stringify(s.b)])));
+  io.out(`${lines.join("\n")}\n`);
+  return 0;
+}
+
+export const registerDiff: RegisterCommand = (program, ctx) => {
+  program
+    .command("diff")
+    .description("Compare two replay reports (kvsim replay --report): every metric side by side with the absolute and relative change, and the settings that differ.")
+    .argument("<report-a>", "the first report (JSON)")
+    .argument("<report-b>", "the second report (JSON)")
+    .option("--format <format>", "table or json", "table")
+    .action(ctx.run((a: string, b: string, flags: { format: string }) => diffCommand(ctx.io, a, b, flags.format)));
+};

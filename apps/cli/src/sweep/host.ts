@@ -1,0 +1,61 @@
+import { createHash } from "node:crypto";
+import { createReadStream, statSync } from "node:fs";
+import { performance } from "node:perf_hooks";
+import { createInterface } from "node:readline";
+import { InputError } from "@kvsim/profile-schema";
+import type { PointHost, TraceRef } from "@kvsim/sweep";
+
+/** SHA-256 (hex) of a file's content, streamed. Throws InputError naming the file when it cannot be read. */
+export async function sha256File(path: string): Promise<string> {
+  let st;
+  try {
+    st = statSync(path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new InputError(path, [{ path: "", message: `cannot read the trace: ${code === "ENOENT" ? "no such file" : String(e)}` }]);
+  }
+  if (!st.isFile()) throw new InputError(path, [{ path: "", message: "cannot read the trace: not a regular file" }]);
+  const hash = createHash("sha256");
+  try {
+    for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  } catch (e) {
+    throw new InputError(path, [{ path: "", message: `cannot read the trace: ${e instanceof Error ? e.message : String(e)}` }]);
+  }
+  return hash.digest("hex");
+}
+
+/** Hashes already checked in this process, by path, size and modification time. */
+const checked = new Map<string, string>();
+
+async function checkedHash(path: string): Promise<string> {
+  const st = statSync(path, { throwIfNoEntry: false });
+  const key = st === undefined ? path : `${path}\0${st.size}\0${st.mtimeMs}`;
+  const known = checked.get(key);
+  if (known !== undefined) return known;
+  const hash = await sha256File(path);
+  checked.set(key, hash);
+  return hash;
+}
+
+/**
+ * The host of a point in this process: reads the trace from disk after checking that its content
+ * has the task's hash (a worker on another machine that sees another file refuses the point).
+ */
+export const fileHost: PointHost = {
+  async traceLines(trace: TraceRef) {
+    const actual = await checkedHash(trace.path);
+    if (actual !== trace.sha256) {
+      throw new InputError(trace.path, [{ path: "", message: `the trace here differs from the sweep's (sha256 ${actual.slice(0, 12)}... here, ${trace.sha256.slice(0, 12)}... expected)` }]);
+    }
+    const stream = createReadStream(trace.path, { encoding: "utf8" });
+    const lines = createInterface({ input: stream, crlfDelay: Infinity });
+    return {
+      lines,
+      close() {
+        lines.close();
+        stream.destroy();
+      },
+    };
+  },
+  now: () => performance.now(),
+};

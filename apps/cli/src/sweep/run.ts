@@ -1,0 +1,333 @@
+import { randomBytes } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import { stringify as csvStringify } from "csv-stringify/sync";
+import { InputError, parseDocumentText, parseProfile, type LocatedDocument, type Profile, type Spec } from "@kvsim/profile-schema";
+import { specProfilePaths } from "@kvsim/replay-engine";
+import {
+  applyOverrides,
+  badRow,
+  checkGridPaths,
+  expandGrid,
+  findMaxRate,
+  findMinAggregatedWorkers,
+  findMinPdWorkers,
+  meetsSla,
+  parseGrid,
+  parseSla,
+  pointTask,
+  rowsTable,
+  SlaSyntaxError,
+  specWithOverrides,
+  DEFAULT_RATE_TOLERANCE,
+  type GridPoint,
+  type PointTask,
+  type Probe,
+  type SlaTerm,
+  type SpecOverride,
+  type SweepRow,
+  type TraceRef,
+  type WorkerCounts,
+} from "@kvsim/sweep";
+import { assertWritable, numberOption, readText, UsageError, writeTextAtomic } from "../io.js";
+import { defaultSpecPath } from "../replay/examples.js";
+import { parseSetFlags, readDocument, type StdinIo } from "../spec-input.js";
+import { defaultJobs, inlineExecutor, poolExecutor, type PointExecutor } from "./executor.js";
+import { sha256File } from "./host.js";
+import { createSweepProgress } from "./progress.js";
+import { formatSearchTable, formatSweepTable, type SearchOutcome } from "./table.js";
+
+export interface SweepOptions {
+  readonly spec?: string;
+  readonly set?: readonly string[];
+  readonly grid?: string;
+  readonly out?: string;
+  readonly csv?: string;
+  readonly jobs?: string;
+  readonly format: string;
+  readonly force: boolean;
+  readonly find?: string;
+  readonly sla?: string;
+  readonly tolerance?: string;
+  readonly maxWorkers?: string;
+  readonly queue?: string;
+  readonly sweepId?: string;
+  readonly queueName?: string;
+  readonly queuePrefix?: string;
+}
+
+/** Turns a point's settings into runnable tasks: profiles and trace hashes are read once per file. */
+class TaskBuilder {
+  private readonly profiles = new Map<string, Profile | InputError>();
+  private readonly traces = new Map<string, Promise<string>>();
+
+  constructor(
+    private readonly doc: LocatedDocument,
+    private readonly base: readonly SpecOverride[],
+  ) {}
+
+  /** The spec of a point (InputError when its settings make it invalid). */
+  spec(overrides: readonly SpecOverride[]): Spec {
+    return specWithOverrides(this.doc, [...this.base, ...overrides]);
+  }
+
+  private profile(path: string): Profile {
+    let p = this.profiles.get(path);
+    if (p === undefined) {
+      try {
+        p = parseProfile(readText(path), path);
+      } catch (e) {
+        if (!(e instanceof InputError)) throw e;
+        p = e;
+      }
+      this.profiles.set(path, p);
+    }
+    if (p instanceof InputError) throw p;
+    return p;
+  }
+
+  /** The task of a point, or its refused row when its spec, a profile or its trace is bad. */
+  async task(point: number, settings: Readonly<Record<string, unknown>>, overrides: readonly SpecOverride[]): Promise<PointTask | SweepRow> {
+    try {
+      const spec = this.spec(overrides);
+      const profiles = new Map<string, Profile>();
+      for (const path of specProfilePaths(spec)) profiles.set(path, this.profile(path));
+      let trace: TraceRef | null = null;
+      const path = spec.workload.trace;
+      if (path !== undefined) {
+        let hash = this.traces.get(path);
+        if (hash === undefined) {
+          hash = sha256File(path);
+          this.traces.set(path, hash);
+        }
+        trace = { path, sha256: await hash };
+      }
+      return pointTask(point, settings, spec, profiles, trace);
+    } catch (e) {
+      if (e instanceof InputError) return badRow(point, settings, "refused", e.message, 0);
+      throw e;
+    }
+  }
+}
+
+/** Runs `fn` over `items` with at most `limit` calls in flight; results in input order. */
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!, i);
+    }
+  });
+  await Promise.all(lanes);
+  return out;
+}
+
+const override = (text: string, value: unknown): SpecOverride => ({ path: text.split("."), value, source: `--find (${text}=${String(value)})` });
+
+function parseOptions(opts: SweepOptions) {
+  if (opts.format !== "table" && opts.format !== "json") throw new UsageError(`--format must be table or json, got "${opts.format}"`);
+  if (opts.find !== undefined && opts.find !== "max-rate" && opts.find !== "min-workers") throw new UsageError(`--find must be max-rate or min-workers, got "${opts.find}"`);
+  if (opts.find === undefined && opts.grid === undefined) throw new UsageError("kvsim sweep needs --grid <file> (or --find max-rate|min-workers with --sla)");
+  if (opts.find !== undefined && opts.sla === undefined) throw new UsageError(`--find ${opts.find} needs --sla, e.g. --sla p90_ttft_ms<=2000,p99_itl_ms<=50`);
+  if (opts.find === undefined && opts.tolerance !== undefined) throw new UsageError("--tolerance applies to --find max-rate");
+  if (opts.find === undefined && opts.maxWorkers !== undefined) throw new UsageError("--max-workers applies to --find min-workers");
+  if (opts.queue === undefined && (opts.sweepId !== undefined || opts.queueName !== undefined || opts.queuePrefix !== undefined)) {
+    throw new UsageError("--sweep-id, --queue-name and --queue-prefix apply to --queue");
+  }
+  if (opts.out !== undefined && opts.out === opts.csv) throw new UsageError("--out and --csv must name different files");
+  let sla: SlaTerm[] | undefined;
+  try {
+    sla = opts.sla === undefined ? undefined : parseSla(opts.sla);
+  } catch (e) {
+    if (e instanceof SlaSyntaxError) throw new UsageError(`--sla: ${e.message}`);
+    throw e;
+  }
+  const jobs = opts.jobs === undefined ? defaultJobs() : numberOption("--jobs", opts.jobs, { integer: true, min: 1 });
+  const tolerance = opts.tolerance === undefined ? DEFAULT_RATE_TOLERANCE : numberOption("--tolerance", opts.tolerance, { exclusiveMin: 0 });
+  if (tolerance >= 1) throw new UsageError(`--tolerance is relative (0.01 is 1%) and must be below 1, got ${tolerance}`);
+  const maxWorkers = opts.maxWorkers === undefined ? 16 : numberOption("--max-workers", opts.maxWorkers, { integer: true, min: 1 });
+  if (maxWorkers > 1024) throw new UsageError(`--max-workers must be at most 1024, got ${maxWorkers}`);
+  return { sla, jobs, tolerance, maxWorkers };
+}
+
+/** Opens the executor: the queue, a pool of worker threads, or this thread for --jobs 1. */
+async function openExecutor(io: StdinIo, opts: SweepOptions, jobs: number): Promise<{ executor: PointExecutor; sweepId?: string; describe: string }> {
+  if (opts.queue === undefined) {
+    return { executor: jobs === 1 ? inlineExecutor() : poolExecutor(jobs), describe: `${jobs} job${jobs === 1 ? "" : "s"}` };
+  }
+  // BullMQ loads only for --queue: nothing else needs Redis.
+  const { SweepQueue, checkQueueUrl, QueueError, SWEEP_ID } = await import("@kvsim/sweep-queue");
+  const sweepId = opts.sweepId ?? randomBytes(6).toString("hex");
+  if (!SWEEP_ID.test(sweepId)) throw new UsageError(`--sweep-id must be 1 to 64 letters, digits, _ or -, got "${sweepId}"`);
+  let queue;
+  try {
+    checkQueueUrl(opts.queue);
+    queue = await SweepQueue.open({ url: opts.queue, ...(opts.queueName === undefined ? {} : { queueName: opts.queueName }), ...(opts.queuePrefix === undefined ? {} : { prefix: opts.queuePrefix }) });
+  } catch (e) {
+    if (e instanceof QueueError) throw new UsageError(e.message);
+    throw e;
+  }
+  io.err(`sweep ${sweepId} on ${opts.queue} (restart it with --sweep-id ${sweepId}); start workers with: kvsim worker --queue ${opts.queue}\n`);
+  return {
+    executor: { parallelism: Number.POSITIVE_INFINITY, run: (task) => queue.run(sweepId, task), close: () => queue.close() },
+    sweepId,
+    describe: `queue ${opts.queue}, sweep ${sweepId}`,
+  };
+}
+
+/**
+ * `kvsim sweep`: runs every point of a grid over a base spec (in this thread, a pool of worker
+ * threads, or on a BullMQ queue), or searches for the highest rate or the fewest workers meeting
+ * an SLA. Output files are checked before anything runs and written whole after it.
+ */
+export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<number> {
+  const { sla, jobs, tolerance, maxWorkers } = parseOptions(opts);
+  assertWritable(opts.out, opts.force);
+  assertWritable(opts.csv, opts.force);
+  const sets = parseSetFlags(opts.set);
+  const doc = await readDocument(io, opts.spec ?? defaultSpecPath());
+  const builder = new TaskBuilder(doc, sets);
+  builder.spec([]); // the base spec must be valid on its own
+  const grid = opts.grid === undefined ? undefined : parseGrid(parseDocumentText(readText(opts.grid), opts.grid));
+  if (grid !== undefined) checkGridPaths(grid, applyOverrides(doc.value, sets));
+  const points: GridPoint[] = grid === undefined ? [{ index: 0, settings: {}, overrides: [] }] : expandGrid(grid);
+
+  const started = performance.now();
+  const { executor, sweepId, describe } = await openExecutor(io, opts, jobs);
+  const annotate = (row: SweepRow): SweepRow => (sla === undefined ? row : { ...row, sla_met: meetsSla(row.report, sla) });
+  const runTask = async (point: number, settings: Readonly<Record<string, unknown>>, overrides: readonly SpecOverride[]): Promise<SweepRow> => {
+    const t = await builder.task(point, settings, overrides);
+    return annotate("status" in t ? t : await executor.run(t));
+  };
+
+  let rows: SweepRow[];
+  let searches: SearchOutcome[] | undefined;
+  try {
+    if (opts.find === undefined) {
+      const progress = createSweepProgress(io, points.length);
+      try {
+        const limit = Number.isFinite(executor.parallelism) ? executor.parallelism * 2 : points.length;
+        rows = await mapLimit(points, limit, async (p) => {
+          const row = await runTask(p.index, p.settings, p.overrides);
+          progress.done(row.status !== "ok");
+          return row;
+        });
+      } finally {
+        progress.stop();
+      }
+    } else {
+      const progress = createSweepProgress(io, 0, `search (${opts.find})`);
+      let total = 0;
+      const perPoint = Number.isFinite(executor.parallelism) ? Math.max(1, Math.floor(executor.parallelism / (opts.find === "max-rate" ? 1 : 2))) : points.length;
+      try {
+        const outcomes = await mapLimit(points, perPoint, async (p) => {
+          const evaluated: SweepRow[] = [];
+          const evaluate = async (settings: Record<string, unknown>) => {
+            progress.setTotal(++total);
+            const overrides = Object.entries(settings).map(([k, v]) => override(k, v));
+            const row = await runTask(0, { ...p.settings, ...settings }, [...p.overrides, ...overrides]);
+            progress.done(row.status !== "ok");
+            evaluated.push(row);
+            return row;
+          };
+          const outcome = await search(opts.find as "max-rate" | "min-workers", builder.spec(p.overrides), evaluate, sla!, { tolerance, maxWorkers });
+          return { point: p, outcome, evaluated };
+        });
+        // Rows numbered in grid order, then in each search's order: the same for any --jobs.
+        rows = [];
+        searches = outcomes.map(({ point, outcome, evaluated }) => {
+          const first = rows.length;
+          for (const r of evaluated) rows.push({ ...r, point: rows.length });
+          return { ...outcome, settings: point.settings, rows: evaluated.map((_, i) => first + i) };
+        });
+      } finally {
+        progress.stop();
+      }
+    }
+  } finally {
+    await executor.close();
+  }
+  rows.sort((a, b) => a.point - b.point);
+  const wallMs = performance.now() - started;
+
+  if (opts.out !== undefined) writeTextAtomic(opts.out, rows.map((r) => `${JSON.stringify(r)}\n`).join(""), opts.force);
+  if (opts.csv !== undefined) {
+    const t = rowsTable(rows);
+    writeTextAtomic(opts.csv, csvStringify([t.columns, ...t.cells.map((r) => r.map((c) => c ?? ""))]), opts.force);
+  }
+  const summary = { points: rows.length, ok: rows.filter((r) => r.status === "ok").length, refused: rows.filter((r) => r.status === "refused").length, failed: rows.filter((r) => r.status === "failed").length };
+  if (opts.format === "json") {
+    const out = {
+      ...(sweepId === undefined ? {} : { sweep_id: sweepId }),
+      ...summary,
+      wall_time_ms: wallMs,
+      ...(sla === undefined ? {} : { sla: sla.map((t) => `${t.metric}${t.op}${t.value}`) }),
+      ...(searches === undefined ? {} : { find: opts.find, searches: searches.map(({ rows: r, ...s }) => ({ ...s, rows: r })) }),
+      rows,
+    };
+    io.out(`${JSON.stringify(out, null, 2)}\n`);
+  } else {
+    io.out(searches === undefined ? formatSweepTable(rows, { describe, wallMs, sla }) : formatSearchTable(rows, searches, { describe, wallMs, sla: sla!, find: opts.find! }));
+  }
+  return 0;
+}
+
+/** The searched variable of max-rate: a synthetic workload's rate, or a trace's speedup. */
+export function rateVariable(spec: Spec): { path: string; start: number } {
+  const synthetic = spec.workload.synthetic;
+  if (synthetic !== undefined) {
+    if (synthetic.rate_per_s === undefined) throw new UsageError("--find max-rate scales workload.synthetic.rate_per_s, but this workload has none (all requests arrive at 0)");
+    return { path: "workload.synthetic.rate_per_s", start: synthetic.rate_per_s };
+  }
+  return { path: "workload.speedup", start: spec.workload.speedup };
+}
+
+async function search(
+  find: "max-rate" | "min-workers",
+  spec: Spec,
+  evaluate: (settings: Record<string, unknown>) => Promise<SweepRow>,
+  sla: readonly SlaTerm[],
+  options: { tolerance: number; maxWorkers: number },
+): Promise<Omit<SearchOutcome, "settings" | "rows">> {
+  if (find === "max-rate") {
+    const variable = rateVariable(spec);
+    const r = await findMaxRate(variable.start, async (x) => ({ meets: meetsSla((await evaluate({ [variable.path]: x })).report, sla) }), { tolerance: options.tolerance });
+    return { variable: variable.path, answer: r.answer, failing: r.failing, probes: r.probes, tolerance: options.tolerance };
+  }
+  const goodput = (row: SweepRow) => row.report?.goodput_rps;
+  if (spec.topology.kind === "aggregated") {
+    const tpAll = profileTp(spec.profile);
+    const r = await findMinAggregatedWorkers(
+      async (c) => {
+        const row = await evaluate({ "topology.workers": (c as { workers: number }).workers });
+        return { meets: meetsSla(row.report, sla), goodput: goodput(row) };
+      },
+      { maxWorkers: options.maxWorkers, tp: tpAll },
+    );
+    return { variable: "topology.workers", answer: r.answer, gpus: r.gpus, probes: r.probes };
+  }
+  const r = await findMinPdWorkers(
+    async (c) => {
+      const pair = c as { prefill: number; decode: number };
+      const row = await evaluate({ "topology.prefill.workers": pair.prefill, "topology.decode.workers": pair.decode });
+      return { meets: meetsSla(row.report, sla), goodput: goodput(row) };
+    },
+    { maxWorkers: options.maxWorkers, tpPrefill: profileTp(spec.prefill?.profile ?? spec.profile), tpDecode: profileTp(spec.decode?.profile ?? spec.profile) },
+  );
+  return { variable: "topology.prefill.workers, topology.decode.workers", answer: r.answer, gpus: r.gpus, probes: r.probes };
+}
+
+/** TP of a profile reference (a path's profile is read through the task builder's cache). */
+const tpCache = new Map<string, number>();
+function profileTp(ref: Spec["profile"]): number {
+  if (typeof ref !== "string") return ref.tensor_parallel_size;
+  let tp = tpCache.get(ref);
+  if (tp === undefined) {
+    tp = parseProfile(readText(ref), ref).tensor_parallel_size;
+    tpCache.set(ref, tp);
+  }
+  return tp;
+}
+
+export type { Probe, WorkerCounts };

@@ -1,0 +1,98 @@
+import { formatSla, metricValue, type Probe, type SlaTerm, type SweepRow, type WorkerCounts } from "@kvsim/sweep";
+
+/** One search's result, for the table and the JSON output. */
+export interface SearchOutcome {
+  /** The grid point the search ran at (empty without --grid). */
+  readonly settings: Readonly<Record<string, unknown>>;
+  /** The spec path(s) searched. */
+  readonly variable: string;
+  readonly answer: number | WorkerCounts | null;
+  /** max-rate: the lowest rate tried above the answer that did not meet the SLA. */
+  readonly failing?: number | null;
+  readonly tolerance?: number;
+  /** min-workers: GPUs of the answer. */
+  readonly gpus?: number | null;
+  readonly probes: readonly Probe<number>[] | readonly Probe<WorkerCounts>[];
+  /** Indices of this search's rows. */
+  readonly rows: readonly number[];
+}
+
+const num = (v: number | undefined, digits = 2): string => (v === undefined ? "-" : v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+const value = (v: unknown): string => (typeof v === "string" ? v : JSON.stringify(v));
+
+function pad(rows: readonly (readonly string[])[], leftColumns: number): string {
+  const widths: number[] = [];
+  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+  return rows.map((r) => r.map((c, i) => (i < leftColumns ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd()).join("\n");
+}
+
+/** Metric columns of the table: the SLA's metrics when there is one, else a standard set. */
+function metricColumns(sla: readonly SlaTerm[] | undefined): string[] {
+  const base = ["completed_requests", "p90_ttft_ms", "mean_tpot_ms", "p99_itl_ms", "request_throughput_rps"];
+  if (sla === undefined) return base;
+  return [...new Set(["completed_requests", ...sla.map((t) => t.metric), "request_throughput_rps"])];
+}
+
+const SHORT: Record<string, string> = {
+  completed_requests: "done",
+  request_throughput_rps: "req/s",
+};
+
+/** The rows as a table: settings, status, metrics, the SLA verdict, a short digest and the wall time; then the reasons of bad rows. */
+export function formatRowsTable(rows: readonly SweepRow[], sla: readonly SlaTerm[] | undefined): string {
+  const settingKeys = [...new Set(rows.flatMap((r) => Object.keys(r.settings)))];
+  const metrics = metricColumns(sla);
+  const head = ["point", ...settingKeys, "status", ...metrics.map((m) => SHORT[m] ?? m), ...(sla === undefined ? [] : ["sla"]), "digest", "wall ms"];
+  const body = rows.map((r) => [
+    String(r.point),
+    ...settingKeys.map((k) => (k in r.settings ? value(r.settings[k]) : "")),
+    r.status,
+    ...metrics.map((m) => (r.report === null ? "-" : num(metricValue(r.report, m), m.endsWith("_requests") ? 0 : 2))),
+    ...(sla === undefined ? [] : [r.sla_met === true ? "met" : "missed"]),
+    r.digest === null ? "-" : r.digest.slice(0, 12),
+    num(r.wall_time_ms, 0),
+  ]);
+  const lines = [pad([head, ...body], settingKeys.length + 2)];
+  const bad = rows.filter((r) => r.status !== "ok");
+  if (bad.length > 0) lines.push("", ...bad.map((r) => `point ${r.point} ${r.status}: ${r.reason ?? ""}`));
+  return lines.join("\n");
+}
+
+const count = (rows: readonly SweepRow[]) => {
+  const ok = rows.filter((r) => r.status === "ok").length;
+  const refused = rows.filter((r) => r.status === "refused").length;
+  return `${rows.length} point${rows.length === 1 ? "" : "s"}: ${ok} ok, ${refused} refused, ${rows.length - ok - refused} failed`;
+};
+
+export function formatSweepTable(rows: readonly SweepRow[], run: { describe: string; wallMs: number; sla: readonly SlaTerm[] | undefined }): string {
+  const lines = [`kvsim sweep: ${count(rows)} in ${num(run.wallMs / 1000, 1)} s (${run.describe})`];
+  if (run.sla !== undefined) lines.push(`SLA: ${formatSla(run.sla)} (and every request completed): ${rows.filter((r) => r.sla_met === true).length} points met it`);
+  lines.push("", formatRowsTable(rows, run.sla));
+  return `${lines.join("\n")}\n`;
+}
+
+const candidate = (c: number | WorkerCounts): string => (typeof c === "number" ? String(c) : "workers" in c ? `${c.workers} workers` : `${c.prefill} prefill + ${c.decode} decode`);
+
+export function formatSearchTable(rows: readonly SweepRow[], searches: readonly SearchOutcome[], run: { describe: string; wallMs: number; sla: readonly SlaTerm[]; find: string }): string {
+  const lines = [`kvsim sweep --find ${run.find}: ${count(rows)} in ${num(run.wallMs / 1000, 1)} s (${run.describe})`, `SLA: ${formatSla(run.sla)} (and every request completed)`];
+  for (const s of searches) {
+    lines.push("");
+    const at = Object.entries(s.settings).map(([k, v]) => `${k}=${value(v)}`).join(", ");
+    if (at !== "") lines.push(`at ${at}:`);
+    lines.push(`search over ${s.variable}: ${s.probes.map((p) => `${candidate(p.candidate)} ${p.meets ? "met" : "missed"}`).join(", ")}`);
+    if (run.find === "max-rate") {
+      const tol = s.tolerance === undefined ? "" : ` (tolerance ${num(s.tolerance * 100, 1)}%)`;
+      lines.push(
+        s.answer === null
+          ? `answer: none: the SLA is missed at every rate tried, down to ${value(s.failing)}`
+          : s.failing === null
+            ? `answer: ${s.variable} = ${candidate(s.answer)}: the SLA is met at every rate tried (the search stops doubling there)`
+            : `answer: ${s.variable} = ${candidate(s.answer)} meets the SLA; ${value(s.failing)} does not${tol}`,
+      );
+    } else {
+      lines.push(s.answer === null ? "answer: none within --max-workers" : `answer: ${candidate(s.answer)} (${value(s.gpus)} GPUs)`);
+    }
+  }
+  lines.push("", formatRowsTable(rows, run.sla));
+  return `${lines.join("\n")}\n`;
+}

@@ -1,0 +1,15 @@
+export {
+  SweepQueue,
+  startWorker,
+  jobIdFor,
+  checkQueueUrl,
+  pingRedis,
+  QueueError,
+  SWEEP_ID,
+  DEFAULT_QUEUE_NAME,
+  DEFAULT_PREFIX,
+  KEEP_RESULTS_S,
+  type QueueTarget,
+  type PointJob,
+  type WorkerOptions,
+} from "./queue.js";
