@@ -44,7 +44,7 @@ const readRows = (file: string): SweepRow[] =>
     .trim()
     .split("\n")
     .map((l) => JSON.parse(l) as SweepRow);
-const withoutWall = (rows: readonly SweepRow[]) => rows.map(({ wall_time_ms: _, ...r }) => r);
+const withoutWall = (rows: readonly SweepRow[]) => rows.map((r) => ({ ...r, wall_time_ms: 0 }));
 
 describe("kvsim sweep over a grid", () => {
   it("runs every point; a bad point gets its reason and the others run", async () => {
