@@ -1,6 +1,7 @@
 export {
   SweepQueue,
   startWorker,
+  removeQueue,
   jobIdFor,
   checkQueueUrl,
   pingRedis,

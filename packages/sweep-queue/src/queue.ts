@@ -44,12 +44,15 @@ export function checkQueueUrl(url: string): void {
 export async function pingRedis(url: string, timeoutMs = 3000): Promise<void> {
   checkQueueUrl(url);
   const client = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
-  client.on("error", () => undefined);
+  let cause: string | undefined;
+  client.on("error", (e: Error) => {
+    cause ??= e.message;
+  });
   try {
     await client.connect();
     await client.ping();
   } catch (e) {
-    throw new QueueError(`cannot reach Redis at ${url}: ${e instanceof Error ? e.message : String(e)}`);
+    throw new QueueError(`cannot reach Redis at ${url}: ${cause ?? (e instanceof Error ? e.message : String(e))}`);
   } finally {
     client.disconnect();
   }
@@ -163,6 +166,18 @@ export class SweepQueue {
     clearInterval(this.timer);
     await this.events.close();
     await this.queue.close();
+  }
+}
+
+/** Removes a queue and every job of it from Redis (tests; clearing old sweeps). */
+export async function removeQueue(target: QueueTarget): Promise<void> {
+  await pingRedis(target.url);
+  const { name, prefix } = names(target);
+  const queue = new Queue(name, { connection: { url: target.url, maxRetriesPerRequest: null }, prefix });
+  try {
+    await queue.obliterate({ force: true });
+  } finally {
+    await queue.close();
   }
 }
 

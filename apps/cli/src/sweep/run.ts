@@ -170,7 +170,14 @@ async function openExecutor(io: StdinIo, opts: SweepOptions, jobs: number): Prom
   }
   io.err(`sweep ${sweepId} on ${opts.queue} (restart it with --sweep-id ${sweepId}); start workers with: kvsim worker --queue ${opts.queue}\n`);
   return {
-    executor: { parallelism: Number.POSITIVE_INFINITY, run: (task) => queue.run(sweepId, task), close: () => queue.close() },
+    executor: {
+      parallelism: Number.POSITIVE_INFINITY,
+      run: (task) => queue.run(sweepId, task),
+      close: async () => {
+        io.err(`sweep ${sweepId}: ${queue.counts.added} points added to the queue, ${queue.counts.reused} found there from before\n`);
+        await queue.close();
+      },
+    },
     sweepId,
     describe: `queue ${opts.queue}, sweep ${sweepId}`,
   };
