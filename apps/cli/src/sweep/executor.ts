@@ -36,10 +36,36 @@ function workerEntry(): { filename: string; execArgv: string[] } {
 /** Up to `jobs` points at once, each in a worker thread (piscina). */
 export function poolExecutor(jobs: number): PointExecutor {
   const { filename, execArgv } = workerEntry();
-  const pool = new Piscina<PointTask, SweepRow>({ filename, execArgv, minThreads: 0, maxThreads: jobs, idleTimeout: 1000 });
+  // Threads start at once, so they load while the sweep reads its inputs.
+  const pool = new Piscina<PointTask, SweepRow>({ filename, execArgv, minThreads: jobs, maxThreads: jobs, idleTimeout: 1000 });
   return {
     parallelism: jobs,
     run: (task) => pool.run(task),
     close: () => pool.destroy(),
+  };
+}
+
+/**
+ * Up to `jobs` points at once: one in this thread, the others in `jobs - 1` worker threads. This
+ * thread is otherwise idle during a local sweep, and each thread pays its own module loading and
+ * JIT warm-up, so one thread fewer is that much less work. The same `runPoint` runs everywhere,
+ * so the rows do not depend on where a point ran.
+ */
+export function localExecutor(jobs: number): PointExecutor {
+  if (jobs === 1) return inlineExecutor();
+  const pool = poolExecutor(jobs - 1);
+  let inlineBusy = false;
+  return {
+    parallelism: jobs,
+    async run(task) {
+      if (inlineBusy) return pool.run(task);
+      inlineBusy = true;
+      try {
+        return await runPoint(task, fileHost);
+      } finally {
+        inlineBusy = false;
+      }
+    },
+    close: () => pool.close(),
   };
 }

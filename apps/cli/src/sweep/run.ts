@@ -31,7 +31,7 @@ import {
 import { assertWritable, numberOption, readText, UsageError, writeTextAtomic } from "../io.js";
 import { defaultSpecPath } from "../replay/examples.js";
 import { parseSetFlags, readDocument, type StdinIo } from "../spec-input.js";
-import { defaultJobs, inlineExecutor, poolExecutor, type PointExecutor } from "./executor.js";
+import { defaultJobs, localExecutor, type PointExecutor } from "./executor.js";
 import { sha256File } from "./host.js";
 import { createSweepProgress } from "./progress.js";
 import { formatSearchTable, formatSweepTable, type SearchOutcome } from "./table.js";
@@ -154,7 +154,7 @@ function parseOptions(opts: SweepOptions) {
 /** Opens the executor: the queue, a pool of worker threads, or this thread for --jobs 1. */
 async function openExecutor(io: StdinIo, opts: SweepOptions, jobs: number): Promise<{ executor: PointExecutor; sweepId?: string; describe: string }> {
   if (opts.queue === undefined) {
-    return { executor: jobs === 1 ? inlineExecutor() : poolExecutor(jobs), describe: `${jobs} job${jobs === 1 ? "" : "s"}` };
+    return { executor: localExecutor(jobs), describe: `${jobs} job${jobs === 1 ? "" : "s"}` };
   }
   // BullMQ loads only for --queue: nothing else needs Redis.
   const { SweepQueue, checkQueueUrl, QueueError, SWEEP_ID } = await import("@kvsim/sweep-queue");
@@ -214,7 +214,7 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
     if (opts.find === undefined) {
       const progress = createSweepProgress(io, points.length);
       try {
-        const limit = Number.isFinite(executor.parallelism) ? executor.parallelism * 2 : points.length;
+        const limit = Number.isFinite(executor.parallelism) ? executor.parallelism : points.length;
         rows = await mapLimit(points, limit, async (p) => {
           const row = await runTask(p.index, p.settings, p.overrides);
           progress.done(row.status !== "ok");
