@@ -168,7 +168,8 @@ async function openExecutor(io: StdinIo, opts: SweepOptions, jobs: number): Prom
     if (e instanceof QueueError) throw new UsageError(e.message);
     throw e;
   }
-  io.err(`sweep ${sweepId} on ${opts.queue} (restart it with --sweep-id ${sweepId}); start workers with: kvsim worker --queue ${opts.queue}\n`);
+  const where = `--queue ${opts.queue}${opts.queueName === undefined ? "" : ` --queue-name ${opts.queueName}`}${opts.queuePrefix === undefined ? "" : ` --queue-prefix ${opts.queuePrefix}`}`;
+  io.err(`sweep ${sweepId} on ${opts.queue} (restart it with --sweep-id ${sweepId}); start workers with: kvsim worker ${where}\n`);
   return {
     executor: {
       parallelism: Number.POSITIVE_INFINITY,
