@@ -66,7 +66,7 @@ const names = (t: QueueTarget) => ({ name: t.queueName ?? DEFAULT_QUEUE_NAME, pr
  * point whose inputs changed gets a new job.
  */
 export function jobIdFor(sweepId: string, task: PointTask): string {
-  const hash = createHash("sha256").update(JSON.stringify([task.settings, task.spec, task.trace])).digest("hex").slice(0, 16);
+  const hash = createHash("sha256").update(JSON.stringify([task.settings, task.spec, task.trace, task.percentiles ?? []])).digest("hex").slice(0, 16);
   return `${sweepId}.${task.point}.${hash}`;
 }
 

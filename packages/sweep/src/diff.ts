@@ -25,8 +25,8 @@ export interface ReportDiff {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
-/** Objects of metrics: their numeric leaves are metrics too (`handoffs.count`). */
-const METRIC_OBJECTS = new Set(["handoffs"]);
+/** Objects of metrics: their numeric leaves are metrics too (`handoffs.count`, `saturation.offered_rps`). */
+const METRIC_OBJECTS = new Set(["handoffs", "saturation", "cutoff"]);
 
 function leaves(value: unknown, prefix: string, out: Map<string, unknown>): void {
   if (isRecord(value)) {
@@ -45,6 +45,7 @@ function split(report: Record<string, unknown>): { metrics: Map<string, number>;
     else if (isRecord(v) && METRIC_OBJECTS.has(k)) {
       for (const [sk, sv] of Object.entries(v)) {
         if (typeof sv === "number") metrics.set(`${k}.${sk}`, sv);
+        else leaves(sv, `${k}.${sk}`, settings);
       }
     } else leaves(v, k, settings);
   }

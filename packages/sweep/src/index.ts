@@ -2,7 +2,7 @@ export { parseSetFlag, parseSpecPath, applyOverrides, setAt, resolvePathValues, 
 export { parseGrid, expandGrid, checkGridPaths, rangeValues, GridEntrySchema, MAX_GRID_POINTS, type Grid, type GridAxis, type GridPath, type GridPoint, type GridEntry } from "./grid.js";
 export { okRow, badRow, rowsTable, type SweepRow, type PointStatus, type PointReport, type Cell } from "./rows.js";
 export { pointTask, runPoint, type PointTask, type PointHost, type TraceRef } from "./point.js";
-export { parseSla, meetsSla, metricValue, formatSla, REPORT_METRICS, SlaSyntaxError, type SlaTerm } from "./sla.js";
+export { parseSla, meetsSla, metricValue, formatSla, isReportMetric, slaPercentiles, REPORT_METRICS, SlaSyntaxError, type SlaTerm } from "./sla.js";
 export {
   findMaxRate,
   findMinAggregatedWorkers,

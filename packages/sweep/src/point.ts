@@ -19,6 +19,8 @@ export interface PointTask {
   /** The point's spec (validated again where it runs). */
   readonly spec: unknown;
   readonly trace: TraceRef | null;
+  /** Percentiles to report besides p50, p90 and p99 (an SLA on p95_ttft_ms needs 95); outside the digest. */
+  readonly percentiles?: readonly number[];
 }
 
 /** What running a point needs from its host: the trace's lines, and a clock for the wall time. */
@@ -36,7 +38,14 @@ export interface PointHost {
  * The task of one point: the spec with its profiles inlined (so a worker needs no profile file)
  * and the trace by reference. `profiles` holds every profile the spec names by path.
  */
-export function pointTask(point: number, settings: Readonly<Record<string, unknown>>, spec: Spec, profiles: ReadonlyMap<string, Profile>, trace: TraceRef | null): PointTask {
+export function pointTask(
+  point: number,
+  settings: Readonly<Record<string, unknown>>,
+  spec: Spec,
+  profiles: ReadonlyMap<string, Profile>,
+  trace: TraceRef | null,
+  percentiles: readonly number[] = [],
+): PointTask {
   const inline = <T>(ref: T): T | Profile => {
     if (typeof ref !== "string") return ref;
     const p = profiles.get(ref);
@@ -50,7 +59,7 @@ export function pointTask(point: number, settings: Readonly<Record<string, unkno
     ...(spec.decode === undefined ? {} : { decode: { ...spec.decode, ...(spec.decode.profile === undefined ? {} : { profile: inline(spec.decode.profile) }) } }),
   };
   // JSON round trip: the task is exactly what a queue would carry.
-  return JSON.parse(JSON.stringify({ point, settings, spec: inlined, trace })) as PointTask;
+  return JSON.parse(JSON.stringify({ point, settings, spec: inlined, trace, ...(percentiles.length === 0 ? {} : { percentiles }) })) as PointTask;
 }
 
 const describeIssues = (e: InputError): string => e.issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ");
@@ -81,6 +90,7 @@ export async function runPoint(task: PointTask, host: PointHost): Promise<SweepR
     const result = await runReplay({
       spec,
       specFile: `point ${task.point}`,
+      ...(task.percentiles === undefined || task.percentiles.length === 0 ? {} : { percentiles: task.percentiles }),
       ...(source === undefined || traceFile === undefined
         ? {}
         : { records: readTrace(source.lines, { format: spec.workload.format ?? "kvsim", file: traceFile, traceBlockSize: spec.workload.trace_block_size }), traceFile }),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { badRow, diffReports, meetsSla, parseSla, rowsTable, SlaSyntaxError, type PointReport, type SweepRow } from "./index.js";
+import { badRow, diffReports, meetsSla, parseSla, rowsTable, slaPercentiles, SlaSyntaxError, type PointReport, type SweepRow } from "./index.js";
 
 const report = (over: Partial<Record<string, unknown>> = {}) =>
   ({ num_requests: 10, completed_requests: 10, p90_ttft_ms: 1500, p99_itl_ms: 40, goodput_rps: 4, handoffs: { count: 10, payload_bytes: 100, mean_delay_ms: 2 }, ...over }) as unknown as PointReport;
@@ -19,6 +19,14 @@ describe("SLAs", () => {
     expect(() => parseSla("p90_ttft_ms<2000")).toThrow('"p90_ttft_ms<2000" is not a term <metric><=<value> or <metric>>=<value>, e.g. p90_ttft_ms<=2000');
     expect(() => parseSla("p90_ttft_ms<=fast")).toThrow('"fast" in "p90_ttft_ms<=fast" is not a finite number');
     expect(() => parseSla("")).toThrow(SlaSyntaxError);
+  });
+
+  it("accept vLLM's names and any percentile, and say which percentiles the replay must add", () => {
+    const sla = parseSla("median_ttft_ms<=100,p95_ttft_ms<=200,p99.9_e2el_ms<=900,p90_itl_ms<=5,request_goodput>=1");
+    expect(sla.map((t) => t.metric)).toEqual(["median_ttft_ms", "p95_ttft_ms", "p99.9_e2el_ms", "p90_itl_ms", "request_goodput"]);
+    // p90 is in every report; 95 and 99.9 must be asked for.
+    expect(slaPercentiles(sla)).toEqual([95, 99.9]);
+    expect(meetsSla(report({ "p99.9_e2el_ms": 800 }), parseSla("p99.9_e2el_ms<=900"))).toBe(true);
   });
 
   it("hold when every term holds and every request completed", () => {

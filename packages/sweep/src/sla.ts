@@ -23,6 +23,26 @@ export const REPORT_METRICS: readonly string[] = [
   "handoffs.mean_delay_ms",
 ];
 
+/** vLLM's benchmark names the report also carries (`vllm bench serve`). */
+const VLLM_NAMES = ["duration", "completed", "failed", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput"];
+/** `median_ttft_ms`, `std_itl_ms`, `mean_e2el_ms`, and any percentile: `p95_ttft_ms`, `p99.9_e2el_ms`. */
+const DERIVED = /^(?:(?:mean|median|std)_(?:ttft|tpot|itl|e2e|e2el)_ms|p(\d+(?:\.\d+)?)_(?:ttft|tpot|itl|e2e|e2el)_ms)$/;
+
+/** Whether a name is a numeric metric of the report an SLA may bound. */
+export function isReportMetric(name: string): boolean {
+  return REPORT_METRICS.includes(name) || VLLM_NAMES.includes(name) || DERIVED.test(name);
+}
+
+/** Percentiles an SLA names beyond the report's own p50, p90 and p99 (the replay must be asked for them). */
+export function slaPercentiles(terms: readonly SlaTerm[]): number[] {
+  const out = new Set<number>();
+  for (const t of terms) {
+    const p = DERIVED.exec(t.metric)?.[1];
+    if (p !== undefined && !["50", "90", "99"].includes(p) && Number(p) <= 100) out.add(Number(p));
+  }
+  return [...out].sort((a, b) => a - b);
+}
+
 /** One term of an SLA: a report metric, `<=` or `>=`, and a bound. */
 export interface SlaTerm {
   readonly metric: string;
@@ -43,10 +63,10 @@ export function parseSla(text: string): SlaTerm[] {
   const terms = text.split(",").map((t) => t.trim());
   if (terms.length === 0 || terms.every((t) => t === "")) throw new SlaSyntaxError("an SLA lists terms such as p90_ttft_ms<=2000,p99_itl_ms<=50");
   return terms.map((t) => {
-    const m = /^([a-z0-9_.]+)\s*(<=|>=)\s*(\S+)$/.exec(t);
+    const m = /^([a-z0-9_.]+?)\s*(<=|>=)\s*(\S+)$/.exec(t);
     if (m === null) throw new SlaSyntaxError(`"${t}" is not a term <metric><=<value> or <metric>>=<value>, e.g. p90_ttft_ms<=2000`);
     const [, metric = "", op = "<=", raw = ""] = m;
-    if (!REPORT_METRICS.includes(metric)) throw new SlaSyntaxError(`"${metric}" is not a report metric; one of: ${REPORT_METRICS.join(", ")}`);
+    if (!isReportMetric(metric)) throw new SlaSyntaxError(`"${metric}" is not a report metric; one of: ${REPORT_METRICS.join(", ")}, median_* and std_* and any percentile p<N>_* of ttft, tpot, itl, e2e, or vLLM's names (${VLLM_NAMES.join(", ")})`);
     const value = Number(raw);
     if (!Number.isFinite(value)) throw new SlaSyntaxError(`"${raw}" in "${t}" is not a finite number`);
     return { metric, op: op as "<=" | ">=", value };
@@ -55,6 +75,8 @@ export function parseSla(text: string): SlaTerm[] {
 
 /** The value of a (possibly dotted) metric in a report, or undefined. */
 export function metricValue(report: PointReport, metric: string): number | undefined {
+  const direct = (report as unknown as Record<string, unknown>)[metric];
+  if (typeof direct === "number") return direct;
   let v: unknown = report;
   for (const k of metric.split(".")) v = v !== null && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined;
   return typeof v === "number" ? v : undefined;

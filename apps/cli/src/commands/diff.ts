@@ -33,8 +33,13 @@ export function diffCommand(io: CliIo, fileA: string, fileB: string, format: str
   const row = (m: MetricChange) => [m.metric, fmt(m.a), fmt(m.b), signed(m.change), pct(m.relative)];
   const lines = [`kvsim diff: a = ${fileA}, b = ${fileB}${d.sameDigest ? " (the same digest)" : ""}`, "", table([["metric", "a", "b", "b - a", "change"], ...d.metrics.map(row)])];
   lines.push("");
-  if (d.settings.length === 0) lines.push("settings: no other field differs");
-  else lines.push("settings that differ:", table(d.settings.map((s) => [`  ${s.setting}`, s.a === undefined ? "(absent)" : JSON.stringify(s.a), s.b === undefined ? "(absent)" : JSON.stringify(s.b)])));
+  const shown = (v: unknown): string => {
+    if (v === undefined) return "(absent)";
+    const text = JSON.stringify(v);
+    return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+  };
+  if (d.settings.length === 0) lines.push("settings and other fields: none differs");
+  else lines.push("settings and other fields that differ:", table(d.settings.map((s) => [`  ${s.setting}`, shown(s.a), shown(s.b)])));
   io.out(`${lines.join("\n")}\n`);
   return 0;
 }

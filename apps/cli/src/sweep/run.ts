@@ -17,6 +17,7 @@ import {
   pointTask,
   rowsTable,
   SlaSyntaxError,
+  slaPercentiles,
   specWithOverrides,
   DEFAULT_RATE_TOLERANCE,
   type GridPoint,
@@ -63,6 +64,7 @@ class TaskBuilder {
   constructor(
     private readonly doc: LocatedDocument,
     private readonly base: readonly SpecOverride[],
+    private readonly percentiles: readonly number[],
   ) {}
 
   /** The spec of a point (InputError when its settings make it invalid). */
@@ -101,7 +103,7 @@ class TaskBuilder {
         }
         trace = { path, sha256: await hash };
       }
-      return pointTask(point, settings, spec, profiles, trace);
+      return pointTask(point, settings, spec, profiles, trace, this.percentiles);
     } catch (e) {
       if (e instanceof InputError) return badRow(point, settings, "refused", e.message, 0);
       throw e;
@@ -195,7 +197,7 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
   assertWritable(opts.csv, opts.force);
   const sets = parseSetFlags(opts.set);
   const doc = await readDocument(io, opts.spec ?? defaultSpecPath());
-  const builder = new TaskBuilder(doc, sets);
+  const builder = new TaskBuilder(doc, sets, sla === undefined ? [] : slaPercentiles(sla));
   builder.spec([]); // the base spec must be valid on its own
   const grid = opts.grid === undefined ? undefined : parseGrid(parseDocumentText(readText(opts.grid), opts.grid));
   if (grid !== undefined) checkGridPaths(grid, applyOverrides(doc.value, sets));

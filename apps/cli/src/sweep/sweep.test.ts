@@ -68,7 +68,9 @@ describe("kvsim sweep over a grid", () => {
     expect(r.stdout).toMatch(/^kvsim sweep: 4 points: 2 ok, 2 refused, 0 failed in [\d.]+ s \(1 job\)\n/);
     expect(r.stdout).toContain(`point 0 refused: ${grid}:2: engine.max_num_seqs: must be at least 1 (got 0)`);
     const csv = readFileSync(path("rows.csv"), "utf8").split("\n");
-    expect(csv[0]!.startsWith("point,timing.prefill_ms,engine.max_num_seqs,status,reason,num_requests,")).toBe(true);
+    // Settings, status and reason first; then every report metric, in the report's order.
+    expect(csv[0]!.startsWith("point,timing.prefill_ms,engine.max_num_seqs,status,reason,")).toBe(true);
+    expect(csv[0]!.split(",")).toEqual(expect.arrayContaining(["num_requests", "p90_ttft_ms", "handoffs.count", "digest", "wall_time_ms"]));
     expect(csv).toHaveLength(6); // header, 4 rows, and the final newline
   });
 
@@ -87,6 +89,25 @@ describe("kvsim sweep over a grid", () => {
     // {12, 19.75} is 19.75. With two sequences b joins at 12: a's decode and b's prefill share the
     // pass, 12 + 10 + 2 = 24, TTFT 24 - 6.25 = 17.75.
     expect(a.find((x) => x.settings["engine.max_num_seqs"] === 1 && x.settings["workload.speedup"] === 16)?.report?.p99_ttft_ms).toBe(19.75);
+  });
+
+  it("marks each row with the SLA verdict, asking the replay for the percentiles the SLA names", async () => {
+    const grid = write("grid.yaml", "timing.prefill_ms: [10, 20]\n");
+    // At speedup 1 both requests find the rank idle: TTFTs {12, 12} and {22, 22}, whose p95 is 12 and 22.
+    const r = await run("sweep", "--spec", path("spec.yaml"), "--grid", grid, "--jobs", "1", "--sla", "p95_ttft_ms<=15", "--format", "json");
+    expect(r.code).toBe(0);
+    const rows = (JSON.parse(r.stdout) as { rows: SweepRow[] }).rows;
+    expect(rows.map((x) => [(x.report as Record<string, unknown> | null)?.p95_ttft_ms, x.sla_met])).toEqual([
+      [12, true],
+      [22, false],
+    ]);
+  });
+
+  it("draws one progress bar over points on a terminal", async () => {
+    const io = captureIo({ stderrIsTTY: true });
+    const code = await runCli(["sweep", "--spec", path("spec.yaml"), "--grid", write("grid.yaml", "engine.max_num_seqs: [1, 2]\n"), "--jobs", "1"], io);
+    expect(code).toBe(0);
+    expect(io.stderr).toContain("2/2 points | 0 refused or failed");
   });
 
   it("checks output files before running and writes nothing when one exists", async () => {
