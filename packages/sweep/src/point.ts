@@ -1,4 +1,4 @@
-import { InputError, readTrace, SpecSchema, validateValue, type Profile, type Spec } from "@kvsim/profile-schema";
+import { InputError, readTrace, SpecSchema, validateValue, type Profile, type Spec, type TraceFormat } from "@kvsim/profile-schema";
 import { runReplay, specProfilePaths } from "@kvsim/replay-engine";
 import { badRow, okRow, type SweepRow } from "./rows.js";
 
@@ -29,7 +29,7 @@ export interface PointHost {
    * The lines of the trace, after checking that its content has the task's hash. Throws an
    * InputError (the point is refused with its message) when the trace cannot be read or differs.
    */
-  traceLines(trace: TraceRef): Promise<{ lines: AsyncIterable<string> | Iterable<string>; close(): void }>;
+  traceLines(trace: TraceRef, format: TraceFormat): Promise<{ lines: AsyncIterable<string> | Iterable<string>; close(): void }>;
   /** Milliseconds of a monotonic host clock. */
   now(): number;
 }
@@ -85,7 +85,7 @@ export async function runPoint(task: PointTask, host: PointHost): Promise<SweepR
   }
   let source: Awaited<ReturnType<PointHost["traceLines"]>> | undefined;
   try {
-    source = task.trace === null ? undefined : await host.traceLines(task.trace);
+    source = task.trace === null ? undefined : await host.traceLines(task.trace, spec.workload.format ?? "kvsim");
     const traceFile = task.trace?.path;
     const result = await runReplay({
       spec,

@@ -1,25 +1,19 @@
 import { createHash } from "node:crypto";
 import { createReadStream, statSync } from "node:fs";
 import { performance } from "node:perf_hooks";
-import { createInterface } from "node:readline";
-import { InputError } from "@kvsim/profile-schema";
+import { InputError, type TraceFormat } from "@kvsim/profile-schema";
 import type { PointHost, TraceRef } from "@kvsim/sweep";
+import { fsErrorWords, regularFileSize } from "../io.js";
+import { openTrace } from "../lines.js";
 
-/** SHA-256 (hex) of a file's content, streamed. Throws InputError naming the file when it cannot be read. */
+/** SHA-256 (hex) of a trace's content, streamed. Throws InputError naming the file when it is no regular file or cannot be read. */
 export async function sha256File(path: string): Promise<string> {
-  let st;
-  try {
-    st = statSync(path);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new InputError(path, [{ path: "", message: `cannot read the trace: ${code === "ENOENT" ? "no such file" : String(e)}` }]);
-  }
-  if (!st.isFile()) throw new InputError(path, [{ path: "", message: "cannot read the trace: not a regular file" }]);
+  regularFileSize(path, "the trace");
   const hash = createHash("sha256");
   try {
     for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
   } catch (e) {
-    throw new InputError(path, [{ path: "", message: `cannot read the trace: ${e instanceof Error ? e.message : String(e)}` }]);
+    throw new InputError(path, [{ path: "", message: `cannot read the trace: ${fsErrorWords(e)}` }]);
   }
   return hash.digest("hex");
 }
@@ -38,24 +32,18 @@ async function checkedHash(path: string): Promise<string> {
 }
 
 /**
- * The host of a point in this process: reads the trace from disk after checking that its content
- * has the task's hash (a worker on another machine that sees another file refuses the point).
+ * The host of a point in this process: reads the trace from disk (as `kvsim replay` does: a
+ * regular file, lines bounded by the format's limit) after checking that its content has the
+ * task's hash, so a worker on another machine that sees another file refuses the point.
  */
 export const fileHost: PointHost = {
-  async traceLines(trace: TraceRef) {
+  async traceLines(trace: TraceRef, format: TraceFormat) {
     const actual = await checkedHash(trace.path);
     if (actual !== trace.sha256) {
       throw new InputError(trace.path, [{ path: "", message: `the trace here differs from the sweep's (sha256 ${actual.slice(0, 12)}... here, ${trace.sha256.slice(0, 12)}... expected)` }]);
     }
-    const stream = createReadStream(trace.path, { encoding: "utf8" });
-    const lines = createInterface({ input: stream, crlfDelay: Infinity });
-    return {
-      lines,
-      close() {
-        lines.close();
-        stream.destroy();
-      },
-    };
+    const file = openTrace(trace.path, format);
+    return { lines: file.lines, close: () => { file.close(); } };
   },
   now: () => performance.now(),
 };

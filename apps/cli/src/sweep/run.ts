@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { stringify as csvStringify } from "csv-stringify/sync";
-import { InputError, parseDocumentText, parseProfile, type LocatedDocument, type Profile, type Spec } from "@kvsim/profile-schema";
-import { specProfilePaths } from "@kvsim/replay-engine";
+import { formatIssue, InputError, parseDocumentText, parseProfile, type LocatedDocument, type Spec } from "@kvsim/profile-schema";
 import {
   applyOverrides,
   badRow,
@@ -18,7 +17,7 @@ import {
   rowsTable,
   SlaSyntaxError,
   slaPercentiles,
-  specWithOverrides,
+  SpecInputError,
   DEFAULT_RATE_TOLERANCE,
   type GridPoint,
   type PointTask,
@@ -29,7 +28,8 @@ import {
   type TraceRef,
   type WorkerCounts,
 } from "@kvsim/sweep";
-import { assertWritable, numberOption, readText, UsageError, writeTextAtomic } from "../io.js";
+import { checkOutputs, InvalidInputs, numberOption, readText, UsageError, writeOutputs } from "../io.js";
+import { checkSpec, fromInputError, type CheckedSpec } from "../spec-check.js";
 import { defaultSpecPath } from "../replay/examples.js";
 import { parseSetFlags, readDocument, type StdinIo } from "../spec-input.js";
 import { defaultJobs, localExecutor, type PointExecutor } from "./executor.js";
@@ -56,9 +56,11 @@ export interface SweepOptions {
   readonly queuePrefix?: string;
 }
 
-/** Turns a point's settings into runnable tasks: profiles and trace hashes are read once per file. */
+/**
+ * Turns a point's settings into runnable tasks. Each point's spec goes through the same checks as
+ * `kvsim replay` (profiles, the P/D gate, what the ranks refuse); trace hashes are taken once per file.
+ */
 class TaskBuilder {
-  private readonly profiles = new Map<string, Profile | InputError>();
   private readonly traces = new Map<string, Promise<string>>();
 
   constructor(
@@ -67,32 +69,23 @@ class TaskBuilder {
     private readonly percentiles: readonly number[],
   ) {}
 
-  /** The spec of a point (InputError when its settings make it invalid). */
-  spec(overrides: readonly SpecOverride[]): Spec {
-    return specWithOverrides(this.doc, [...this.base, ...overrides]);
+  /** The checked spec of a point (InputError when its settings make it invalid). */
+  check(overrides: readonly SpecOverride[]): CheckedSpec {
+    return checkSpec(this.doc, [...this.base, ...overrides]);
   }
 
-  private profile(path: string): Profile {
-    let p = this.profiles.get(path);
-    if (p === undefined) {
-      try {
-        p = parseProfile(readText(path), path);
-      } catch (e) {
-        if (!(e instanceof InputError)) throw e;
-        p = e;
-      }
-      this.profiles.set(path, p);
-    }
-    if (p instanceof InputError) throw p;
-    return p;
+  /** The spec of a point (InputError or InvalidInputs when it is invalid). */
+  spec(overrides: readonly SpecOverride[]): Spec {
+    const checked = this.check(overrides);
+    if (checked.problems.length > 0) throw new InvalidInputs(checked.problems);
+    return checked.spec;
   }
 
   /** The task of a point, or its refused row when its spec, a profile or its trace is bad. */
   async task(point: number, settings: Readonly<Record<string, unknown>>, overrides: readonly SpecOverride[]): Promise<PointTask | SweepRow> {
     try {
-      const spec = this.spec(overrides);
-      const profiles = new Map<string, Profile>();
-      for (const path of specProfilePaths(spec)) profiles.set(path, this.profile(path));
+      const { spec, profiles, problems } = this.check(overrides);
+      if (problems.length > 0) return badRow(point, settings, "refused", problems.map((p) => formatIssue(p.file, p.issue)).join("; "), 0);
       let trace: TraceRef | null = null;
       const path = spec.workload.trace;
       if (path !== undefined) {
@@ -137,7 +130,6 @@ function parseOptions(opts: SweepOptions) {
   if (opts.queue === undefined && (opts.sweepId !== undefined || opts.queueName !== undefined || opts.queuePrefix !== undefined)) {
     throw new UsageError("--sweep-id, --queue-name and --queue-prefix apply to --queue");
   }
-  if (opts.out !== undefined && opts.out === opts.csv) throw new UsageError("--out and --csv must name different files");
   let sla: SlaTerm[] | undefined;
   try {
     sla = opts.sla === undefined ? undefined : parseSla(opts.sla);
@@ -193,12 +185,16 @@ async function openExecutor(io: StdinIo, opts: SweepOptions, jobs: number): Prom
  */
 export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<number> {
   const { sla, jobs, tolerance, maxWorkers } = parseOptions(opts);
-  assertWritable(opts.out, opts.force);
-  assertWritable(opts.csv, opts.force);
+  checkOutputs([{ flag: "--out", path: opts.out }, { flag: "--csv", path: opts.csv }], opts.force);
   const sets = parseSetFlags(opts.set);
   const doc = await readDocument(io, opts.spec ?? defaultSpecPath());
   const builder = new TaskBuilder(doc, sets, sla === undefined ? [] : slaPercentiles(sla));
-  builder.spec([]); // the base spec must be valid on its own
+  try {
+    builder.spec([]); // the base spec must be valid on its own, as for kvsim replay
+  } catch (e) {
+    if (e instanceof SpecInputError) throw new InvalidInputs(fromInputError(e));
+    throw e;
+  }
   const grid = opts.grid === undefined ? undefined : parseGrid(parseDocumentText(readText(opts.grid), opts.grid));
   if (grid !== undefined) checkGridPaths(grid, applyOverrides(doc.value, sets));
   const points: GridPoint[] = grid === undefined ? [{ index: 0, settings: {}, overrides: [] }] : expandGrid(grid);
@@ -261,11 +257,13 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
   rows.sort((a, b) => a.point - b.point);
   const wallMs = performance.now() - started;
 
-  if (opts.out !== undefined) writeTextAtomic(opts.out, rows.map((r) => `${JSON.stringify(r)}\n`).join(""), opts.force);
+  const outputs: { path: string; text: string; flag: string }[] = [];
+  if (opts.out !== undefined) outputs.push({ path: opts.out, text: rows.map((r) => `${JSON.stringify(r)}\n`).join(""), flag: "--out" });
   if (opts.csv !== undefined) {
     const t = rowsTable(rows);
-    writeTextAtomic(opts.csv, csvStringify([t.columns, ...t.cells.map((r) => r.map((c) => c ?? ""))]), opts.force);
+    outputs.push({ path: opts.csv, text: csvStringify([t.columns, ...t.cells.map((r) => r.map((c) => c ?? ""))]), flag: "--csv" });
   }
+  writeOutputs(outputs, opts.force);
   const summary = { points: rows.length, ok: rows.filter((r) => r.status === "ok").length, refused: rows.filter((r) => r.status === "refused").length, failed: rows.filter((r) => r.status === "failed").length };
   if (opts.format === "json") {
     const out = {
