@@ -51,6 +51,8 @@ export {
   RoleOverrideSchema,
   TransferModeSchema,
   KvTransferSchema,
+  NetworkSchema,
+  MAX_GPUS_PER_NODE,
   TimingSchema,
   SyntheticWorkloadSchema,
   TraceFormatSchema,
@@ -62,6 +64,7 @@ export {
   type Topology,
   type TransferMode,
   type KvTransfer,
+  type Network,
   type Timing,
   type SyntheticWorkload,
   type TraceFormat,
@@ -141,4 +144,5 @@ export {
   type TraceLineOptions,
 } from "./trace.js";
 export { checkPdGate, checkPdTopology, handoffLayoutIssues, fullAttentionBlockSize, PD_VLLM_VERSIONS, type PdRole, type PdGateProblem } from "./pd-gate.js";
+export { parseBandwidth, bandwidthSchema } from "./bandwidth.js";
 export { profileJsonSchema, specJsonSchema, PROFILE_SCHEMA_ID, SPEC_SCHEMA_ID, type JsonSchema } from "./json-schema.js";

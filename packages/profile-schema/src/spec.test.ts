@@ -156,3 +156,51 @@ describe("size limits that keep a typo from exhausting memory", () => {
     ).toEqual(["workload.synthetic.input_tokens: must be at most 16777216 (2^24) tokens"]);
   });
 });
+
+describe("kv_transfer.network", () => {
+  const pd = [...base.filter((l) => !l.startsWith("kv_transfer"))];
+  it("parses NIC and intra-node bandwidths with their units to bytes per second", () => {
+    const text = [
+      ...pd,
+      "kv_transfer:",
+      "  setup_latency_ms: 0.5",
+      "  network:",
+      "    nic: { send: 50 GB/s, receive: 400 Gbit/s }",
+      "    max_concurrent_transfers: 2",
+      "    nodes: { gpus_per_node: 8, intra_node_bandwidth: 450 GB/s }",
+    ].join("\n");
+    const spec = parseSpec(text, "/work/specs/run.yaml");
+    expect(spec.kv_transfer).toStrictEqual({
+      mode: "destination_missing",
+      fallback_latency_ms: 0,
+      setup_latency_ms: 0.5,
+      network: {
+        nic: { send: 50e9, receive: 50e9 }, // 400 Gbit/s = 50 x 10^9 B/s
+        max_concurrent_transfers: 2,
+        nodes: { gpus_per_node: 8, intra_node_bandwidth: 450e9, fill: "prefill_first" },
+      },
+    });
+  });
+  it("leaves the parsed kv_transfer unchanged when no network or setup latency is given", () => {
+    expect(parseSpec(pd.join("\n"), "/work/specs/run.yaml").kv_transfer).toStrictEqual({ mode: "destination_missing", fallback_latency_ms: 0 });
+  });
+  it("refuses a bandwidth without a unit, naming the field", () => {
+    const lines = issues([...pd, "kv_transfer: { network: { nic: { send: 50, receive: 50 GB/s } } }"].join("\n"));
+    expect(lines.some((l) => l.includes("kv_transfer.network.nic.send") && l.includes("expected a bandwidth with its unit"))).toBe(true);
+  });
+  it("refuses network together with bandwidth_gbps or a fallback latency", () => {
+    const lines = issues([...pd, "kv_transfer: { bandwidth_gbps: 50, fallback_latency_ms: 3, network: { nic: { send: 50 GB/s, receive: 50 GB/s } } }"].join("\n"));
+    expect(lines.some((l) => l.includes("kv_transfer.bandwidth_gbps: prices a private pipe per handoff"))).toBe(true);
+    expect(lines.some((l) => l.includes("kv_transfer.fallback_latency_ms: applies to the private pipe"))).toBe(true);
+  });
+  it("refuses network in an aggregated topology", () => {
+    const agg = pd.map((l) => l.replace("kind: disaggregated", "kind: aggregated")).filter((l) => !l.includes("prefill:") && !l.includes("decode:"));
+    agg.splice(agg.indexOf("  kind: aggregated") + 1, 0, "  workers: 2");
+    const lines = issues([...agg, "kv_transfer: { network: { nic: { send: 50 GB/s, receive: 50 GB/s } } }"].join("\n"));
+    expect(lines.some((l) => l.includes("kv_transfer.network: applies to a disaggregated topology only"))).toBe(true);
+  });
+  it("refuses a negative or absurd setup latency", () => {
+    expect(issues([...pd, "kv_transfer: { setup_latency_ms: -1 }"].join("\n")).some((l) => l.includes("kv_transfer.setup_latency_ms: must be from 0 to 1000000 ms"))).toBe(true);
+    expect(issues([...pd, "kv_transfer: { setup_latency_ms: 1e9 }"].join("\n")).some((l) => l.includes("kv_transfer.setup_latency_ms: must be from 0 to 1000000 ms"))).toBe(true);
+  });
+});

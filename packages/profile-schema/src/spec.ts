@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { bandwidthSchema } from "./bandwidth.js";
 import { EngineOverridesSchema } from "./engine.js";
 import {
   MAX_BANDWIDTH_GBPS,
@@ -47,15 +48,56 @@ export const RoleOverrideSchema = z.strictObject({
 export const TransferModeSchema = z.enum(["full_prompt", "destination_missing"]);
 export type TransferMode = z.infer<typeof TransferModeSchema>;
 
-export const KvTransferSchema = z.strictObject({
-  /** Decimal GB/s (10^9 B/s). Absent: no modelled transfer delay. 0 is refused, not "off". */
-  bandwidth_gbps: rangedNumber(MIN_BANDWIDTH_GBPS, MAX_BANDWIDTH_GBPS, "GB/s", { note: "1 MB/s to 100 TB/s" })
+/** The most GPUs one node may hold. */
+export const MAX_GPUS_PER_NODE = 1024;
+
+/**
+ * The shared network of P/D handoffs (off when absent: each handoff then has a private pipe at
+ * `bandwidth_gbps`). Bandwidths are written with their unit and parsed to bytes per second.
+ */
+export const NetworkSchema = z.strictObject({
+  /** One worker's NIC (one TP rank's, as the payload is per rank), each direction; bytes per second once parsed. */
+  nic: z
+    .strictObject({ send: bandwidthSchema(), receive: bandwidthSchema() })
+    .describe("Each worker's NIC: send and receive bandwidths with units (e.g. 50 GB/s, 400 Gbit/s); shared max-min fairly by the transfers that cross it."),
+  /** Transfers one NIC runs at once; later ones wait in arrival order. Absent: no limit. */
+  max_concurrent_transfers: positiveInt().optional().describe("Transfers a NIC runs at once; later ones wait in arrival order. Absent: no limit."),
+  nodes: z
+    .strictObject({
+      gpus_per_node: positiveInt().max(MAX_GPUS_PER_NODE, { error: `must be at most ${MAX_GPUS_PER_NODE}`, abort: true }),
+      /** Each worker's intra-node link (NVLink), each direction; bytes per second once parsed. */
+      intra_node_bandwidth: bandwidthSchema(),
+      /** Worker order when filling nodes: prefill workers then decode, or alternating. */
+      fill: z.enum(["prefill_first", "interleaved"]).default("prefill_first"),
+    })
     .optional()
-    .describe(`Decimal GB/s (10^9 B/s), ${MIN_BANDWIDTH_GBPS} to ${MAX_BANDWIDTH_GBPS}; absent: no modelled transfer delay (0 is refused, not "off").`),
-  mode: TransferModeSchema.default("destination_missing"),
-  /** Delay used when no bandwidth is set. */
-  fallback_latency_ms: durationMs().default(0).describe(`Transfer delay when no bandwidth is set, ms (0 to ${MAX_DURATION_MS}).`),
+    .describe("Workers on nodes (a worker's TP ranks on one node): transfers between workers on one node take the intra-node link, not the NICs."),
 });
+export type Network = z.infer<typeof NetworkSchema>;
+
+export const KvTransferSchema = z
+  .strictObject({
+    /** Decimal GB/s (10^9 B/s). Absent: no modelled transfer delay. 0 is refused, not "off". */
+    bandwidth_gbps: rangedNumber(MIN_BANDWIDTH_GBPS, MAX_BANDWIDTH_GBPS, "GB/s", { note: "1 MB/s to 100 TB/s" })
+      .optional()
+      .describe(`Decimal GB/s (10^9 B/s), ${MIN_BANDWIDTH_GBPS} to ${MAX_BANDWIDTH_GBPS}; absent: no modelled transfer delay (0 is refused, not "off").`),
+    mode: TransferModeSchema.default("destination_missing"),
+    /** Delay used when no bandwidth is set. */
+    fallback_latency_ms: durationMs().default(0).describe(`Transfer delay when no bandwidth is set, ms (0 to ${MAX_DURATION_MS}).`),
+    /** Paid once by every transfer before its first byte (descriptor exchange, registration). Absent: 0. */
+    setup_latency_ms: durationMs().optional().describe(`Paid once by every transfer before its first byte, ms (0 to ${MAX_DURATION_MS}); absent: 0.`),
+    /** Off when absent: each handoff has a private pipe at bandwidth_gbps. */
+    network: NetworkSchema.optional().describe("A shared network of per-worker NICs instead of a private pipe per handoff; absent: the private pipe."),
+  })
+  .superRefine((k, ctx) => {
+    if (k.network === undefined) return;
+    if (k.bandwidth_gbps !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["bandwidth_gbps"], message: "prices a private pipe per handoff; with network the NIC bandwidths price transfers (remove one of them)" });
+    }
+    if (k.fallback_latency_ms !== 0) {
+      ctx.addIssue({ code: "custom", path: ["fallback_latency_ms"], message: "applies to the private pipe without bandwidth; with network use setup_latency_ms" });
+    }
+  });
 export type KvTransfer = z.infer<typeof KvTransferSchema>;
 
 export const TimingSchema = z.discriminatedUnion("type", [
@@ -170,6 +212,7 @@ export const SpecSchema = z
       for (const role of ["prefill", "decode"] as const) {
         if (s[role] !== undefined) ctx.addIssue({ code: "custom", path: [role], message: "applies to a disaggregated topology only" });
       }
+      if (s.kv_transfer.network !== undefined) ctx.addIssue({ code: "custom", path: ["kv_transfer", "network"], message: "applies to a disaggregated topology only" });
     }
   });
 export type Spec = z.infer<typeof SpecSchema>;
