@@ -59,7 +59,7 @@ describe("TransferNetwork", () => {
   it("queues the third of three transfers when a NIC runs two at once", () => {
     const net = new TransferNetwork<string>({ ...nic1, max_concurrent_transfers: 2 }, 0, 1, 1);
     const a = net.request(0, "a", 0, 0, 1e6);
-    const b = net.request(0, "b", 0, 0, 1e6);
+    net.request(0, "b", 0, 0, 1e6);
     const c = net.request(0, "c", 0, 0, 1e6);
     // a and b share 10^6 B/ms: 2 ms each. c waits until 2, then runs alone: 1 ms -> 3.
     expect(runAll(net)).toStrictEqual([
