@@ -62,7 +62,8 @@ export interface HandoffTimes {
 /**
  * The handoff coordinator of one P/D request (architecture.md; source first, as vLLM): submit the
  * prefill; on source held reserve the destination; on destination reserved price the transfer
- * against the destination's hit and start it (no bandwidth: the fallback latency); on transfer
+ * against the destination's hit and start it (no bandwidth: the fallback latency; plus the setup
+ * latency); on transfer
  * done activate the destination, then release the source, then complete. Any failure cancels what
  * was set up (the source if a prefill was submitted and not released, the destination if a
  * reservation was accepted) and completes with the reason.
@@ -80,10 +81,15 @@ export class HandoffCoordinator {
   private terms: TransferTerms | undefined;
   readonly times: HandoffTimes = {};
 
+  /**
+   * `setupLatencyMs` is added to every delay (the spec's per-transfer setup latency on the private
+   * pipe; 0 when a shared network times the transfer instead).
+   */
   constructor(
     readonly handoffId: string,
     private readonly price: TransferPricer,
     private readonly fallbackLatencyMs: number,
+    private readonly setupLatencyMs = 0,
   ) {}
 
   get phase(): HandoffPhase {
@@ -131,7 +137,8 @@ export class HandoffCoordinator {
         if (input.type !== "destination_reserved") return this.unexpected(input);
         this.times.destinationReservedMs = input.atMs;
         const priced = this.price(this.terms!, input.hitTokens);
-        const delay = priced.delayMs ?? this.fallbackLatencyMs;
+        const wire = priced.delayMs ?? this.fallbackLatencyMs;
+        const delay = this.setupLatencyMs === 0 ? wire : this.setupLatencyMs + wire;
         if (!Number.isFinite(delay) || delay < 0) throw new Error(`handoff ${this.handoffId}: transfer delay must be finite and >= 0, got ${delay}`);
         this.pricedTransfer = priced;
         this.delay = delay;

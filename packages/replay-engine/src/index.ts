@@ -18,3 +18,14 @@ export {
   type KvCapacityByRole,
 } from "./report.js";
 export { SATURATION_RATE_RATIO, SATURATION_TTFT_GROWTH, SATURATION_MIN_REQUESTS, type SaturationCheck } from "./saturation.js";
+export { FairShareNetwork, type Flow, type LinkStats } from "./fair-share.js";
+export {
+  TransferNetwork,
+  placeOnNodes,
+  type NetworkTransfer,
+  type NodePlacement,
+  type NetworkReport,
+  type NetworkWorkerReport,
+  type NetworkHandoffStats,
+  type TransferPath,
+} from "./transfer-network.js";

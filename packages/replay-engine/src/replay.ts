@@ -20,6 +20,7 @@ import { EventQueue, Phase, Stage } from "./event-queue.js";
 import { PassLog, TokenTrack } from "./itl.js";
 import { createPlacement, type Placement } from "./placement.js";
 import { MetricsCollector, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
+import { placeOnNodes, TransferNetwork, type NetworkTransfer } from "./transfer-network.js";
 import { lowerTrace, syntheticRequests, type ReplayRequest } from "./workload.js";
 
 export interface ReplayProgress {
@@ -98,6 +99,8 @@ interface LiveRequest {
   decode: Worker | undefined;
   decodeHitTokens: number | undefined;
   handoff: HandoffCoordinator | undefined;
+  /** Its transfer on the shared network (with `kv_transfer.network`). */
+  transfer?: NetworkTransfer;
   /** A rejection reason reported by the prefill rank, kept for the terminal record. */
   rejected: string | undefined;
 }
@@ -149,6 +152,10 @@ class ReplayEngine {
   private readonly collector: MetricsCollector;
   private readonly price: TransferPricer;
   private readonly fallbackLatencyMs: number;
+  /** Setup latency the coordinator adds (the private pipe's; the network pays its own). */
+  private readonly pipeSetupMs: number;
+  /** The shared network of handoffs, when the spec sets one; else each has a private pipe. */
+  private readonly network: TransferNetwork<LiveRequest> | undefined;
   private readonly requests: AsyncIterator<ReplayRequest> | Iterator<ReplayRequest>;
   /** A trace's raw record iterator, kept to count what a cutoff left unread; closed at the end. */
   private rawRecords: AsyncIterator<TraceRecord> | Iterator<TraceRecord> | undefined;
@@ -168,6 +175,9 @@ class ReplayEngine {
     this.progressEvery = Math.max(1, input.progressEvery ?? 256);
     this.nextProgress = this.progressEvery;
     this.fallbackLatencyMs = spec.kv_transfer.fallback_latency_ms;
+    const setupMs = spec.kv_transfer.setup_latency_ms ?? 0;
+    this.pipeSetupMs = spec.kv_transfer.network === undefined ? setupMs : 0;
+    let network: TransferNetwork<LiveRequest> | undefined;
     const base = resolveProfile(spec.profile, input.profiles, "base");
     const capacity: { -readonly [R in keyof KvCapacityByRole]: KvCapacity } = {};
     const settings = (role: RankRole, profile: Profile, o: EngineOverrides | undefined): EngineSettings => {
@@ -203,12 +213,15 @@ class ReplayEngine {
       const decode: RankConfig = { role: "decode", profile: decodeProfile, engine: settings("decode", decodeProfile, spec.decode?.engine), timing: spec.timing };
       for (let i = 0; i < spec.topology.prefill.workers; i++) this.firstPool.push(this.addWorker(prefill, Stage.prefill, i));
       for (let i = 0; i < spec.topology.decode.workers; i++) this.decodePool.push(this.addWorker(decode, Stage.decode, i));
+      network = this.createNetwork(setupMs, prefillProfile, decodeProfile);
       const linearBlock = { blockSizeTokens: prefill.engine.block_size };
       this.price = (terms, hitTokens) => {
         const priced = withDestination(terms, prefillProfile, asTokens(hitTokens), linearBlock);
         return { terms: priced, payloadBytes: payloadBytes(priced), delayMs: transferDelayMs(priced) };
       };
     }
+    this.network = network;
+    if (network !== undefined) this.collector.attachNetwork(network);
     const targets = (pool: readonly Worker[]) =>
       pool.map((w) => ({
         prefixHitTokens: (p: PromptTokens) => w.rank.peekPrefixHitTokens(p),
@@ -221,6 +234,19 @@ class ReplayEngine {
     this.firstPlacement = createPlacement(spec.router, targets(this.firstPool));
     this.decodePlacement = this.disaggregated ? createPlacement(spec.router, targets(this.decodePool)) : undefined;
     this.requests = this.requestStream(input);
+  }
+
+  /** The shared network of `kv_transfer.network`, with workers placed on nodes when it has `nodes`. */
+  private createNetwork(setupMs: number, prefillProfile: Profile, decodeProfile: Profile): TransferNetwork<LiveRequest> | undefined {
+    const net = this.spec.kv_transfer.network;
+    if (net === undefined) return undefined;
+    const p = this.firstPool.length;
+    const d = this.decodePool.length;
+    if (net.nodes === undefined) return new TransferNetwork(net, setupMs, p, d);
+    const tp = (profile: Profile, n: number) => new Array<number>(n).fill(profile.tensor_parallel_size);
+    const placed = placeOnNodes(net.nodes.gpus_per_node, net.nodes.fill, tp(prefillProfile, p), tp(decodeProfile, d));
+    if (!placed.ok) throw new InputError(this.specFile, [{ path: "kv_transfer.network.nodes.gpus_per_node", message: placed.reason }]);
+    return new TransferNetwork(net, setupMs, p, d, placed.placement);
   }
 
   private addWorker(config: RankConfig, stage: Stage, id: number): Worker {
@@ -265,14 +291,19 @@ class ReplayEngine {
             if (ev.payload.kind === "pass") this.completePass(ev.payload.worker, ev.payload.step);
             else this.feed(ev.payload.live, { type: "transfer_completed", atMs: this.now });
           }
+          if (this.network?.nextTimeMs() === this.now) {
+            for (const live of this.network.settle(this.now)) this.feed(live, { type: "transfer_completed", atMs: this.now });
+          }
           while (next !== undefined && next.arrivalMs <= this.now) {
             this.arrive(next);
             next = await this.pull();
           }
           for (const w of this.workers) if (w.dirty && !w.busy) this.startPass(w);
-          if (this.queue.peekTime() !== this.now) break;
+          if (this.queue.peekTime() !== this.now && this.network?.nextTimeMs() !== this.now) break;
         }
-        const heapNext = this.queue.peekTime();
+        const netNext = this.network?.nextTimeMs();
+        const queueNext = this.queue.peekTime();
+        const heapNext = netNext === undefined ? queueNext : queueNext === undefined ? netNext : Math.min(queueNext, netNext);
         const t = next === undefined ? heapNext : heapNext === undefined ? next.arrivalMs : Math.min(heapNext, next.arrivalMs);
         if (t === undefined) break;
         if (cap !== undefined && t > cap) {
@@ -346,7 +377,7 @@ class ReplayEngine {
     };
     this.live.set(req.id, live);
     if (this.disaggregated) {
-      live.handoff = new HandoffCoordinator(req.id, this.price, this.fallbackLatencyMs);
+      live.handoff = new HandoffCoordinator(req.id, this.price, this.fallbackLatencyMs, this.pipeSetupMs);
       this.feed(live, { type: "start", atMs: this.now });
       return;
     }
@@ -503,6 +534,12 @@ class ReplayEngine {
       }
       case "start_transfer": {
         const priced = h.priced!;
+        if (this.network !== undefined) {
+          // The network times it; the collector counts it now and takes its delay from the network.
+          this.collector.onTransferStarted(priced.payloadBytes, 0);
+          live.transfer = this.network.request(this.now, live, live.first!.id, live.decode!.id, priced.payloadBytes);
+          return;
+        }
         if (!(action.delayMs >= 0) || !Number.isFinite(action.delayMs)) throw new Error(`request ${id}: transfer delay ${action.delayMs} ms`);
         this.collector.onTransferStarted(priced.payloadBytes, action.delayMs);
         this.queue.push(this.now + action.delayMs, Phase.transferCompletion, Stage.decode, live.decode!.id, { kind: "transfer", live });
@@ -604,6 +641,7 @@ class ReplayEngine {
       payload_bytes: p?.payloadBytes ?? null,
       bandwidth_gbps: t?.bandwidthGbps ?? null,
       delay_ms: h.delayMs ?? null,
+      ...(live.transfer === undefined ? {} : networkTimes(live.transfer)),
     };
   }
 
@@ -654,4 +692,19 @@ class ReplayEngine {
         };
     }
   }
+}
+
+/** A handoff record's network fields; its delay runs from the request to the last byte. */
+function networkTimes(t: NetworkTransfer): Partial<HandoffRecord> {
+  const since = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? null : a - b);
+  return {
+    delay_ms: since(t.endMs, t.requestedMs),
+    transfer_path: t.path,
+    transfer_start_ms: t.startMs ?? null,
+    transfer_first_byte_ms: t.firstByteMs ?? null,
+    transfer_end_ms: t.endMs ?? null,
+    queue_ms: since(t.startMs, t.requestedMs),
+    setup_ms: since(t.firstByteMs, t.startMs),
+    transfer_ms: since(t.endMs, t.firstByteMs),
+  };
 }

@@ -4,6 +4,7 @@ import type { KvCapacity, Sla, TransferMode } from "@kvsim/profile-schema";
 import { SaturationMonitor, type SaturationCheck } from "./saturation.js";
 import { ItlSample, TokenTrack } from "./itl.js";
 import { percentilesOf, Sample, summarize, type Distribution } from "./stats.js";
+import type { NetworkHandoffStats, NetworkReport, TransferPath } from "./transfer-network.js";
 
 export type RequestStatus = "completed" | "rejected" | "failed";
 
@@ -27,8 +28,16 @@ export interface HandoffRecord {
   readonly fixed_bytes: number | null;
   readonly payload_bytes: number | null;
   readonly bandwidth_gbps: number | null;
-  /** The delay used: the priced one, or the spec's fallback latency without bandwidth. */
+  /** The delay used: the priced one, or the spec's fallback latency without bandwidth (plus the setup latency); with a network, requested to last byte. */
   readonly delay_ms: number | null;
+  /** With `kv_transfer.network`: the path, when the transfer got its NIC slots, its first and last byte, and the three parts of `delay_ms`. */
+  readonly transfer_path?: TransferPath;
+  readonly transfer_start_ms?: number | null;
+  readonly transfer_first_byte_ms?: number | null;
+  readonly transfer_end_ms?: number | null;
+  readonly queue_ms?: number | null;
+  readonly setup_ms?: number | null;
+  readonly transfer_ms?: number | null;
 }
 
 /** One terminal request (product.md per-request records). Times are virtual ms. */
@@ -101,8 +110,10 @@ export interface ReplayReport extends VllmSummaryKeys, PercentileKeys {
   readonly prefix_cache_reused_ratio: number;
   /** Preemptions over every rank. */
   readonly preemptions: number;
-  /** Transfers started: how many, bytes moved, mean delay. */
-  readonly handoffs: { readonly count: number; readonly payload_bytes: number; readonly mean_delay_ms: number };
+  /** Transfers started: how many, bytes moved, mean delay; with a network, the delays of finished transfers (NetworkHandoffStats). */
+  readonly handoffs: { readonly count: number; readonly payload_bytes: number; readonly mean_delay_ms: number } & Partial<NetworkHandoffStats>;
+  /** With `kv_transfer.network`: per-worker NIC load. */
+  readonly network?: NetworkReport;
   /** With an SLA: completed requests that met it, per second of duration. */
   readonly goodput_requests?: number;
   readonly goodput_rps?: number;
@@ -300,6 +311,8 @@ export class MetricsCollector {
   private cutoff: CutoffSummary | undefined;
   private cutoffTokens = 0;
 
+  private network: { handoffStats(): NetworkHandoffStats; report(durationMs: number): NetworkReport } | undefined;
+
   constructor(
     private readonly sla: Sla | undefined,
     options: CollectorOptions = {},
@@ -309,6 +322,11 @@ export class MetricsCollector {
 
   /** Set by the replay when an engine's pool was sized from GPU memory; reported as is. */
   kvCapacity: KvCapacityByRole | undefined;
+
+  /** With a shared network: its delays replace the mean delay, and its NIC load joins the report. */
+  attachNetwork(network: { handoffStats(): NetworkHandoffStats; report(durationMs: number): NetworkReport }): void {
+    this.network = network;
+  }
 
   onArrival(atMs = 0): void {
     this.arrived++;
@@ -423,7 +441,9 @@ export class MetricsCollector {
         count: this.handoffCount,
         payload_bytes: this.handoffBytes,
         mean_delay_ms: this.handoffCount > 0 ? this.handoffDelay / this.handoffCount : 0,
+        ...this.network?.handoffStats(),
       },
+      ...(this.network === undefined ? {} : { network: this.network.report(durationMs) }),
       ...(this.sla === undefined ? {} : { goodput_requests: this.good, goodput_rps: rate(this.good) }),
     } as Omit<ReplayReport, "digest">;
     const digest = digestOf(body);
