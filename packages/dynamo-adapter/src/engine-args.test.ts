@@ -203,6 +203,7 @@ describe("toMockEngineArgs", () => {
         kv_bytes_per_token: 131072,
         kv_transfer_bandwidth: null,
         kv_transfer_timing_mode: "full_prompt",
+        kv_transfer_setup_latency_ms: 0,
         timing_model: { type: "polynomial" },
       },
     });

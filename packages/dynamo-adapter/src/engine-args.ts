@@ -1,12 +1,14 @@
 import {
   EngineOverridesSchema,
   InputError,
+  MAX_DURATION_MS,
   TimingSchema,
   engineSettings,
   isGroupedProfile,
   zodIssues,
   type EngineSettings,
   type InputIssue,
+  type KvTransfer,
   type Profile,
   type Timing,
   type TransferMode,
@@ -26,8 +28,12 @@ export interface KvsimEngineArgs {
   readonly role: WorkerType;
   readonly engine: EngineSettings;
   readonly timing: Timing;
-  /** How a prefill rank prices its SourceHeld terms. Bandwidth absent: no modelled delay. */
-  readonly kvTransfer: { readonly mode: TransferMode; readonly bandwidthGbps?: number };
+  /**
+   * How a prefill rank prices its SourceHeld terms. Bandwidth absent: no modelled delay. The setup
+   * latency (absent: 0) is paid once per transfer before its first byte; it goes into the delay the
+   * driver schedules (`StartTransfer.delay_ms`), as Dynamo's timing shape has no field of its own.
+   */
+  readonly kvTransfer: { readonly mode: TransferMode; readonly bandwidthGbps?: number; readonly setupLatencyMs?: number };
 }
 
 /** The normalised `MockEngineArgs` JSON this adapter writes (every supported field, defaults filled). */
@@ -51,6 +57,8 @@ export interface MockEngineArgs {
   /** Decimal GB/s; null: no modelled transfer delay (never 0). */
   readonly kv_transfer_bandwidth: number | null;
   readonly kv_transfer_timing_mode: TransferMode;
+  /** kvsim extension: ms added once to every transfer's delay (setup before the first byte); 0: none. */
+  readonly kv_transfer_setup_latency_ms: number;
   /** kvsim extension: the timing model (Dynamo's default is the polynomial). */
   readonly timing_model: Timing;
 }
@@ -128,6 +136,7 @@ const SUPPORTED = new Set([
   "kv_bytes_per_token",
   "kv_transfer_bandwidth",
   "kv_transfer_timing_mode",
+  "kv_transfer_setup_latency_ms",
   "timing_model",
 ]);
 
@@ -296,6 +305,15 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
     else mode = m;
   }
 
+  // kv_transfer_setup_latency_ms (kvsim extension): ms per transfer; null, absent or 0: none.
+  let setupLatencyMs: number | undefined;
+  const setup = args.kv_transfer_setup_latency_ms;
+  if (setup !== undefined && setup !== null) {
+    if (typeof setup !== "number" || !Number.isFinite(setup) || setup < 0 || setup > MAX_DURATION_MS) {
+      issue("kv_transfer_setup_latency_ms", `must be a number of ms in [0, ${MAX_DURATION_MS}], got ${JSON.stringify(setup)}`);
+    } else if (setup > 0) setupLatencyMs = setup;
+  }
+
   let timing: Timing = { type: "polynomial" };
   if (has(args, "timing_model")) {
     const parsedTiming = TimingSchema.safeParse(args.timing_model, { reportInput: true });
@@ -304,7 +322,8 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
   }
 
   if (issues.length > 0 || engine === undefined) throw new InputError(file, issues);
-  return { role, engine, timing, kvTransfer: bandwidthGbps === undefined ? { mode } : { mode, bandwidthGbps } };
+  const kvTransfer = { mode, ...(bandwidthGbps === undefined ? {} : { bandwidthGbps }), ...(setupLatencyMs === undefined ? {} : { setupLatencyMs }) };
+  return { role, engine, timing, kvTransfer };
 }
 
 /** A conversion that can fail, with the reason. */
@@ -348,7 +367,43 @@ export function toMockEngineArgs(args: KvsimEngineArgs, profile: Profile): Conve
       kv_bytes_per_token: grouped ? null : (profile.kv_bytes_per_token ?? null),
       kv_transfer_bandwidth: args.kvTransfer.bandwidthGbps ?? null,
       kv_transfer_timing_mode: args.kvTransfer.mode,
+      kv_transfer_setup_latency_ms: args.kvTransfer.setupLatencyMs ?? 0,
       timing_model: args.timing,
+    },
+  };
+}
+
+/** The transfer fields of `MockEngineArgs` that a kvsim spec's `kv_transfer` maps to. */
+export type DynamoKvTransfer = Pick<MockEngineArgs, "kv_transfer_bandwidth" | "kv_transfer_timing_mode" | "kv_transfer_setup_latency_ms">;
+
+/**
+ * A kvsim spec's `kv_transfer` in Dynamo's engine args: the bandwidth (decimal GB/s, null when
+ * absent), the timing mode, and the setup latency (the kvsim extension that the adapter adds to
+ * every `StartTransfer.delay_ms`, the one place Dynamo's timing has a field for it).
+ *
+ * Refuses, naming each, what Dynamo would drop: a shared network (`network.nic`,
+ * `network.max_concurrent_transfers`, `network.nodes`: Dynamo fixes each handoff's delay when it
+ * starts, at line rate, so transfers never share a link or wait for one) and a fallback latency
+ * (Dynamo turns a timing without bandwidth into 0 ms).
+ */
+export function toDynamoKvTransfer(kvTransfer: KvTransfer): Conversion<DynamoKvTransfer> {
+  const dropped: string[] = [];
+  const net = kvTransfer.network;
+  if (net !== undefined) {
+    dropped.push("kv_transfer.network.nic (Dynamo prices each handoff alone at line rate when it starts; concurrent transfers do not share a NIC)");
+    if (net.max_concurrent_transfers !== undefined) dropped.push("kv_transfer.network.max_concurrent_transfers (Dynamo starts every transfer at once; there is no per-NIC queue)");
+    if (net.nodes !== undefined) dropped.push("kv_transfer.network.nodes (Dynamo has one bandwidth for every pair of workers; there is no intra-node link)");
+  }
+  if (kvTransfer.fallback_latency_ms > 0) {
+    dropped.push(`kv_transfer.fallback_latency_ms (${kvTransfer.fallback_latency_ms} ms: Dynamo charges 0 ms for a timing without bandwidth; use setup_latency_ms)`);
+  }
+  if (dropped.length > 0) return { ok: false, reason: `Dynamo's engine args would drop ${dropped.join("; ")}` };
+  return {
+    ok: true,
+    value: {
+      kv_transfer_bandwidth: kvTransfer.bandwidth_gbps ?? null,
+      kv_transfer_timing_mode: kvTransfer.mode,
+      kv_transfer_setup_latency_ms: kvTransfer.setup_latency_ms ?? 0,
     },
   };
 }

@@ -1,4 +1,4 @@
-import { blocks, bytes, cdiv, isGroupedProfile, tokens, type Blocks, type InputIssue, type Millis, type Profile, type Tokens, type TransferMode } from "@kvsim/profile-schema";
+import { blocks, bytes, cdiv, isGroupedProfile, millis, tokens, type Blocks, type InputIssue, type Millis, type Profile, type Tokens, type TransferMode } from "@kvsim/profile-schema";
 import {
   blocksToTokens,
   checkBandwidth,
@@ -257,6 +257,18 @@ export function dynamoDelayMs(timing: HandoffTransferTiming | LegacyHandoffTrans
 export function handoffDelayMs(timing: HandoffTransferTiming | LegacyHandoffTransferTiming, destination?: DestinationTransfer): Millis | undefined {
   if (destination === undefined || !("kv_bytes_per_request" in timing)) return dynamoDelayMs(timing, destination);
   return dynamoDelayMs(transferTimingFor(timing, destination), destination);
+}
+
+/**
+ * The delay to put in Dynamo's `StartTransfer.delay_ms` for one transfer: the setup latency (paid
+ * once, before the first byte) plus `handoffDelayMs`; no modelled bytes delay counts as 0 ms, as
+ * Dynamo's coordinator does. Dynamo's `HandoffTransferTiming` has no latency field, so the latency
+ * travels only here.
+ */
+export function startTransferDelayMs(timing: HandoffTransferTiming | LegacyHandoffTransferTiming, destination: DestinationTransfer | undefined, setupLatencyMs: number): Millis {
+  if (!(setupLatencyMs >= 0) || !Number.isFinite(setupLatencyMs)) throw new RangeError(`setup latency must be finite and >= 0 ms, got ${setupLatencyMs}`);
+  const wire = handoffDelayMs(timing, destination) ?? 0;
+  return millis(setupLatencyMs === 0 ? wire : setupLatencyMs + wire);
 }
 
 const MODES: Readonly<Record<string, TransferMode>> = {

@@ -3,7 +3,7 @@ import { InputError, MAX_REQUEST_TOKENS, blocks, cdiv, isGroupedProfile, tokens,
 import { sourceTerms, withDestination } from "@kvsim/transfer-rules";
 import { Rank, RankConfigError, TimingRefusedError, sampledTokenId, type Command, type Effects, type LifecycleFact, type RankMetrics, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
 import { fromMockEngineArgs, toMockEngineArgs, type KvsimEngineArgs, type MockEngineArgs, type WorkerType } from "./engine-args.js";
-import { dynamoTimingIssues, handoffDelayMs, parseHandoffTiming, toDynamoTiming, transferablePromptTokens, transferTimingFor, type DestinationTransfer, type HandoffTransferTiming } from "./handoff-timing.js";
+import { dynamoTimingIssues, handoffDelayMs, parseHandoffTiming, startTransferDelayMs, toDynamoTiming, transferablePromptTokens, transferTimingFor, type DestinationTransfer, type HandoffTransferTiming } from "./handoff-timing.js";
 import { describeJson, stringifyJsonExact, type JsonValue } from "./json-u64.js";
 import { RouterEventPublisher, routerGroupIndex, type RouterKvEvent } from "./kv-events.js";
 import { parseLine, type ProtocolCommand, type ProtocolErrorCode, type ProtocolRequest, type RequestId } from "./protocol.js";
@@ -304,6 +304,9 @@ class Session implements EngineSession {
       if (e instanceof RangeError) throw new Refusal("invalid_request", e.message);
       throw e;
     }
+    const setup = this.args.kvTransfer.setupLatencyMs;
+    // The setup latency goes into the delay the driver schedules (StartTransfer.delay_ms).
+    if (setup !== undefined) return { delay_ms: startTransferDelayMs(timing.value, destination, setup), setup_latency_ms: setup, transfer_timing: charged };
     return { delay_ms: delay ?? null, transfer_timing: charged };
   }
 

@@ -6,6 +6,7 @@
 //   aggregated round robin   4 workers, a linear profile with 16-token blocks, polynomial timing
 //   aggregated kv-aware      the same with the kv_aware router
 //   P/D GLM                  2 prefill + 2 decode workers, the GLM-5.3-Flash grouped profile
+//   P/D GLM, shared NICs     the same with its handoffs on kv_transfer.network (the network model's cost)
 //
 // The 8x trace is 8 copies of the public trace one after another in time, each copy's hash ids
 // moved to a range of its own (no prefix shared between copies): the same load for 8x as long,
@@ -80,6 +81,12 @@ const SCENARIOS = {
       timing: { type: "polynomial" },
       workload: { trace: TRACE, format: "mooncake", trace_block_size: 512 },
     }),
+  },
+  // The same P/D case with its handoffs on a shared network (kv_transfer.network): what the
+  // network model costs. One 50 GB/s NIC per worker each way instead of a private 50 GB/s pipe.
+  "pd-net": {
+    label: "P/D GLM 2+2, shared NICs",
+    spec: () => ({ ...SCENARIOS.pd.spec(), kv_transfer: { mode: "destination_missing", network: { nic: { send: "50 GB/s", receive: "50 GB/s" } } } }),
   },
 };
 

@@ -55,6 +55,9 @@ interface ShareEntry {
 
 const byShare = (a: ShareEntry, b: ShareEntry): number => a.share - b.share || a.link - b.link;
 
+/** Components with at most this many links are water-filled by scanning instead of with a heap. */
+const SCAN_LINKS_UP_TO = 8;
+
 export class FairShareNetwork<T> {
   private readonly capacity: number[] = [];
   private readonly onLink: FlowState<T>[][] = [];
@@ -75,6 +78,18 @@ export class FairShareNetwork<T> {
   /** Links whose flows changed at `dirtyMs` and whose components need new rates. */
   private readonly dirty: number[] = [];
   private dirtyMs = 0;
+  /** Scratch lists of one component, reused across recomputes. */
+  private readonly compLinks: number[] = [];
+  private readonly compFlows: FlowState<T>[] = [];
+  private readonly scanLinksUpTo: number;
+
+  /**
+   * `scanLinksUpTo`: components with at most this many links find the smallest share by a scan,
+   * larger ones with a heap (default 8; both give the same rates, tests pin each path).
+   */
+  constructor(options: { readonly scanLinksUpTo?: number } = {}) {
+    this.scanLinksUpTo = options.scanLinksUpTo ?? SCAN_LINKS_UP_TO;
+  }
 
   /** Adds a link of `capacity` bytes per ms (> 0, finite) and returns its id (0, 1, ...). */
   addLink(capacity: number): number {
@@ -216,8 +231,8 @@ export class FairShareNetwork<T> {
     if (this.dirty.length === 0) return;
     const t = this.dirtyMs;
     const epoch = ++this.epoch;
-    const links: number[] = [];
-    const flows: FlowState<T>[] = [];
+    const links = this.compLinks;
+    const flows = this.compFlows;
     for (const seed of this.dirty) {
       if (this.linkSeen[seed] === epoch) continue;
       links.length = 0;
@@ -226,6 +241,7 @@ export class FairShareNetwork<T> {
       this.waterFill(links, flows, t, epoch);
     }
     this.dirty.length = 0;
+    flows.length = 0;
   }
 
   /** The links and flows connected to `seed` through shared links (depth-first). */
@@ -259,6 +275,45 @@ export class FairShareNetwork<T> {
       f.remaining = Math.max(0, f.remaining - f.rate * (t - f.lastMs));
       f.lastMs = t;
     }
+    if (links.length <= this.scanLinksUpTo) this.waterFillSmall(links, t, epoch);
+    else this.waterFillHeap(links, t, epoch);
+  }
+
+  /** Few links: find the smallest share by a scan each round (no allocation). */
+  private waterFillSmall(links: readonly number[], t: number, epoch: number): void {
+    for (const l of links) {
+      this.residual[l] = this.capacity[l]!;
+      this.unfrozen[l] = this.onLink[l]!.length;
+    }
+    for (;;) {
+      let best = -1;
+      let bestShare = Infinity;
+      for (const l of links) {
+        const n = this.unfrozen[l]!;
+        if (n === 0) continue;
+        const share = Math.max(0, this.residual[l]!) / n;
+        if (share < bestShare || (share === bestShare && l < best)) {
+          best = l;
+          bestShare = share;
+        }
+      }
+      if (best < 0) return;
+      for (const f of this.onLink[best]!) {
+        if (f.frozen === epoch) continue;
+        f.frozen = epoch;
+        this.setRate(f, bestShare, t);
+        for (const m of f.links) {
+          if (m === best) continue;
+          this.residual[m]! -= bestShare;
+          this.unfrozen[m]!--;
+        }
+      }
+      this.unfrozen[best] = 0;
+    }
+  }
+
+  /** Many links: the smallest share from a heap with lazily dropped stale entries. */
+  private waterFillHeap(links: readonly number[], t: number, epoch: number): void {
     const shares = new TinyQueue<ShareEntry>([], byShare);
     for (const l of links) {
       const n = this.onLink[l]!.length;

@@ -66,6 +66,15 @@ export function formatReportTable(report: ReplayReport, run: RunSummary): string
       `${int(c.num_gpu_blocks)} pages (${int(c.kv_cache_tokens)} tokens) = (${g(c.gpu_memory_bytes)} GiB x ${c.gpu_memory_utilization} - ${g(c.weights_bytes)} weights - ${g(c.activation_bytes + c.non_torch_bytes)} activations - ${g(c.cuda_graph_bytes)} CUDA graphs) / ${int(c.page_bytes)} B`,
     ]);
   }
+  const h = report.handoffs;
+  if (report.network !== undefined && h.p50_delay_ms !== undefined) {
+    rows.push([
+      "handoff delay",
+      `p50 ${num(h.p50_delay_ms, 3)}, p90 ${num(h.p90_delay_ms ?? 0, 3)}, p99 ${num(h.p99_delay_ms ?? 0, 3)} ms (mean queue ${num(h.mean_queue_ms ?? 0, 3)}, setup ${num(h.mean_setup_ms ?? 0, 3)}, transfer ${num(h.mean_transfer_ms ?? 0, 3)} ms)`,
+    ]);
+    const load = report.network.workers.map((w) => `${w.role[0]!.toUpperCase()}${w.worker} ${num(w.nic_utilization * 100, 1)} %`);
+    rows.push(["NIC utilization", load.join(", ")]);
+  }
   if (report.goodput_rps !== undefined && report.goodput_requests !== undefined) {
     rows.push(["goodput (SLA)", `${num(report.goodput_rps)} req/s (${int(report.goodput_requests)} requests met it)`]);
   }
