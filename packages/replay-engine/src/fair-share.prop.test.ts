@@ -115,7 +115,7 @@ describe("FairShareNetwork properties", () => {
         // Every component scanned, then every component through the heap (and its invariants).
         const scanned = run(scenario, Infinity);
         const heaped = run(scenario, 0);
-        heaped.forEach((h, i) => expect(h.finishMs).toBeCloseTo(scanned[i]!.finishMs!, 6));
+        heaped.forEach((h, i) => { expect(h.finishMs).toBeCloseTo(scanned[i]!.finishMs!, 6); });
       }),
     );
   });
