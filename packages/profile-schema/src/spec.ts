@@ -197,7 +197,7 @@ export const SpecSchema = z
     engine: EngineOverridesSchema.default({}).describe("vLLM settings for every rank; prefill and decode may override them."),
     prefill: RoleOverrideSchema.optional().describe("Disaggregated: engine and profile overrides of the prefill role."),
     decode: RoleOverrideSchema.optional().describe("Disaggregated: engine and profile overrides of the decode role."),
-    kv_transfer: KvTransferSchema.default({ mode: "destination_missing", fallback_latency_ms: 0 }).describe("How P/D handoffs are priced."),
+    kv_transfer: KvTransferSchema.prefault({ mode: "destination_missing", fallback_latency_ms: 0 }).describe("How P/D handoffs are priced."),
     timing: TimingSchema.describe("Step timing: fixed, polynomial, profile (the profile's forward_pass tables) or linear (fitted by kvsim calibrate)."),
     workload: WorkloadSchema.describe("A trace file (with its format) or a synthetic workload."),
     router: RouterSchema.default("round_robin").describe("Placement: round_robin or kv_aware."),
