@@ -23,8 +23,8 @@ describe("the per-transfer setup latency through Dynamo's shapes", () => {
   });
 
   it("refuses a negative or absurd latency, naming the field", () => {
-    expect(refusal(() => fromMockEngineArgs({ kv_transfer_setup_latency_ms: -1 }, LLAMA_8B))).toStrictEqual(["kv_transfer_setup_latency_ms: must be a number of ms in [0, 60000], got -1"]);
-    expect(refusal(() => fromMockEngineArgs({ kv_transfer_setup_latency_ms: "1ms" }, LLAMA_8B))).toStrictEqual(['kv_transfer_setup_latency_ms: must be a number of ms in [0, 60000], got "1ms"']);
+    expect(refusal(() => fromMockEngineArgs({ kv_transfer_setup_latency_ms: -1 }, LLAMA_8B))).toStrictEqual(["kv_transfer_setup_latency_ms: must be a number of ms in [0, 1000000], got -1"]);
+    expect(refusal(() => fromMockEngineArgs({ kv_transfer_setup_latency_ms: "1ms" }, LLAMA_8B))).toStrictEqual(['kv_transfer_setup_latency_ms: must be a number of ms in [0, 1000000], got "1ms"']);
   });
 
   it("StartTransfer.delay_ms = setup + bytes / bandwidth, and the setup alone when nothing moves", () => {
