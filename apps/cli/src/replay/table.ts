@@ -57,15 +57,6 @@ export function formatReportTable(report: ReplayReport, run: RunSummary): string
   if (report.handoffs.count > 0) {
     rows.push(["handoffs", `${int(report.handoffs.count)}, ${int(report.handoffs.payload_bytes)} bytes, mean delay ${num(report.handoffs.mean_delay_ms, 3)} ms`]);
   }
-  for (const role of ["aggregated", "prefill", "decode"] as const) {
-    const c = report.kv_capacity?.[role];
-    if (c === undefined) continue;
-    const g = (b: number) => (b / GIB).toFixed(2);
-    rows.push([
-      role === "aggregated" ? "KV pool" : `KV pool (${role})`,
-      `${int(c.num_gpu_blocks)} pages (${int(c.kv_cache_tokens)} tokens) = (${g(c.gpu_memory_bytes)} GiB x ${c.gpu_memory_utilization} - ${g(c.weights_bytes)} weights - ${g(c.activation_bytes + c.non_torch_bytes)} activations - ${g(c.cuda_graph_bytes)} CUDA graphs) / ${int(c.page_bytes)} B`,
-    ]);
-  }
   const h = report.handoffs;
   if (report.network !== undefined && h.p50_delay_ms !== undefined) {
     rows.push([
@@ -74,6 +65,15 @@ export function formatReportTable(report: ReplayReport, run: RunSummary): string
     ]);
     const load = report.network.workers.map((w) => `${w.role[0]!.toUpperCase()}${w.worker} ${num(w.nic_utilization * 100, 1)} %`);
     rows.push(["NIC utilization", load.join(", ")]);
+  }
+  for (const role of ["aggregated", "prefill", "decode"] as const) {
+    const c = report.kv_capacity?.[role];
+    if (c === undefined) continue;
+    const g = (b: number) => (b / GIB).toFixed(2);
+    rows.push([
+      role === "aggregated" ? "KV pool" : `KV pool (${role})`,
+      `${int(c.num_gpu_blocks)} pages (${int(c.kv_cache_tokens)} tokens) = (${g(c.gpu_memory_bytes)} GiB x ${c.gpu_memory_utilization} - ${g(c.weights_bytes)} weights - ${g(c.activation_bytes + c.non_torch_bytes)} activations - ${g(c.cuda_graph_bytes)} CUDA graphs) / ${int(c.page_bytes)} B`,
+    ]);
   }
   if (report.goodput_rps !== undefined && report.goodput_requests !== undefined) {
     rows.push(["goodput (SLA)", `${num(report.goodput_rps)} req/s (${int(report.goodput_requests)} requests met it)`]);
