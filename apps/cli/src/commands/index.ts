@@ -11,8 +11,9 @@ import { registerProfileShow } from "./profile-show.js";
 import { registerSweep } from "./sweep.js";
 import { registerWorker } from "./worker.js";
 import { registerDiff } from "./diff.js";
+import { registerCompare } from "./compare.js";
 
 /** Each command module registers itself on the program. Keep one module per command. */
 export type RegisterCommand = (program: Command, ctx: CommandContext) => void;
 
-export const COMMANDS: readonly RegisterCommand[] = [registerTransfer, registerValidate, registerSchemas, registerEngine, registerDynamo, registerReplay, registerProfileFromHf, registerProfileShow, registerSweep, registerWorker, registerDiff];
+export const COMMANDS: readonly RegisterCommand[] = [registerTransfer, registerValidate, registerSchemas, registerEngine, registerDynamo, registerReplay, registerProfileFromHf, registerProfileShow, registerSweep, registerWorker, registerDiff, registerCompare];

@@ -1,0 +1,119 @@
+import { compareRuns, parseMeasured, type CompareSelection, type Comparison, type CompareValue, type MeasuredRun } from "@kvsim/calibrate";
+import { readText, UsageError, type CliIo } from "../io.js";
+import type { RegisterCommand } from "./index.js";
+
+export interface CompareOptions {
+  readonly measured?: string;
+  readonly requests?: string;
+  readonly fromRequest?: string;
+  readonly afterMs?: string;
+  readonly format: string;
+}
+
+/** Reads and parses a measured run (any format parseMeasured detects). */
+export function readMeasured(file: string): MeasuredRun {
+  return parseMeasured(readText(file), file);
+}
+
+function parseSelection(opts: CompareOptions): CompareSelection {
+  if (opts.fromRequest !== undefined && opts.afterMs !== undefined) throw new UsageError("give --from-request or --after-ms, not both");
+  if (opts.fromRequest !== undefined) {
+    const k = Number(opts.fromRequest);
+    if (!/^\d+$/.test(opts.fromRequest.trim()) || !Number.isSafeInteger(k)) throw new UsageError(`--from-request must be a whole number of requests (0-based, by arrival), got "${opts.fromRequest}"`);
+    return { kind: "from_request", index: k };
+  }
+  if (opts.afterMs !== undefined) {
+    const t = Number(opts.afterMs);
+    if (opts.afterMs.trim() === "" || !Number.isFinite(t) || t < 0) throw new UsageError(`--after-ms must be a non-negative number of ms, got "${opts.afterMs}"`);
+    return { kind: "after_ms", ms: t };
+  }
+  return { kind: "all" };
+}
+
+const num = (v: number | null, digits = 2): string => (v === null ? "-" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const signedPct = (v: number | null): string => (v === null ? "-" : `${v >= 0 ? "+" : ""}${(v * 100).toFixed(1)}%`);
+const signedNum = (v: number | null): string => (v === null ? "-" : `${v >= 0 ? "+" : ""}${num(v)}`);
+
+function table(rows: readonly (readonly string[])[], leftColumns = 1): string {
+  const widths: number[] = [];
+  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+  return rows.map((r) => r.map((c, i) => (i < leftColumns ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd()).join("\n");
+}
+
+export function describeSelection(s: CompareSelection): string {
+  switch (s.kind) {
+    case "all":
+      return "every request";
+    case "from_request":
+      return `requests from #${s.index} by arrival (0-based)`;
+    case "after_ms":
+      return `requests arriving at or after ${s.ms} ms`;
+  }
+}
+
+const METRIC_NAMES = { ttft: "TTFT", tpot: "TPOT", itl: "ITL", e2e: "E2E" } as const;
+
+/** The comparison as a table: latency rows (ms), throughput rows, notes. */
+export function formatComparison(c: Comparison, measuredLabel: string, simulatedLabel: string): string {
+  const row = (name: string, stat: string, v: CompareValue) => [name, stat, num(v.measured), num(v.simulated), signedNum(v.difference), signedPct(v.error)];
+  const lines = [
+    `kvsim compare: measured ${measuredLabel}, simulated ${simulatedLabel}`,
+    `requests: ${c.selected} selected (${describeSelection(c.selection)}), ${c.matched} compared${c.missingCount > 0 ? `, ${c.missingCount} missing from the simulation (${c.missing.join(", ")}${c.missingCount > c.missing.length ? ", ..." : ""})` : ""}`,
+    "",
+    table(
+      [
+        ["latency (ms)", "", "measured", "simulated", "sim - meas", "error"],
+        ...c.latency.map((l) => row(METRIC_NAMES[l.metric], l.stat, l)),
+        ["", "", "", "", "", ""],
+        row("throughput", "req/s", c.throughput[0]!),
+        row("throughput", "tok/s", c.throughput[1]!),
+      ],
+      2,
+    ),
+  ];
+  if (c.notes.length > 0) lines.push("", ...c.notes.map((n) => `note: ${n}`));
+  return `${lines.join("\n")}\n`;
+}
+
+/** `kvsim compare`: a measured run against a simulated one, request by request id. */
+export function compareCommand(io: CliIo, opts: CompareOptions): number {
+  if (opts.format !== "table" && opts.format !== "json") throw new UsageError(`--format must be table or json, got "${opts.format}"`);
+  if (opts.measured === undefined) throw new UsageError("--measured <file> is required (vLLM per-request stats JSONL, a vllm bench serve --save-detailed JSON, or kvsim records)");
+  if (opts.requests === undefined) throw new UsageError("--requests <file> is required (the per-request records of kvsim replay --requests)");
+  const selection = parseSelection(opts);
+  const measured = readMeasured(opts.measured);
+  const simulated = readMeasured(opts.requests);
+  const c = compareRuns(measured, simulated, selection);
+  if (opts.format === "json") {
+    io.out(`${JSON.stringify({ measured: { file: measured.file, format: measured.format, lacks: measured.lacks }, simulated: { file: simulated.file, format: simulated.format }, ...c }, null, 2)}\n`);
+    return 0;
+  }
+  io.out(formatComparison(c, `${measured.file} (${measured.format})`, `${simulated.file} (${simulated.format})`));
+  return 0;
+}
+
+export const registerCompare: RegisterCommand = (program, ctx) => {
+  program
+    .command("compare")
+    .description(
+      "Compare a measured run with a simulated one, request by request id: TTFT, TPOT, ITL and E2E (mean, median, p90, p99, numpy-style percentiles as vllm bench prints them) and throughput, each with its signed error (simulated - measured) / measured.",
+    )
+    .option("--measured <file>", "the measured run: vLLM per-request stats (requests.jsonl), vllm bench serve --save-result --save-detailed JSON, or kvsim replay --requests records")
+    .option("--requests <file>", "the simulated run: kvsim replay --requests records (JSONL)")
+    .option("--from-request <K>", "compare only the measured requests from position K on, by arrival (0-based): the held-out part")
+    .option("--after-ms <T>", "compare only the requests arriving T ms or more after the measured run's first arrival")
+    .option("--format <format>", "table or json", "table")
+    .addHelpText(
+      "after",
+      `
+Measured formats (detected from their fields):
+  vLLM per-request stats  JSONL: request_id, input_toks, output_toks, queued_ts, scheduled_ts,
+                          first_token_ts, last_token_ts (engine seconds; TTFT from queued_ts).
+                          Lacks per-token times: ITL percentiles are "-" (mean ITL is exact).
+  vllm bench JSON         --save-result --save-detailed: input_lens, output_lens, ttfts, itls,
+                          errors, start_times. Client-side times; entry N is request bench-N;
+                          without start_times, no throughput and no --after-ms.
+  kvsim records           kvsim replay --requests. Lacks per-token times (as above).`,
+    )
+    .action(ctx.run((opts: CompareOptions) => compareCommand(ctx.io, opts)));
+};
