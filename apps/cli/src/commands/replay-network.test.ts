@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
 
@@ -23,6 +23,9 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "kvsim-network-"));
   writeFileSync(join(dir, "linear.json"), LINEAR);
   writeFileSync(join(dir, "trace.jsonl"), TWO_REQUESTS);
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
 });
 
 async function replay(kvTransfer: string) {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -70,14 +70,17 @@ async function until(what: string, cond: () => boolean, timeoutMs = 120_000): Pr
 /** Job ids a worker's log says it started (with the attempt) or finished. */
 const events = (log: string, kind: "started" | "done"): string[] => [...log.matchAll(new RegExp(`point (\\S+) ${kind}`, "g"))].map((m) => m[1]!);
 
+let tempDir: string | undefined;
 afterAll(async () => {
   for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill("SIGTERM");
   if (redisDown === undefined) await removeQueue(target);
+  if (tempDir !== undefined) rmSync(tempDir, { recursive: true, force: true });
 });
 
 describe.skipIf(redisDown !== undefined)("kvsim sweep --queue with kvsim worker processes (BullMQ on Redis)", () => {
   it("survives a worker killed mid-point: every point once, the local digests, and a restart re-runs nothing", { timeout: 300_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), "kvsim-queue-"));
+    tempDir = dir;
     writeFileSync(join(dir, "linear.json"), LINEAR);
     writeFileSync(join(dir, "spec.yaml"), SPEC);
     // 600 requests of 256 + 64 tokens, one every 10 ms.

@@ -1,8 +1,8 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { meetsSla, parseSla, type SweepRow } from "@kvsim/sweep";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "../main.js";
 import { examplesDir } from "../replay/examples.js";
 import { captureIo } from "../test-io.js";
@@ -32,6 +32,9 @@ beforeEach(() => {
   write("spec.yaml", SPEC);
   // Two requests 100 ms apart: each finds the rank idle at speedup 1.
   write("trace.jsonl", request("a", 0) + request("b", 100));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
 });
 
 async function run(...args: string[]) {
