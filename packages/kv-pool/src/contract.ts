@@ -124,6 +124,17 @@ export interface KvCacheManagerApi {
   allocateSlots(seq: KvSequence, request: AllocateRequest): boolean;
   /** After a step: full blocks up to `computedTokens` become cache-visible (stored events). */
   commitComputed(seq: KvSequence, computedTokens: number): void;
+  /**
+   * For a decode fast path: how many single-token steps in a row, the first from `computedTokens`
+   * (which must be the sequence's length - 1) to `computedTokens` + 1, would change nothing in the
+   * pool: `allocateSlots(seq, { computedTokens: c, newTokens: 1 })` then `commitComputed(seq, c + 1)`
+   * would take, free and cache no block, as long as the caller appends one token per step. A
+   * caller may skip both calls for those steps and then call `advanceQuietDecode` once. 0 when
+   * the next step is not quiet (or the sequence is not a running one).
+   */
+  quietDecodeSteps(seq: KvSequence, computedTokens: number): number;
+  /** Records quiet single-token steps (see `quietDecodeSteps`) up to `computedTokens` computed, as their calls would have. */
+  advanceQuietDecode(seq: KvSequence, computedTokens: number): void;
   /** Frees every block of the sequence, tail first (finish or preemption); forgets it. */
   free(seq: KvSequence): void;
   /**

@@ -260,6 +260,22 @@ export class KvCacheManager implements KvCacheManagerApi {
     return true;
   }
 
+  quietDecodeSteps(seq: KvSequence, computedTokens: number): number {
+    const s = this.own(seq);
+    if (!s.tracked || s.reservedTokens >= 0 || computedTokens !== s.numTokens - 1 || computedTokens > s.allocatedTokens) return 0;
+    let quiet = Number.MAX_SAFE_INTEGER;
+    for (let g = 0; g < this.managers.length && quiet > 0; g++) quiet = Math.min(quiet, this.managers[g]!.quietDecodeSteps(s.groups[g]!, computedTokens));
+    return quiet;
+  }
+
+  advanceQuietDecode(seq: KvSequence, computedTokens: number): void {
+    const s = this.own(seq);
+    if (!s.tracked || computedTokens > s.numTokens || computedTokens < s.allocatedTokens) {
+      throw new RangeError(`sequence ${s.id}: cannot advance a quiet decode to ${computedTokens} tokens (allocated ${s.allocatedTokens} of ${s.numTokens})`);
+    }
+    s.allocatedTokens = computedTokens;
+  }
+
   commitComputed(seq: KvSequence, computedTokens: number): void {
     const s = this.own(seq);
     checkCount("computedTokens", computedTokens, 0);

@@ -50,7 +50,16 @@ export interface SingleTypeManager {
   freeAll(state: GroupState): number;
   /** A destination's table for `tokens` transferred tokens over a local hit: FRESH, NULL_BLOCK or a hit block. */
   planReservation(tokens: number, hitBlocks: readonly number[], hitTokens: number): number[];
+  /**
+   * How many single-token steps of a tracked sequence in a row, the first computing token
+   * `computed` (computed -> computed + 1), leave this group untouched: its step allocates, frees
+   * and caches nothing and changes no field of `state`. A lower bound is fine (0 is always right).
+   */
+  quietDecodeSteps(state: GroupState, computed: number): number;
 }
+
+/** No bound: the group never changes on a single-token step. */
+const ALWAYS_QUIET = Number.MAX_SAFE_INTEGER;
 
 /** Blocks holding block i's hash of `hashes` in every group of `groups`, or undefined when any misses. */
 function lookup(pool: PoolOps, groups: readonly number[], hashes: BlockHashView, i: number): number[] | undefined {
@@ -195,6 +204,19 @@ abstract class AttentionManager implements SingleTypeManager {
     return this.pool.freeTableTailFirst(state.blocks, NONE);
   }
 
+  quietDecodeSteps(state: GroupState, computed: number): number {
+    const b = this.blockSize;
+    const len = state.blocks.length;
+    // Step k allocates when cdiv(computed + k + 1, B) > len: quiet while computed + k + 1 <= len x B.
+    let quiet = len * b - computed;
+    // Step k caches (or just moves numCached) once floor((computed + k + 1) / B) passes numCached.
+    if (this.caches && state.numCached < len) quiet = Math.min(quiet, (state.numCached + 1) * b - computed - 1);
+    return Math.max(0, Math.min(quiet, this.quietSkipSteps(state, computed)));
+  }
+
+  /** Single-token steps before the skipped-token walk could release a block. */
+  protected abstract quietSkipSteps(state: GroupState, computed: number): number;
+
   planReservation(tokens: number, hitBlocks: readonly number[], hitTokens: number): number[] {
     const n = cdiv(tokens, this.blockSize);
     const skipped = Math.floor(this.skippedTokens(tokens) / this.blockSize);
@@ -215,6 +237,10 @@ export class FullAttentionManager extends AttentionManager {
 
   skippedTokens(): number {
     return 0;
+  }
+
+  protected quietSkipSteps(): number {
+    return ALWAYS_QUIET;
   }
 
   findLongestCacheHit(hashes: BlockHashView, maxLength: number, alignment: number, groups: readonly number[]): number[][] {
@@ -254,6 +280,20 @@ export class WindowManager extends AttentionManager {
 
   skippedTokens(computed: number): number {
     return Math.max(0, computed - this.window + 1);
+  }
+
+  /**
+   * The walk at computed c looks at entry min(floor(S(c) / B), len) - 1 (S the skipped tokens):
+   * quiet while that entry stays the same null (or none). Bounded by the next time it moves.
+   */
+  protected override quietSkipSteps(state: GroupState, computed: number): number {
+    const b = this.blockSize;
+    const s = computed - this.window + 1;
+    const idx = s > 0 ? Math.min(Math.floor(s / b), state.blocks.length) - 1 : -1;
+    if (idx >= 0 && state.blocks[idx] !== NULL_BLOCK) return 0;
+    // S reaches the next multiple of B after k = next - s steps; the walk may then see a block.
+    const next = (Math.floor(Math.max(s, 0) / b) + 1) * b;
+    return next - s;
   }
 
   findLongestCacheHit(hashes: BlockHashView, maxLength: number, alignment: number, groups: readonly number[]): number[][] {
@@ -447,6 +487,19 @@ export class MambaManager implements SingleTypeManager {
     return this.pool.freeTableTailFirst(state.blocks, state.checkpoints);
   }
 
+  quietDecodeSteps(state: GroupState, computed: number): number {
+    if (state.checkpoints.length > 0) return 0;
+    const b = this.blockSize;
+    // A new running block when cdiv(computed + k + 1, B) > len.
+    let quiet = state.blocks.length * b - computed;
+    // cacheBlocks looks at the running block when computed + k + 1 is a multiple of B.
+    quiet = Math.min(quiet, (b - ((computed + 1) % b)) % b);
+    const p = state.prevStateIdx;
+    // The previous state block is released once cdiv(computed + k, B) - 1 > p.
+    if (p >= 0 && state.blocks[p] !== NULL_BLOCK) quiet = Math.min(quiet, (p + 1) * b - computed + 1);
+    return Math.max(0, quiet);
+  }
+
   /** cdiv(T, B) entries, the last one a fresh block for the transferred state. */
   planReservation(tokens: number): number[] {
     const plan = new Array<number>(cdiv(tokens, this.blockSize)).fill(NULL_BLOCK);
@@ -521,5 +574,9 @@ export class SingleBlockStateManager implements SingleTypeManager {
 
   planReservation(): number[] {
     return [FRESH];
+  }
+
+  quietDecodeSteps(state: GroupState): number {
+    return state.blocks.length > 0 ? ALWAYS_QUIET : 0;
   }
 }

@@ -14,7 +14,21 @@ import {
   type TraceRecord,
 } from "@kvsim/profile-schema";
 import { payloadBytes, transferDelayMs, withDestination } from "@kvsim/transfer-rules";
-import { Rank, RankConfigError, TimingRefusedError, type Command, type CommandOutcome, type Effects, type RankConfig, type RankMetrics, type RankRole, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
+import {
+  Rank,
+  RankConfigError,
+  TimingRefusedError,
+  type Command,
+  type CommandOutcome,
+  type DecodeRun,
+  type Effects,
+  type RankConfig,
+  type RankMetrics,
+  type RankRole,
+  type RequestInput,
+  type StepResult,
+} from "@kvsim/vllm-scheduler";
+import TinyQueue from "tinyqueue";
 import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput, type TransferPricer } from "./coordinator.js";
 import { EventQueue, Phase, Stage } from "./event-queue.js";
 import { PassLog, TokenTrack } from "./itl.js";
@@ -48,6 +62,12 @@ export interface ReplayInput {
   readonly progressEvery?: number;
   /** Percentiles (0..100) to report for every metric besides p50, p90 and p99 (outside the digest). */
   readonly percentiles?: readonly number[];
+  /**
+   * The decode fast path (default true): a rank whose next passes are all plain decode steps runs
+   * them in one call, up to the next event that could change what it sees. Results are the same
+   * either way; false runs every pass on its own (tests compare the two).
+   */
+  readonly fastDecode?: boolean;
 }
 
 /** A request the replay could not move, where it sits and why. */
@@ -74,6 +94,8 @@ interface Worker {
   readonly id: number;
   readonly rank: Rank;
   busy: boolean;
+  /** When busy: the end of its pass (or decode run) in flight. */
+  passEndMs: number;
   /** Something changed since its last step() returned undefined. */
   dirty: boolean;
   /** Consecutive passes that changed nothing (a livelock guard). */
@@ -105,7 +127,10 @@ interface LiveRequest {
   rejected: string | undefined;
 }
 
-type QueuedPayload = { readonly kind: "pass"; readonly worker: Worker; readonly step: StepResult } | { readonly kind: "transfer"; readonly live: LiveRequest };
+type QueuedPayload =
+  | { readonly kind: "pass"; readonly worker: Worker; readonly step: StepResult }
+  | { readonly kind: "run"; readonly worker: Worker; readonly run: DecodeRun }
+  | { readonly kind: "transfer"; readonly live: LiveRequest };
 
 /** Passes in a row that change nothing before a worker is declared stuck. */
 const MAX_IDLE_PASSES = 1024;
@@ -163,6 +188,11 @@ class ReplayEngine {
   private readonly progressEvery: number;
   private nextProgress: number;
   private now = 0;
+  /** The arrival time of the next request not yet released (Infinity when none is left). */
+  private nextArrivalMs = Infinity;
+  private readonly fastDecode: boolean;
+  /** Times of transfer completions in the heap (decode runs stop before them); stale ones are dropped lazily. */
+  private readonly transferTimes = new TinyQueue<number>([], (a, b) => a - b);
 
   private readonly specFile: string;
 
@@ -172,6 +202,7 @@ class ReplayEngine {
     this.specFile = input.specFile ?? "<spec>";
     this.collector = new MetricsCollector(spec.sla, input.percentiles === undefined ? {} : { percentiles: input.percentiles });
     this.onProgress = input.onProgress;
+    this.fastDecode = input.fastDecode ?? true;
     this.progressEvery = Math.max(1, input.progressEvery ?? 256);
     this.nextProgress = this.progressEvery;
     this.fallbackLatencyMs = spec.kv_transfer.fallback_latency_ms;
@@ -259,7 +290,7 @@ class ReplayEngine {
       }
       throw e;
     }
-    const w: Worker = { role: config.role, stage, id, rank, busy: false, dirty: false, idlePasses: 0, metrics: undefined, passLog: new PassLog() };
+    const w: Worker = { role: config.role, stage, id, rank, busy: false, passEndMs: 0, dirty: false, idlePasses: 0, metrics: undefined, passLog: new PassLog() };
     this.workers.push(w);
     return w;
   }
@@ -288,8 +319,10 @@ class ReplayEngine {
         // workers start passes; zero-duration passes and transfers complete in the same instant.
         for (;;) {
           for (let ev = this.queue.popDue(this.now); ev !== undefined; ev = this.queue.popDue(this.now)) {
-            if (ev.payload.kind === "pass") this.completePass(ev.payload.worker, ev.payload.step);
-            else this.feed(ev.payload.live, { type: "transfer_completed", atMs: this.now });
+            const p = ev.payload;
+            if (p.kind === "pass") this.completePass(p.worker, p.step);
+            else if (p.kind === "run") this.completeRun(p.worker, p.run);
+            else this.feed(p.live, { type: "transfer_completed", atMs: this.now });
           }
           if (this.network?.nextTimeMs() === this.now) {
             for (const live of this.network.settle(this.now)) this.feed(live, { type: "transfer_completed", atMs: this.now });
@@ -354,7 +387,9 @@ class ReplayEngine {
 
   private async pull(): Promise<ReplayRequest | undefined> {
     const r = await this.requests.next();
-    return r.done === true ? undefined : r.value;
+    const next = r.done === true ? undefined : r.value;
+    this.nextArrivalMs = next === undefined ? Infinity : next.arrivalMs;
+    return next;
   }
 
   private arrive(req: ReplayRequest): void {
@@ -399,6 +434,15 @@ class ReplayEngine {
 
   private startPass(w: Worker): void {
     w.dirty = false;
+    if (this.fastDecode && w.role !== "prefill") {
+      const run = w.rank.decodeRun(this.now, { startBeforeMs: this.runHorizon(w), endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS) });
+      if (run !== undefined) {
+        w.busy = true;
+        w.passEndMs = run.endMs;
+        this.queue.push(run.endMs, Phase.passCompletion, w.stage, w.id, { kind: "run", worker: w, run });
+        return;
+      }
+    }
     let step: StepResult | undefined;
     try {
       step = w.rank.step(this.now);
@@ -412,7 +456,53 @@ class ReplayEngine {
       throw new Error(`${w.role} worker ${w.id} planned a pass ending at ${step.endMs} ms, before now (${this.now} ms)`);
     }
     w.busy = true;
+    w.passEndMs = step.endMs;
     this.queue.push(step.endMs, Phase.passCompletion, w.stage, w.id, { kind: "pass", worker: w, step });
+  }
+
+  /**
+   * The time before which a decode run of `w` may start its steps: nothing that could change what
+   * the rank sees happens before it. An aggregated worker sees only requests placed on it, at
+   * arrivals. A decode worker gets commands from prefill pass completions (reservations), from
+   * transfer completions (activations) and from what follows arrivals; a prefill worker that
+   * waits with work may start a pass after any event (a release frees its pages), so then every
+   * pending event bounds the run.
+   */
+  private runHorizon(w: Worker): number {
+    let t = this.nextArrivalMs;
+    if (w.role === "aggregated") return t;
+    const transfers = this.transferTimes;
+    while (transfers.length > 0 && transfers.peek()! <= this.now) transfers.pop();
+    if (transfers.length > 0) t = Math.min(t, transfers.peek()!);
+    const net = this.network?.nextTimeMs();
+    if (net !== undefined) t = Math.min(t, net);
+    for (const p of this.firstPool) {
+      if (p.busy) t = Math.min(t, p.passEndMs);
+      else if (p.rank.hasWork()) t = Math.min(t, this.queue.peekTime() ?? Infinity);
+    }
+    return t;
+  }
+
+  /** A decode run's steps ended: each gave one token to every request of its batch. */
+  private completeRun(w: Worker, run: DecodeRun): void {
+    w.busy = false;
+    w.dirty = true;
+    w.idlePasses = 0;
+    w.metrics = run.metrics;
+    const log = w.passLog;
+    const ends = run.stepEndsMs;
+    let entry0 = -1;
+    for (let j = 0; j < run.steps; j++) {
+      const e = log.append(ends[j]!);
+      if (j === 0) entry0 = e;
+    }
+    const ids = run.requestIds;
+    for (let i = 0; i < ids.length; i++) {
+      const live = this.live.get(ids[i]!);
+      if (live === undefined) throw new Error(`${w.role} worker ${w.id} emitted a token for unknown request ${ids[i]}`);
+      const first = run.firstTokenIndex[i]!;
+      for (let j = 0; j < run.steps; j++) this.recordToken(live, first + j, ends[j]!, log, entry0 + j);
+    }
   }
 
   private completePass(w: Worker, step: StepResult): void {
@@ -543,6 +633,7 @@ class ReplayEngine {
         if (!(action.delayMs >= 0) || !Number.isFinite(action.delayMs)) throw new Error(`request ${id}: transfer delay ${action.delayMs} ms`);
         this.collector.onTransferStarted(priced.payloadBytes, action.delayMs);
         this.queue.push(this.now + action.delayMs, Phase.transferCompletion, Stage.decode, live.decode!.id, { kind: "transfer", live });
+        if (this.fastDecode) this.transferTimes.push(this.now + action.delayMs);
         return;
       }
       case "activate_destination":

@@ -378,6 +378,14 @@ export class RankState {
     }
   }
 
+  /** True when the next `tryReserveDestinations` would try the pending head (it never failed, or capacity grew since). */
+  reservationRetryDue(): boolean {
+    const h = this.peekPendingDestination();
+    if (h === undefined) return false;
+    const last = this.reserveFailedAt;
+    return !(last?.handoff === h && last.generation === this.capacityGeneration);
+  }
+
   peekPendingDestination(): Handoff | undefined {
     for (;;) {
       const h = this.pendingDestinations.peekFront();

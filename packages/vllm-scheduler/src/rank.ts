@@ -20,6 +20,7 @@ import {
   submitHandoffPrefill,
 } from "./handoff-commands.js";
 import { RankConfigError, type RankConfigProblem } from "./rank-config.js";
+import { decodeRun, DecodeRunScratch, type DecodeRun, type DecodeRunLimits } from "./decode-run.js";
 import { EffectsBuilder, RankState } from "./rank-state.js";
 import { synchronousStep } from "./step.js";
 
@@ -38,6 +39,7 @@ export class Rank {
   private readonly state: RankState;
   /** Set when the engine schedules asynchronously (`async_scheduling`). */
   private readonly async: AsyncScheduling | undefined;
+  private scratch: DecodeRunScratch | undefined;
 
   constructor(config: RankConfig) {
     this.state = new RankState(config);
@@ -141,6 +143,20 @@ export class Rank {
    */
   step(nowMs: number): StepResult | undefined {
     return this.async === undefined ? synchronousStep(this.state, nowMs) : this.async.step(nowMs);
+  }
+
+  /**
+   * The decode fast path: runs decode-only steps back to back from `nowMs`, exactly as that many
+   * `step` calls would (each from the previous one's end, no command in between), stopping before
+   * anything else would happen (a request finishing, a possible preemption, an admission) and
+   * within `limits`. Undefined when not even one such step can run: call `step` instead. Never
+   * used with async scheduling, on a prefill rank, or when the rank collects KV events. See
+   * decode-run.ts.
+   */
+  decodeRun(nowMs: number, limits: DecodeRunLimits): DecodeRun | undefined {
+    if (this.async !== undefined) return undefined;
+    this.scratch ??= new DecodeRunScratch();
+    return decodeRun(this.state, this.scratch, nowMs, limits);
   }
 }
 

@@ -1,0 +1,210 @@
+/**
+ * The decode fast path: many decode-only steps of a synchronous rank in one call.
+ *
+ * When every running request is decoding (one token to compute, at least one more to sample after
+ * this step) and nothing waits to be admitted, each step of `synchronousStep` does the same thing:
+ * schedule one token per running request in list order, price the batch, append one sampled token
+ * per request. `decodeRun` does exactly that, step after step, without building a plan, a step
+ * result or effects per step, and calls the pool only for the requests whose step touches it (a
+ * block boundary: a new block, a block that becomes cache-visible; see kv-pool's
+ * `quietDecodeSteps`). It stops before any step that would differ from that pattern or that the
+ * caller must see on its own:
+ *
+ *   * a step that would finish a request (its last output token, or max_model_len);
+ *   * a step whose new blocks might not all fit (a failed allocation preempts: the step path does it);
+ *   * a step that would start at or after `startBeforeMs` (the caller's next event that could
+ *     change the rank's inputs: an arrival, a command) or end after `endByMs` (a cutoff);
+ *   * a step the timing model refuses or prices as non-finite (the step path then reports it).
+ *
+ * The state after a run of k steps is the state after k calls of `synchronousStep`, each starting
+ * at the end of the previous one, and the tokens are the ones those steps would emit (one per
+ * request per step, stamped with the step's end). Not used with async scheduling, on prefill
+ * ranks, when KV events are collected (they are reported per step), or when a pending destination
+ * reservation would be retried after a step.
+ */
+import type { RankMetrics } from "./contract.js";
+import type { Req, RankState } from "./rank-state.js";
+import { tokenIdFromHash } from "./token-ids.js";
+
+/** Where a decode run must stop (see {@link decodeRun}). */
+export interface DecodeRunLimits {
+  /** A step may start only strictly before this time: the caller's next event that could change what the rank sees. */
+  readonly startBeforeMs: number;
+  /** Every step must end at or before this time (a cutoff); Infinity when none. */
+  readonly endByMs: number;
+  /** At most this many steps (unbounded when absent). */
+  readonly maxSteps?: number;
+}
+
+/** Decode-only steps run back to back from `startMs`; each gave every request of the batch one token. */
+export interface DecodeRun {
+  readonly startMs: number;
+  /** The end of the last step. */
+  readonly endMs: number;
+  readonly steps: number;
+  /** The end of each step (its tokens' time), `steps` entries. */
+  readonly stepEndsMs: Float64Array;
+  /** The batch, in running order (every step scheduled exactly these requests). */
+  readonly requestIds: readonly string[];
+  /** Per request of the batch, the output index of its token in the first step (then +1 per step). */
+  readonly firstTokenIndex: Int32Array;
+  /** Σ over the steps of the profile-table queries clamped. */
+  readonly clampedTimingQueries: number;
+  /** The rank's metrics after the last step. */
+  readonly metrics: RankMetrics;
+}
+
+/** A batch object reused across steps (the timing models only read it). */
+interface MutableBatch {
+  prefill: { count: number; sumIsl: number; sumPrefix: number };
+  decode: { count: number; sumSequenceTokens: number };
+  promptRows: number;
+  promptTokens: number;
+  promptContextTokens: number;
+  decodeRows: number;
+  decodeKvTokens: number;
+}
+
+/** Scratch buffers of one rank (a run never overlaps another on the same rank). */
+export class DecodeRunScratch {
+  quiet = new Float64Array(16);
+  ends = new Float64Array(64);
+  readonly batch: MutableBatch = {
+    prefill: { count: 0, sumIsl: 0, sumPrefix: 0 },
+    decode: { count: 0, sumSequenceTokens: 0 },
+    promptRows: 0,
+    promptTokens: 0,
+    promptContextTokens: 0,
+    decodeRows: 0,
+    decodeKvTokens: 0,
+  };
+}
+
+/** Up to how many steps the batch can run before one of its requests would finish (0: none). */
+function stepsBeforeFinish(state: RankState, running: readonly Req[]): number {
+  const maxModelLen = state.engine.max_model_len;
+  let max = Number.MAX_SAFE_INTEGER;
+  for (const req of running) {
+    if (req.phase !== "running" || req.outputs === 0 || req.computed !== req.seq.numTokens - 1) return 0;
+    // Step k (from 0) samples output index outputs + k; the one reaching maxOutputTokens finishes.
+    max = Math.min(max, req.maxOutputTokens - req.outputs - 1);
+    // After step k the sequence has numTokens + k + 1 tokens; reaching max_model_len finishes it.
+    if (maxModelLen !== undefined) max = Math.min(max, maxModelLen - req.seq.numTokens - 1);
+    if (max <= 0) return 0;
+  }
+  return max;
+}
+
+/**
+ * Runs decode-only steps from `nowMs` while they stay the plain pattern (see the module comment);
+ * undefined when not even one step can run that way (the caller then uses the step path).
+ */
+export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: number, limits: DecodeRunLimits): DecodeRun | undefined {
+  if (state.role === "prefill" || state.collectKvEvents) return undefined;
+  if (state.waitingLive > 0 || state.activatedLive > 0 || state.finishingCount > 0) return undefined;
+  const running = state.running;
+  const n = running.length;
+  if (n === 0 || n > state.engine.max_num_batched_tokens) return undefined;
+  if (state.reservationRetryDue()) return undefined;
+  const maxSteps = Math.min(stepsBeforeFinish(state, running), limits.maxSteps ?? Number.MAX_SAFE_INTEGER);
+  if (maxSteps <= 0 || !(nowMs < limits.startBeforeMs)) return undefined;
+
+  const pool = state.pool;
+  if (scratch.quiet.length < n) scratch.quiet = new Float64Array(Math.max(n, scratch.quiet.length * 2));
+  const quiet = scratch.quiet;
+  let sumSequenceTokens = 0;
+  for (let i = 0; i < n; i++) {
+    const req = running[i]!;
+    sumSequenceTokens += req.seq.numTokens;
+    quiet[i] = pool.quietDecodeSteps(req.seq, req.computed);
+  }
+  const batch = scratch.batch;
+  batch.decode.count = n;
+  batch.decodeRows = n;
+
+  const firstTokenIndex = new Int32Array(n);
+  const requestIds: string[] = new Array<string>(n);
+  for (let i = 0; i < n; i++) {
+    firstTokenIndex[i] = running[i]!.outputs;
+    requestIds[i] = running[i]!.id;
+  }
+
+  let t = nowMs;
+  let steps = 0;
+  let clamped = 0;
+  const startBefore = limits.startBeforeMs;
+  const endBy = limits.endByMs;
+  for (; steps < maxSteps && t < startBefore; steps++) {
+    // Price first: a refused or odd price ends the run before the step changes anything.
+    batch.decode.sumSequenceTokens = sumSequenceTokens;
+    batch.decodeKvTokens = sumSequenceTokens;
+    let prefillMs: number;
+    let decodeMs: number;
+    try {
+      const price = state.timing.step(batch);
+      prefillMs = price.prefillMs;
+      decodeMs = price.decodeMs;
+      clamped += price.clamped;
+    } catch {
+      if (steps === 0) return undefined; // the step path prices it again and reports the refusal
+      break;
+    }
+    const end = t + prefillMs + decodeMs;
+    if (!Number.isFinite(end) || !(end >= t) || end > endBy) break;
+
+    // Blocks for the requests at a boundary: all of them must fit, or the step path decides.
+    let need = 0;
+    for (let i = 0; i < n; i++) {
+      if (quiet[i] === 0) {
+        const req = running[i]!;
+        need += pool.pagesNeeded(req.seq, { computedTokens: req.computed, newTokens: 1 });
+      }
+    }
+    if (need > 0 && need > pool.metrics().freePages) break;
+
+    // The running pass: one token each, in list order (allocation for those at a boundary).
+    for (let i = 0; i < n; i++) {
+      const req = running[i]!;
+      if (quiet[i] === 0 && !pool.allocateSlots(req.seq, { computedTokens: req.computed, newTokens: 1 })) {
+        throw new Error(`decode run: request ${req.id} did not get the blocks counted for it`);
+      }
+      req.computed++;
+    }
+    // Blocks become cache-visible, then each request samples its token.
+    for (let i = 0; i < n; i++) {
+      const req = running[i]!;
+      if (quiet[i] === 0) pool.commitComputed(req.seq, req.computed);
+      req.seq.appendToken(tokenIdFromHash(req.idHash, req.outputs));
+      req.outputs++;
+    }
+    for (let i = 0; i < n; i++) {
+      if (quiet[i] === 0) {
+        const req = running[i]!;
+        quiet[i] = pool.quietDecodeSteps(req.seq, req.computed);
+      } else quiet[i]!--;
+    }
+    sumSequenceTokens += n;
+    if (steps === scratch.ends.length) {
+      const grown = new Float64Array(scratch.ends.length * 2);
+      grown.set(scratch.ends);
+      scratch.ends = grown;
+    }
+    scratch.ends[steps] = end;
+    t = end;
+  }
+  if (steps === 0) return undefined;
+  for (let i = 0; i < n; i++) {
+    const req = running[i]!;
+    pool.advanceQuietDecode(req.seq, req.computed);
+  }
+  return {
+    startMs: nowMs,
+    endMs: t,
+    steps,
+    stepEndsMs: scratch.ends.slice(0, steps),
+    requestIds,
+    firstTokenIndex,
+    clampedTimingQueries: clamped,
+    metrics: state.metrics(),
+  };
+}
