@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: bootstrap, then build, typecheck, lint, every test, and the check
-# that the generated JSON Schemas are up to date. Ends with one "N passed, N failed" line.
+# that the generated JSON Schemas are up to date. Ends with one "tests: N passed, N failed" line
+# (printed last; a stale schema counts as one failed test) and exits non-zero on any failure.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -14,7 +15,8 @@ results="$root/.vitest-results.json"
 rm -f "$results"
 status=0
 pnpm exec vitest run --reporter=default --reporter=json --outputFile.json="$results" || status=$?
-node tooling/scripts/summarize-tests.mjs "$results" || status=1
 echo "== JSON Schemas up to date"
-pnpm run --silent schemas:check || status=1
+schemas_failed=0
+pnpm run --silent schemas:check || { status=1; schemas_failed=1; }
+node tooling/scripts/summarize-tests.mjs "$results" "$schemas_failed" || status=1
 exit "$status"

@@ -52,6 +52,16 @@ describe("parseSpec", () => {
     const text = [...base.slice(0, 7), "workload:", "  speedup: 2"].join("\n");
     expect(issues(text)).toStrictEqual(["/work/specs/run.yaml:8:1: workload: needs exactly one of trace or synthetic"]);
   });
+  it("says that timing or topology is missing, rather than that its type or kind is wrong", () => {
+    // Without lines 3-7 (topology) and 8 (timing); a missing key is located at the document.
+    const text = [...base.slice(0, 2), ...base.slice(7)].join("\n");
+    expect(issues(text)).toStrictEqual([
+      "/work/specs/run.yaml:1:1: topology: is missing: a spec says how the workers are laid out, e.g. topology: { kind: aggregated, workers: 1 }",
+      "/work/specs/run.yaml:1:1: timing: is missing: a spec says how long a forward pass takes, e.g. timing: { type: profile } (the profile's forward_pass tables) or timing: { type: fixed, prefill_ms: 20, decode_ms: 5 }",
+    ]);
+    // A present timing of an unknown type is still named as such, at its type key (column 11 of "timing: { type: magic }").
+    expect(issues([...base.slice(0, 6), "timing: { type: magic }", ...base.slice(7)].join("\n"))).toStrictEqual(["/work/specs/run.yaml:7:11: timing.type: type must be fixed, polynomial, profile or linear"]);
+  });
   it("refuses a trace without its format", () => {
     const text = [...base.slice(0, 9)].join("\n");
     expect(issues(text)).toStrictEqual(["/work/specs/run.yaml:8:1: workload.format: is required with trace (mooncake, azure or kvsim)"]);

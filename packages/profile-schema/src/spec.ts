@@ -36,7 +36,10 @@ const PoolSchema = z.strictObject({ workers: workerCount() });
 export const TopologySchema = z.discriminatedUnion("kind", [
   z.strictObject({ kind: z.literal("aggregated"), workers: workerCount() }),
   z.strictObject({ kind: z.literal("disaggregated"), prefill: PoolSchema, decode: PoolSchema }),
-], { error: "kind must be aggregated or disaggregated" });
+], {
+  error: (iss) =>
+    iss.input === undefined ? "is missing: a spec says how the workers are laid out, e.g. topology: { kind: aggregated, workers: 1 }" : "kind must be aggregated or disaggregated",
+});
 export type Topology = z.infer<typeof TopologySchema>;
 
 /** Per-role overrides (prefill and decode roles of a disaggregated topology). */
@@ -124,7 +127,12 @@ export const TimingSchema = z.discriminatedUnion("type", [
     per_cached_token_us: perTokenUs().describe("Per token a prompt row already holds before its chunk (prefix-cache hit and earlier chunks), microseconds."),
     prompt_step_ms: coefficient().describe("Once per step that carries prompt work (mixed steps run piecewise CUDA graphs, decode-only steps whole graphs), ms."),
   }),
-], { error: "type must be fixed, polynomial, profile or linear" });
+], {
+  error: (iss) =>
+    iss.input === undefined
+      ? "is missing: a spec says how long a forward pass takes, e.g. timing: { type: profile } (the profile's forward_pass tables) or timing: { type: fixed, prefill_ms: 20, decode_ms: 5 }"
+      : "type must be fixed, polynomial, profile or linear",
+});
 export type Timing = z.infer<typeof TimingSchema>;
 
 export const SyntheticWorkloadSchema = z.strictObject({

@@ -90,6 +90,15 @@ describe("kvsim replay: runs", () => {
     expect(pipe.stderr).toBe("");
   });
 
+  it("--quiet (-q) silences the progress bar on a terminal too", async () => {
+    for (const flag of ["--quiet", "-q"]) {
+      const tty = await replayWith(capture(true), "--spec", path("spec.yaml"), "--format", "json", flag);
+      expect(tty.code).toBe(0);
+      expect(tty.stderr).toBe("");
+      expect((JSON.parse(tty.stdout) as Record<string, unknown>).completed_requests).toBe(1);
+    }
+  });
+
   it("--force overwrites an existing report", async () => {
     write("report.json", "old");
     const r = await replay("--spec", path("spec.yaml"), "--report", path("report.json"), "--force");

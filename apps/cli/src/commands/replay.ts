@@ -6,7 +6,7 @@ export const registerReplay: RegisterCommand = (program, ctx) => {
   program
     .command("replay")
     .description(
-      "Replay a workload through modelled vLLM ranks and report TTFT, TPOT, ITL, E2E, throughput, prefix reuse, preemptions and handoffs. Without --spec: the bundled example (a small synthetic trace on GLM-5.3-Flash in P/D).",
+      "Replay a workload through modelled vLLM ranks and report TTFT, TPOT, ITL, E2E, throughput, prefix reuse, preemptions and handoffs. Without --spec: the bundled example (a 48-request Mooncake trace on GLM-5.3-Flash in P/D).",
     )
     .option("--spec <file>", "replay spec, YAML or JSON, or - for standard input (default: the bundled P/D example)")
     .option("--set <path=value>", "override a spec field, e.g. engine.max_num_seqs=128 (repeatable; the value is YAML, null removes the key)", collectSet)
@@ -14,5 +14,6 @@ export const registerReplay: RegisterCommand = (program, ctx) => {
     .option("--report <file>", "also write the report as JSON")
     .option("--requests <file>", "write per-request records as JSON lines")
     .option("--force", "overwrite existing output files", false)
+    .option("-q, --quiet", "no progress bar (it is drawn on stderr only when stderr is a terminal)", false)
     .action(ctx.run((opts: ReplayOptions) => replayCommand(ctx.io, opts)));
 };

@@ -50,8 +50,11 @@ describe("kvsim schemas", () => {
     expect(await kvsim("schemas", "--out", out, "--check")).toStrictEqual({
       code: 1,
       stdout: "",
-      stderr: `error: ${join(out, "spec.schema.json")} is stale or missing; regenerate it with \`pnpm schemas\`\n`,
+      stderr: `error: ${join(out, "spec.schema.json")} is stale or missing; regenerate it with \`kvsim schemas --out ${out}\`\n`,
     });
+    // The advice rewrites the folder checked, quoted for the shell when it needs to be.
+    const spaced = join(fresh(), "my schemas");
+    expect((await kvsim("schemas", "--out", spaced, "--check")).stderr).toContain(`regenerate it with \`kvsim schemas --out '${spaced}'\`\n`);
     expect(readFileSync(join(out, "spec.schema.json"), "utf8")).toBe("{}\n");
     const empty = fresh();
     expect((await kvsim("schemas", "--out", empty, "--check")).code).toBe(1);

@@ -43,7 +43,9 @@ export const registerSchemas: RegisterCommand = (program, ctx) => {
         if (opts.check === true) {
           const stale = files.map((f) => ({ path: join(opts.out, f.name), want: f.text })).filter((f) => readIfExists(f.path) !== f.want);
           if (stale.length > 0) {
-            ctx.io.err(stale.map((f) => `error: ${f.path} is stale or missing; regenerate it with \`pnpm schemas\`\n`).join(""));
+            // The command that rewrites this very folder (`pnpm schemas` writes the repository's own).
+            const out = /^[\w./-]+$/.test(opts.out) ? opts.out : `'${opts.out.replaceAll("'", "'\\''")}'`;
+            ctx.io.err(stale.map((f) => `error: ${f.path} is stale or missing; regenerate it with \`kvsim schemas --out ${out}\`\n`).join(""));
             return EXIT_RUN_FAILED;
           }
           ctx.io.out(`ok: ${files.map((f) => join(opts.out, f.name)).join(" and ")} are up to date\n`);

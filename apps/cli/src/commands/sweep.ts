@@ -24,5 +24,6 @@ export const registerSweep: RegisterCommand = (program, ctx) => {
     .option("--queue-name <name>", "with --queue: the queue's name (default kvsim-sweep)")
     .option("--queue-prefix <prefix>", "with --queue: the Redis key prefix (default kvsim)")
     .option("--force", "overwrite existing output files", false)
+    .option("-q, --quiet", "no progress bar (it is drawn on stderr only when stderr is a terminal)", false)
     .action(ctx.run((opts: SweepOptions) => sweepCommand(ctx.io, opts)));
 };

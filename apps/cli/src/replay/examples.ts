@@ -13,7 +13,7 @@ export function examplesDir(): string {
   throw new Error("the bundled examples folder was not found next to the CLI");
 }
 
-/** The spec `kvsim replay` runs with no --spec: a small synthetic trace on GLM-5.3-Flash in P/D. */
+/** The spec `kvsim replay` runs with no --spec: a 48-request Mooncake trace on GLM-5.3-Flash in P/D. */
 export function defaultSpecPath(): string {
   return `${examplesDir()}replay-pd.yaml`;
 }

@@ -9,31 +9,78 @@ export interface Progress {
 
 const NONE: Progress = { update: () => undefined, stop: () => undefined };
 
+/** What one progress line shows. */
+export interface ProgressState {
+  /** Done share of the run, 0 to 1: requests finished of a synthetic workload, bytes read of a trace. */
+  readonly fraction: number;
+  /** Requests finished (completed, rejected or failed). */
+  readonly terminal: number;
+  /** The total when known (a synthetic workload); a trace shows the share of it read. */
+  readonly totalRequests: number | undefined;
+  readonly virtualMs: number;
+  readonly elapsedMs: number;
+}
+
+/** 75 s as 1:15, an hour and more as 1:02:05. */
+export function clock(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  const two = (n: number) => String(n).padStart(2, "0");
+  return s >= 3600 ? `${Math.floor(s / 3600)}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}` : `${Math.floor(s / 60)}:${two(s % 60)}`;
+}
+
+const int = (v: number) => v.toLocaleString("en-US", { maximumFractionDigits: 0 });
+
 /**
- * A progress bar on stderr, drawn only when stderr is a terminal (never in pipes, files or tests).
- * It writes through `io.err`, so the CLI's injected output is the only sink.
+ * One progress line fitting `columns`: the requests done (of the total, or the share of the trace
+ * read), the virtual time, the elapsed time and the ETA. The bar takes what the text leaves (5 to
+ * 40 cells); on a narrow terminal the virtual time, then the elapsed time, are dropped so the line
+ * is never cut. The ETA extrapolates the elapsed time by the done share (`--` before any is done).
  */
-export function createProgress(io: CliIo): Progress {
-  if (!io.stderrIsTTY) return NONE;
+export function progressLine(s: ProgressState, columns: number): string {
+  const f = Math.min(1, Math.max(0, Number.isFinite(s.fraction) ? s.fraction : 0));
+  const done = s.totalRequests === undefined ? `${Math.floor(f * 100)}% of trace, ${int(s.terminal)} requests` : `${int(s.terminal)}/${int(s.totalRequests)} requests`;
+  const eta = f > 0 && f < 1 ? clock((s.elapsedMs * (1 - f)) / f) : f >= 1 ? "0:00" : "--";
+  const virtual = `${(s.virtualMs / 1000).toFixed(1)} s virtual`;
+  const elapsed = `elapsed ${clock(s.elapsedMs)}`;
+  const variants = [[done, virtual, elapsed], [done, elapsed], [done]].map((parts) => ` ${[...parts, `ETA ${eta}`].join(" | ")}`);
+  const text = variants.find((t) => "replay []".length + 5 + t.length < columns) ?? variants.at(-1)!;
+  const width = Math.max(5, Math.min(40, columns - 1 - "replay []".length - text.length));
+  const full = Math.round(f * width);
+  return `replay [${"#".repeat(full)}${"-".repeat(width - full)}]${text}`;
+}
+
+/**
+ * A progress bar on stderr, drawn only when stderr is a terminal (never in pipes, files or tests)
+ * and `quiet` is off. It writes through `io.err`, so the CLI's injected output is the only sink.
+ * `totalRequests`: the synthetic workload's size, when known.
+ */
+export function createProgress(io: CliIo, opts: { readonly quiet?: boolean; readonly totalRequests?: number } = {}): Progress {
+  if (!io.stderrIsTTY || opts.quiet === true) return NONE;
   const stream = {
     isTTY: true,
-    columns: process.stderr.columns,
+    get columns(): number {
+      return process.stderr.columns || 80;
+    },
     write(text: string): boolean {
       io.err(text);
       return true;
     },
   };
+  let state: ProgressState = { fraction: 0, terminal: 0, totalRequests: opts.totalRequests, virtualMs: 0, elapsedMs: 0 };
+  const started = Date.now();
   const bar = new SingleBar({
     stream: stream as unknown as NodeJS.WritableStream,
-    format: "replay [{bar}] {percentage}% | {terminal} requests done | {virtual} s virtual",
+    format: () => progressLine({ ...state, elapsedMs: Date.now() - started }, stream.columns),
     hideCursor: true,
     clearOnComplete: true,
+    linewrap: false,
     fps: 10,
   });
-  bar.start(1000, 0, { terminal: 0, virtual: "0.0" });
+  bar.start(1000, 0);
   return {
     update(fraction, terminal, nowMs) {
-      bar.update(Math.round(Math.min(1, Math.max(0, fraction)) * 1000), { terminal, virtual: (nowMs / 1000).toFixed(1) });
+      state = { ...state, fraction, terminal, virtualMs: nowMs };
+      bar.update(Math.round(Math.min(1, Math.max(0, fraction)) * 1000));
     },
     stop() {
       bar.stop();

@@ -3,7 +3,7 @@ import { readTrace, type Profile, type Spec } from "@kvsim/profile-schema";
 import { runReplay, withWallTime, type ReplayReport, type RequestRecord } from "@kvsim/replay-engine";
 import { checkOutputs, RunError, UsageError, writeOutputs } from "../io.js";
 import { openTrace } from "../lines.js";
-import { loadCheckedSpec } from "../spec-check.js";
+import { loadCheckedSpec, shown } from "../spec-check.js";
 import type { StdinIo } from "../spec-input.js";
 import { defaultSpecPath } from "./examples.js";
 import { createProgress } from "./progress.js";
@@ -15,20 +15,32 @@ export interface ReplayOptions {
   readonly report?: string;
   readonly requests?: string;
   readonly force: boolean;
+  /** No progress bar. */
+  readonly quiet?: boolean;
   /** `--set path=value` overrides, in order. */
   readonly set?: readonly string[];
 }
 
+const int = (v: number): string => v.toLocaleString("en-US", { maximumFractionDigits: 0 });
+const workers = (n: number, role = ""): string => `${int(n)} ${role}worker${n === 1 ? "" : "s"}`;
+
+/** The topology in words: "aggregated, 2 workers", "disaggregated, 2 prefill + 2 decode workers". */
+export function describeTopology(t: Spec["topology"]): string {
+  if (t.kind === "aggregated") return `aggregated, ${workers(t.workers)}`;
+  const { prefill: p, decode: d } = { prefill: t.prefill.workers, decode: t.decode.workers };
+  // "2 prefill + 2 decode workers" reads well only when both are plural.
+  return p > 1 && d > 1 ? `disaggregated, ${int(p)} prefill + ${workers(d, "decode ")}` : `disaggregated, ${workers(p, "prefill ")} + ${workers(d, "decode ")}`;
+}
+
 function describe(spec: Spec, profiles: ReadonlyMap<string, Profile>): RunSummary {
-  const t = spec.topology;
-  const topology = t.kind === "aggregated" ? `aggregated, ${t.workers} worker${t.workers === 1 ? "" : "s"}` : `disaggregated, ${t.prefill.workers} prefill + ${t.decode.workers} decode workers`;
+  const topology = describeTopology(spec.topology);
   const p = typeof spec.profile === "string" ? profiles.get(spec.profile) : spec.profile;
   const profile = p === undefined ? "profile ?" : `${p.model} (vLLM ${p.vllm_version}, TP ${p.tensor_parallel_size})`;
   const w = spec.workload;
   const workload =
     w.synthetic !== undefined
-      ? `synthetic, ${w.synthetic.requests} requests of ${w.synthetic.input_tokens} + ${w.synthetic.output_tokens} tokens`
-      : `${w.format ?? "?"} trace ${w.trace ?? "?"}${w.speedup === 1 ? "" : `, speedup ${w.speedup}`}`;
+      ? `synthetic, ${int(w.synthetic.requests)} requests of ${int(w.synthetic.input_tokens)} + ${int(w.synthetic.output_tokens)} tokens`
+      : `${w.format ?? "?"} trace ${w.trace === undefined ? "?" : shown(w.trace)}${w.speedup === 1 ? "" : `, speedup ${w.speedup}`}`;
   return { topology, profile, router: spec.router, workload };
 }
 
@@ -54,8 +66,8 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
 
   const trace = spec.workload.trace;
   const traceFile = trace === undefined ? undefined : openTrace(trace, spec.workload.format ?? "kvsim");
-  const progress = createProgress(io);
   const synthetic = spec.workload.synthetic?.requests;
+  const progress = createProgress(io, { quiet: opts.quiet === true, ...(synthetic === undefined ? {} : { totalRequests: synthetic }) });
   const started = performance.now();
   let result;
   try {

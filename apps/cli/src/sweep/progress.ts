@@ -11,12 +11,14 @@ export interface SweepProgress {
 
 const NONE: SweepProgress = { done: () => undefined, setTotal: () => undefined, stop: () => undefined };
 
-/** One bar over points on stderr (done, failed, ETA), drawn only when stderr is a terminal. */
-export function createSweepProgress(io: CliIo, total: number, label = "sweep"): SweepProgress {
-  if (!io.stderrIsTTY) return NONE;
+/** One bar over points on stderr (done, failed, elapsed, ETA), drawn only when stderr is a terminal and not `quiet`. */
+export function createSweepProgress(io: CliIo, total: number, label = "sweep", quiet = false): SweepProgress {
+  if (!io.stderrIsTTY || quiet) return NONE;
   const stream = {
     isTTY: true,
-    columns: process.stderr.columns,
+    get columns(): number {
+      return process.stderr.columns || 80;
+    },
     write(text: string): boolean {
       io.err(text);
       return true;
@@ -24,7 +26,7 @@ export function createSweepProgress(io: CliIo, total: number, label = "sweep"): 
   };
   const bar = new SingleBar({
     stream: stream as unknown as NodeJS.WritableStream,
-    format: `${label} [{bar}] {value}/{total} points | {failed} refused or failed | ETA {eta_formatted}`,
+    format: `${label} [{bar}] {value}/{total} points | {failed} refused or failed | elapsed {duration_formatted} | ETA {eta_formatted}`,
     hideCursor: true,
     clearOnComplete: true,
     etaBuffer: 20,

@@ -46,6 +46,8 @@ export interface SweepOptions {
   readonly jobs?: string;
   readonly format: string;
   readonly force: boolean;
+  /** No progress bar. */
+  readonly quiet?: boolean;
   readonly find?: string;
   readonly sla?: string;
   readonly tolerance?: string;
@@ -211,7 +213,7 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
   let searches: SearchOutcome[] | undefined;
   try {
     if (opts.find === undefined) {
-      const progress = createSweepProgress(io, points.length);
+      const progress = createSweepProgress(io, points.length, "sweep", opts.quiet === true);
       try {
         const limit = Number.isFinite(executor.parallelism) ? executor.parallelism : points.length;
         rows = await mapLimit(points, limit, async (p) => {
@@ -223,7 +225,7 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
         progress.stop();
       }
     } else {
-      const progress = createSweepProgress(io, 0, `search (${opts.find})`);
+      const progress = createSweepProgress(io, 0, `search (${opts.find})`, opts.quiet === true);
       let total = 0;
       const perPoint = Number.isFinite(executor.parallelism) ? Math.max(1, Math.floor(executor.parallelism / (opts.find === "max-rate" ? 1 : 2))) : points.length;
       try {

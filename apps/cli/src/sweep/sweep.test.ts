@@ -110,7 +110,10 @@ describe("kvsim sweep over a grid", () => {
     const io = captureIo({ stderrIsTTY: true });
     const code = await runCli(["sweep", "--spec", path("spec.yaml"), "--grid", write("grid.yaml", "engine.max_num_seqs: [1, 2]\n"), "--jobs", "1"], io);
     expect(code).toBe(0);
-    expect(io.stderr).toContain("2/2 points | 0 refused or failed");
+    expect(io.stderr).toContain("2/2 points | 0 refused or failed | elapsed ");
+    const quiet = captureIo({ stderrIsTTY: true });
+    expect(await runCli(["sweep", "--spec", path("spec.yaml"), "--grid", path("grid.yaml"), "--jobs", "1", "--quiet"], quiet)).toBe(0);
+    expect(quiet.stderr).toBe("");
   });
 
   it("checks output files before running and writes nothing when one exists", async () => {

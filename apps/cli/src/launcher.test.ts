@@ -1,0 +1,35 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+
+/**
+ * bin/kvsim, the repository's launcher of the built CLI: from any folder, through a symbolic link
+ * on the PATH too, it prints only kvsim's output (no package-manager banner), so JSON parses.
+ * It runs the built dist/cli.js, which `npm test` builds before the tests.
+ */
+const launcher = fileURLToPath(new URL("../../../bin/kvsim", import.meta.url));
+const elsewhere = mkdtempSync(join(tmpdir(), "kvsim-launcher-"));
+afterAll(() => {
+  rmSync(elsewhere, { recursive: true, force: true });
+});
+
+describe("bin/kvsim", () => {
+  it("replays the bundled example from another folder with only the JSON report on stdout", () => {
+    const r = spawnSync("sh", [launcher, "replay", "--format", "json"], { cwd: elsewhere, encoding: "utf8" });
+    expect(r.status).toBe(0);
+    // The bundled P/D example's digest, fixed since it was introduced (README).
+    expect((JSON.parse(r.stdout) as { digest: string }).digest).toBe("c20228f3fc8c44b40f8aa62698e6b959c4e955cd7e09c3f129e87ce6c0d55afc");
+  });
+  it("works through a symbolic link, and passes kvsim's exit code through", () => {
+    const link = join(elsewhere, "kvsim");
+    symlinkSync(launcher, link);
+    const version = spawnSync(link, ["--version"], { cwd: elsewhere, encoding: "utf8" });
+    expect(version.status).toBe(0);
+    expect(version.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+    const bare = spawnSync(link, [], { cwd: elsewhere, encoding: "utf8" });
+    expect([bare.status, bare.stdout]).toEqual([2, ""]);
+  });
+});
