@@ -14,3 +14,21 @@ export {
   type ThroughputComparison,
 } from "./compare.js";
 export { mean, percentile } from "./stats.js";
+export {
+  fitTiming,
+  fitPart,
+  regressionStart,
+  replayWith,
+  simulatedRun,
+  checkMeasuredAgainstWorkload,
+  roundCoefficients,
+  COEFFICIENT_NAMES,
+  FIT_TARGETS,
+  MIN_FIT_REQUESTS,
+  type FitInput,
+  type FitResult,
+  type LinearCoefficients,
+} from "./fit.js";
+export { nelderMead, type NelderMeadOptions, type NelderMeadResult } from "./nelder-mead.js";
+export { nonNegativeLeastSquares } from "./nnls.js";
+export { measuredToTrace, parsePromptTokens, type PromptTokens } from "./trace-from.js";

@@ -20,6 +20,8 @@ export interface MeasuredRequest {
   readonly e2eMs: number;
   /** (e2e - ttft) / (output - 1); null for a one-token output. */
   readonly tpotMs: number | null;
+  /** Queued to scheduled (vLLM per-request stats only). */
+  readonly queueMs?: number;
   /** Every gap between two output tokens, when the file has them (vllm-bench). */
   readonly itlsMs?: readonly number[];
 }
@@ -131,7 +133,7 @@ function parseVllmRequests(text: string, file: string): MeasuredRun {
     if (last < first) fail(file, [{ line, path: "last_token_ts", message: `is before first_token_ts: the request finished before its first token (${last} < ${first})` }]);
     const ttft = (first - queued) * 1000;
     const e2e = (last - queued) * 1000;
-    requests.push({ line, requestId: id, arrivalMs: queued * 1000, inputTokens: input, outputTokens: output, ttftMs: ttft, e2eMs: e2e, tpotMs: tpot(ttft, e2e, output) });
+    requests.push({ line, requestId: id, arrivalMs: queued * 1000, inputTokens: input, outputTokens: output, ttftMs: ttft, e2eMs: e2e, tpotMs: tpot(ttft, e2e, output), queueMs: (scheduled - queued) * 1000 });
   }
   checkUniqueIds(file, requests);
   return { format: "vllm-requests", file, requests: byArrival(requests), skipped: 0, lacks: MEASURED_FORMAT_LACKS["vllm-requests"] };

@@ -12,8 +12,10 @@ import { registerSweep } from "./sweep.js";
 import { registerWorker } from "./worker.js";
 import { registerDiff } from "./diff.js";
 import { registerCompare } from "./compare.js";
+import { registerCalibrate } from "./calibrate.js";
+import { registerTrace } from "./trace.js";
 
 /** Each command module registers itself on the program. Keep one module per command. */
 export type RegisterCommand = (program: Command, ctx: CommandContext) => void;
 
-export const COMMANDS: readonly RegisterCommand[] = [registerTransfer, registerValidate, registerSchemas, registerEngine, registerDynamo, registerReplay, registerProfileFromHf, registerProfileShow, registerSweep, registerWorker, registerDiff, registerCompare];
+export const COMMANDS: readonly RegisterCommand[] = [registerTransfer, registerValidate, registerSchemas, registerEngine, registerDynamo, registerReplay, registerProfileFromHf, registerProfileShow, registerSweep, registerWorker, registerDiff, registerCompare, registerCalibrate, registerTrace];

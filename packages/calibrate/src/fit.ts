@@ -1,0 +1,284 @@
+/**
+ * The fit of the `linear` step-time model to a measured run: a regression over the step times the
+ * fit part's timestamps imply, refined by replaying the workload with candidate coefficients and
+ * minimising the fit part's TPOT, TTFT and E2E errors (Nelder-Mead over two scale factors).
+ */
+import { InputError, type Profile, type Spec, type TraceRecord } from "@kvsim/profile-schema";
+import { runReplay, type RequestRecord } from "@kvsim/replay-engine";
+import { compareRuns, type Comparison } from "./compare.js";
+import type { MeasuredRequest, MeasuredRun } from "./measured.js";
+import { nelderMead } from "./nelder-mead.js";
+import { nonNegativeLeastSquares } from "./nnls.js";
+
+/** The `linear` timing's coefficients, in its units (ms per step, ms per sequence, µs per token). */
+export interface LinearCoefficients {
+  readonly step_ms: number;
+  readonly per_sequence_ms: number;
+  readonly per_kv_token_us: number;
+  readonly per_prompt_token_us: number;
+  readonly per_cached_token_us: number;
+  readonly prompt_step_ms: number;
+}
+
+export const COEFFICIENT_NAMES: readonly (keyof LinearCoefficients)[] = ["step_ms", "per_sequence_ms", "per_kv_token_us", "per_prompt_token_us", "per_cached_token_us", "prompt_step_ms"];
+
+/** Fewest measured requests `fitTiming` fits on. */
+export const MIN_FIT_REQUESTS = 10;
+
+/** The fit part of a measured run: its first `fraction` of requests by arrival (at least one). */
+export function fitPart(run: MeasuredRun, fraction: number): MeasuredRun {
+  if (!(fraction > 0 && fraction <= 1)) throw new RangeError(`the fit fraction must be in (0, 1], got ${fraction}`);
+  const n = Math.max(1, Math.floor(run.requests.length * fraction));
+  return { ...run, requests: run.requests.slice(0, n) };
+}
+
+/**
+ * Checks that every measured request is a request of the workload, with the same prompt and
+ * output lengths; throws an InputError naming the measured file, line and field otherwise.
+ */
+export function checkMeasuredAgainstWorkload(run: MeasuredRun, records: readonly TraceRecord[], workloadFile: string): void {
+  const byId = new Map<string, TraceRecord>();
+  for (const r of records) byId.set(r.requestId ?? `trace-${r.line}`, r);
+  for (const m of run.requests) {
+    const w = byId.get(m.requestId);
+    const at = { line: m.line };
+    if (w === undefined) {
+      throw new InputError(run.file, [{ ...at, path: "request_id", message: `${m.requestId} is not a request of the workload ${workloadFile} (the spec must describe the same requests, with the same ids)` }]);
+    }
+    if (w.inputTokens !== m.inputTokens) {
+      throw new InputError(run.file, [{ ...at, path: "input_toks", message: `${m.requestId} has ${m.inputTokens} prompt tokens, the workload's request (${workloadFile}:${w.line}) has ${w.inputTokens}` }]);
+    }
+    if (w.outputTokens !== m.outputTokens) {
+      throw new InputError(run.file, [{ ...at, path: "output_toks", message: `${m.requestId} has ${m.outputTokens} output tokens, the workload's request (${workloadFile}:${w.line}) asks for ${w.outputTokens}` }]);
+    }
+  }
+}
+
+/** kvsim's per-request records as a measured run (completed requests only), for comparisons. */
+export function simulatedRun(records: readonly RequestRecord[], file = "<simulated>"): MeasuredRun {
+  const requests: MeasuredRequest[] = [];
+  let skipped = 0;
+  records.forEach((r, i) => {
+    if (r.status !== "completed" || r.ttft_ms === null || r.e2e_ms === null) {
+      skipped++;
+      return;
+    }
+    requests.push({
+      line: i + 1,
+      requestId: r.request_id,
+      arrivalMs: r.arrival_ms,
+      inputTokens: r.input_tokens,
+      outputTokens: r.output_tokens,
+      ttftMs: r.ttft_ms,
+      e2eMs: r.e2e_ms,
+      tpotMs: r.output_tokens >= 2 ? (r.e2e_ms - r.ttft_ms) / (r.output_tokens - 1) : null,
+    });
+  });
+  const first = requests.reduce((a, r) => Math.min(a, r.arrivalMs!), Infinity);
+  const sorted = requests.map((r) => ({ ...r, arrivalMs: r.arrivalMs! - first })).sort((a, b) => a.arrivalMs - b.arrivalMs);
+  return { format: "kvsim-requests", file, requests: sorted, skipped, lacks: [] };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 1: regression over the step times the fit part's timestamps imply.
+
+/**
+ * One request's decode interval holds `output - 1` steps (a token per step), so its TPOT is the
+ * mean step time there. The load of those steps is estimated from the fit part's own timestamps on
+ * a 5 ms grid: running sequences (scheduled to last token), KV tokens of decoding sequences (prompt
+ * plus the tokens produced so far, linearly), prompt tokens computed (each prompt spread over its
+ * prefill window), the context those prompt chunks attend, and the share of time with prompt work.
+ * Requests outside the fit part are not seen, so late in the window the load is underestimated;
+ * the simulation stage corrects the scale.
+ */
+export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number): LinearCoefficients {
+  const reqs = fit.requests.filter((r) => r.arrivalMs !== null);
+  const tpots = reqs.map((r) => r.tpotMs).filter((t): t is number => t !== null).sort((a, b) => a - b);
+  const medianTpot = tpots.length === 0 ? 20 : tpots[Math.floor(tpots.length / 2)]!;
+  const fallback: LinearCoefficients = { step_ms: medianTpot, per_sequence_ms: 0, per_kv_token_us: 0, per_prompt_token_us: 0, per_cached_token_us: 0, prompt_step_ms: 0 };
+  if (reqs.length < 2 || tpots.length < 2) return fallback;
+  const dt = 5;
+  const end = Math.max(...reqs.map((r) => r.arrivalMs! + r.e2eMs));
+  const n = Math.ceil(end / dt) + 2;
+  const running = new Float64Array(n);
+  const kv = new Float64Array(n);
+  const promptRate = new Float64Array(n);
+  const contextRate = new Float64Array(n);
+  const promptActive = new Uint8Array(n);
+  const idx = (t: number) => Math.min(n - 1, Math.max(0, Math.floor(t / dt)));
+  for (const r of reqs) {
+    const a = r.arrivalMs!;
+    const first = a + r.ttftMs;
+    const last = a + r.e2eMs;
+    const chunks = Math.ceil(r.inputTokens / maxNumBatchedTokens);
+    const start = r.queueMs !== undefined ? a + r.queueMs : Math.max(a, first - (chunks + 1) * medianTpot);
+    const window = Math.max(dt, first - start);
+    // Context of the chunks: chunk m (0-based) attends the m chunks before it.
+    const context = (maxNumBatchedTokens * chunks * (chunks - 1)) / 2;
+    for (let k = idx(start); k < idx(first); k++) {
+      promptActive[k] = 1;
+      promptRate[k]! += (r.inputTokens * dt) / window;
+      contextRate[k]! += (context * dt) / window;
+    }
+    for (let k = idx(start); k < idx(last); k++) running[k]! += 1;
+    const span = Math.max(dt, last - first);
+    for (let k = idx(first); k < idx(last); k++) kv[k]! += r.inputTokens + (r.outputTokens * (k * dt - first)) / span;
+  }
+  const rows: number[][] = [];
+  const ys: number[] = [];
+  for (const r of reqs) {
+    if (r.tpotMs === null || r.tpotMs <= 0) continue;
+    const a = r.arrivalMs!;
+    const lo = idx(a + r.ttftMs);
+    const hi = Math.max(lo + 1, idx(a + r.e2eMs));
+    let sr = 0, skv = 0, sp = 0, sc = 0, sa = 0;
+    for (let k = lo; k < hi; k++) {
+      sr += running[k]!;
+      skv += kv[k]!;
+      sp += promptRate[k]!;
+      sc += contextRate[k]!;
+      sa += promptActive[k]!;
+    }
+    const cells = hi - lo;
+    const steps = r.outputTokens - 1;
+    // Per step: c0 + c_seq R + c_kv KV / 1000 + c_pstep share + (c_ptok prompt + c_ctx context) / 1000 / steps.
+    const row = [1, sr / cells, skv / cells / 1000, sp / steps / 1000, sc / steps / 1000, sa / cells];
+    // Relative errors: each row divided by its TPOT.
+    rows.push(row.map((x) => x / r.tpotMs!));
+    ys.push(1);
+  }
+  if (rows.length < 6) return fallback;
+  const x = nonNegativeLeastSquares(rows, ys);
+  if (x === undefined || x[0]! + x[1]! + x[2]! <= 0) return fallback;
+  return { step_ms: x[0]!, per_sequence_ms: x[1]!, per_kv_token_us: x[2]!, per_prompt_token_us: x[3]!, per_cached_token_us: x[4]!, prompt_step_ms: x[5]! };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 2: replay the workload and minimise the fit part's errors.
+
+export interface FitInput {
+  /** The deployment and workload (its timing is replaced by each candidate). */
+  readonly spec: Spec;
+  readonly specFile?: string;
+  readonly profiles?: ReadonlyMap<string, Profile>;
+  /** The workload's records, when it is a trace (read once, replayed many times). */
+  readonly records?: readonly TraceRecord[];
+  readonly traceFile?: string;
+  /** The fit part only: the rest of the measured run is never passed in. */
+  readonly fit: MeasuredRun;
+  /** Replays to spend on the refinement (default 40). */
+  readonly maxEvaluations?: number;
+  readonly onEvaluation?: (e: { readonly evaluation: number; readonly objective: number; readonly best: number }) => void;
+}
+
+export interface FitResult {
+  readonly coefficients: LinearCoefficients;
+  /** The regression's coefficients, before the refinement. */
+  readonly start: LinearCoefficients;
+  /** The two scale factors found: decode terms, prompt terms. */
+  readonly scale: { readonly decode: number; readonly prompt: number };
+  readonly evaluations: number;
+  /** Σ of squared relative errors of the fitted metrics on the fit part. */
+  readonly objective: number;
+  /** The fit part's comparison at the fitted coefficients. */
+  readonly fitComparison: Comparison;
+}
+
+/** The metrics the refinement minimises, each as a squared relative error. */
+export const FIT_TARGETS: readonly { readonly metric: "ttft" | "tpot" | "e2e"; readonly stat: "mean" | "p90" }[] = [
+  { metric: "tpot", stat: "mean" },
+  { metric: "tpot", stat: "p90" },
+  { metric: "ttft", stat: "mean" },
+  { metric: "ttft", stat: "p90" },
+  { metric: "e2e", stat: "mean" },
+  { metric: "e2e", stat: "p90" },
+];
+
+function scaled(c: LinearCoefficients, decode: number, prompt: number): LinearCoefficients {
+  return {
+    step_ms: c.step_ms * decode,
+    per_sequence_ms: c.per_sequence_ms * decode,
+    per_kv_token_us: c.per_kv_token_us * decode,
+    per_prompt_token_us: c.per_prompt_token_us * prompt,
+    per_cached_token_us: c.per_cached_token_us * prompt,
+    prompt_step_ms: c.prompt_step_ms * prompt,
+  };
+}
+
+/** Rounds to 4 significant digits, so written specs read well and refits are stable. */
+export function roundCoefficients(c: LinearCoefficients): LinearCoefficients {
+  const r = (v: number) => (v === 0 ? 0 : Number(v.toPrecision(4)));
+  return { step_ms: r(c.step_ms), per_sequence_ms: r(c.per_sequence_ms), per_kv_token_us: r(c.per_kv_token_us), per_prompt_token_us: r(c.per_prompt_token_us), per_cached_token_us: r(c.per_cached_token_us), prompt_step_ms: r(c.prompt_step_ms) };
+}
+
+/** Replays the spec with the given coefficients; the records of every request (completed or not). */
+export async function replayWith(input: Omit<FitInput, "fit">, c: LinearCoefficients, maxVirtualTimeMs?: number): Promise<readonly RequestRecord[] | undefined> {
+  const spec: Spec = { ...input.spec, timing: { type: "linear", ...c }, ...(maxVirtualTimeMs === undefined ? {} : { max_virtual_time_ms: maxVirtualTimeMs }) };
+  const result = await runReplay({
+    spec,
+    ...(input.specFile === undefined ? {} : { specFile: input.specFile }),
+    ...(input.profiles === undefined ? {} : { profiles: input.profiles }),
+    ...(input.records === undefined ? {} : { records: input.records }),
+    ...(input.traceFile === undefined ? {} : { traceFile: input.traceFile }),
+  });
+  return result.ok ? result.records : undefined;
+}
+
+/** The fit part's objective for one comparison: Σ squared relative errors, plus a penalty per request lost. */
+function objectiveOf(c: Comparison): number {
+  let f = 0;
+  for (const t of FIT_TARGETS) {
+    const row = c.latency.find((l) => l.metric === t.metric && l.stat === t.stat);
+    const e = row?.error ?? null;
+    f += e === null ? 1 : e * e;
+  }
+  return f + (c.selected === 0 ? 0 : (10 * c.missingCount) / c.selected);
+}
+
+/**
+ * Fits the linear timing to the fit part. Deterministic: the same inputs give the same
+ * coefficients (the replay and the optimiser are deterministic).
+ */
+export async function fitTiming(input: FitInput): Promise<FitResult> {
+  const fit = input.fit;
+  if (fit.requests.length < MIN_FIT_REQUESTS) {
+    throw new InputError(fit.file, [{ path: "", message: `has ${fit.requests.length} requests in its fit part, fewer than the ${MIN_FIT_REQUESTS} kvsim calibrate needs (raise --fit-fraction or measure more requests)` }]);
+  }
+  const start = regressionStart(fit, input.spec.engine.max_num_batched_tokens ?? 8192);
+  // Replays stop a while after the fit part's last measured token: later events cannot change it.
+  const lastMs = Math.max(...fit.requests.map((r) => (r.arrivalMs ?? 0) + r.e2eMs));
+  const cap = lastMs * 1.5 + 1000;
+  let evaluations = 0;
+  let best = Infinity;
+  const cache = new Map<string, { f: number; c: Comparison }>();
+  const evaluate = async (theta: readonly number[]): Promise<{ f: number; c: Comparison | undefined }> => {
+    const key = theta.map((v) => v.toFixed(6)).join(",");
+    const hit = cache.get(key);
+    if (hit !== undefined) return hit;
+    const coeffs = roundCoefficients(scaled(start, Math.exp(theta[0]!), Math.exp(theta[1]!)));
+    const records = await replayWith(input, coeffs, cap);
+    evaluations++;
+    let f = 1e6;
+    let c: Comparison | undefined;
+    if (records !== undefined) {
+      c = compareRuns(fit, simulatedRun(records));
+      f = objectiveOf(c);
+    }
+    best = Math.min(best, f);
+    input.onEvaluation?.({ evaluation: evaluations, objective: f, best });
+    if (c !== undefined) cache.set(key, { f, c });
+    return { f, c };
+  };
+  const maxEvaluations = input.maxEvaluations ?? 40;
+  const res = await nelderMead(async (x) => (await evaluate(x)).f, [0, 0], { step: 0.2, maxEvaluations, tolerance: 1e-5 });
+  const coefficients = roundCoefficients(scaled(start, Math.exp(res.x[0]!), Math.exp(res.x[1]!)));
+  const final = await evaluate(res.x);
+  return {
+    coefficients,
+    start: roundCoefficients(start),
+    scale: { decode: Math.exp(res.x[0]!), prompt: Math.exp(res.x[1]!) },
+    evaluations,
+    objective: final.f,
+    fitComparison: final.c ?? compareRuns(fit, { ...fit, requests: [] }),
+  };
+}
