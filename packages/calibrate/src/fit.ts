@@ -124,29 +124,42 @@ export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number): 
     const span = Math.max(dt, last - first);
     for (let k = idx(first); k < idx(last); k++) kv[k]! += r.inputTokens + (r.outputTokens * (k * dt - first)) / span;
   }
-  const rows: number[][] = [];
-  const ys: number[] = [];
-  for (const r of reqs) {
-    if (r.tpotMs === null || r.tpotMs <= 0) continue;
-    const a = r.arrivalMs!;
-    const lo = idx(a + r.ttftMs);
-    const hi = Math.max(lo + 1, idx(a + r.e2eMs));
-    let sr = 0, skv = 0, sp = 0, sc = 0, sa = 0;
-    for (let k = lo; k < hi; k++) {
-      sr += running[k]!;
-      skv += kv[k]!;
-      sp += promptRate[k]!;
-      sc += contextRate[k]!;
-      sa += promptActive[k]!;
+  // Only the time before the fit part's last arrival is fully observed: every request running
+  // then is in the fit part (later requests arrive later). Each row is the part of a request's
+  // decode interval before it, its steps counted at the request's mean step time (its TPOT).
+  const cut = idx(Math.max(...reqs.map((r) => r.arrivalMs!)));
+  const build = (minShare: number) => {
+    const rows: number[][] = [];
+    const ys: number[] = [];
+    for (const r of reqs) {
+      if (r.tpotMs === null || r.tpotMs <= 0) continue;
+      const a = r.arrivalMs!;
+      const lo = idx(a + r.ttftMs);
+      const full = Math.max(lo + 1, idx(a + r.e2eMs));
+      const hi = Math.min(full, cut);
+      if (hi <= lo) continue;
+      const share = (hi - lo) / (full - lo);
+      if (share < minShare) continue;
+      let sr = 0, skv = 0, sp = 0, sc = 0, sa = 0;
+      for (let k = lo; k < hi; k++) {
+        sr += running[k]!;
+        skv += kv[k]!;
+        sp += promptRate[k]!;
+        sc += contextRate[k]!;
+        sa += promptActive[k]!;
+      }
+      const cells = hi - lo;
+      const steps = Math.max(1, (cells * dt) / r.tpotMs);
+      // Per step: c0 + c_seq R + c_kv KV / 1000 + c_pstep share + (c_ptok prompt + c_ctx context) / 1000 / steps.
+      const row = [1, sr / cells, skv / cells / 1000, sp / steps / 1000, sc / steps / 1000, sa / cells];
+      // Relative errors (each row over its TPOT), weighted by the observed share of the interval.
+      rows.push(row.map((x) => (x * share) / r.tpotMs!));
+      ys.push(share);
     }
-    const cells = hi - lo;
-    const steps = r.outputTokens - 1;
-    // Per step: c0 + c_seq R + c_kv KV / 1000 + c_pstep share + (c_ptok prompt + c_ctx context) / 1000 / steps.
-    const row = [1, sr / cells, skv / cells / 1000, sp / steps / 1000, sc / steps / 1000, sa / cells];
-    // Relative errors: each row divided by its TPOT.
-    rows.push(row.map((x) => x / r.tpotMs!));
-    ys.push(1);
-  }
+    return { rows, ys };
+  };
+  let { rows, ys } = build(0.5);
+  if (rows.length < 8) ({ rows, ys } = build(0));
   if (rows.length < 6) return fallback;
   const x = nonNegativeLeastSquares(rows, ys);
   if (x === undefined || x[0]! + x[1]! + x[2]! <= 0) return fallback;

@@ -1,0 +1,157 @@
+#!/usr/bin/env node
+// Fidelity of kvsim against real vLLM runs: for each run folder (requests.jsonl + meta.json), make
+// the trace and the spec a user would write, calibrate on the first half, replay everything, and
+// print the held-out half's errors next to LLMServingSim's published (in-sample) errors.
+//
+// Usage: node tooling/scripts/fidelity.mjs <runs-folder> [--markdown] [--keep <dir>]
+//   (pnpm fidelity <runs-folder>; build first: the script runs apps/cli/dist/cli.js)
+// A run folder holds requests.jsonl (vLLM per-request stats), meta.json (engine_kwargs,
+// kv_cache, resolved_config) and optionally llmservingsim-accuracy.txt; the prompts' token ids are
+// read from <runs-folder>/<basename of meta.dataset_path> when that file exists.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const cli = join(repo, "apps/cli/dist/cli.js");
+
+const args = process.argv.slice(2);
+const markdown = args.includes("--markdown");
+const keepAt = args.indexOf("--keep");
+const keep = keepAt >= 0 ? resolve(args[keepAt + 1]) : undefined;
+const runsDir = args.find((a, i) => !a.startsWith("--") && (keepAt < 0 || i !== keepAt + 1));
+if (runsDir === undefined) {
+  console.error("usage: node tooling/scripts/fidelity.mjs <runs-folder> [--markdown] [--keep <dir>]");
+  process.exit(2);
+}
+if (!existsSync(cli)) {
+  console.error(`${cli} is missing: build first (pnpm build)`);
+  process.exit(2);
+}
+
+// KV bytes per token of the models the shared runs serve (layers x KV heads x head dim x 2 x bf16),
+// for a linear profile: the fitted timing prices steps, the profile only sizes the KV cache.
+const KV_BYTES_PER_TOKEN = {
+  "meta-llama/Llama-3.1-8B": 32 * 8 * 128 * 2 * 2,
+  "Qwen/Qwen3-30B-A3B-Instruct-2507": 48 * 4 * 128 * 2 * 2,
+};
+// Runs whose meta.json does not record the pool: enough blocks that KV never binds (the Qwen run's
+// timeseries shows it never near full), stated in the output.
+const ASSUMED_BLOCKS = 30000;
+
+const kvsim = (argv) => execFileSync(process.execPath, [cli, ...argv], { encoding: "utf8", maxBuffer: 64 << 20 });
+
+/** LLMServingSim's published errors: "TTFT Mean  65456.6  65820.2  +0.6%" -> { ttft_mean: 0.006 }. */
+function peerErrors(file) {
+  if (!existsSync(file)) return {};
+  const out = {};
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const m = /^(TTFT|TPOT|Latency)\s+(Mean|Median|P90|P95|P99)\s+\S+\s+\S+\s+([+-][\d.]+)%/.exec(line.trim());
+    if (m === null) continue;
+    const metric = m[1] === "Latency" ? "e2e" : m[1].toLowerCase();
+    const stat = m[2].toLowerCase();
+    out[`${metric}_${stat}`] = Number(m[3]) / 100;
+  }
+  return out;
+}
+
+function specFor(meta, work, trace) {
+  const k = meta.engine_kwargs;
+  const rc = meta.resolved_config ?? {};
+  const kv = meta.kv_cache ?? {};
+  const model = meta.model;
+  const bytes = KV_BYTES_PER_TOKEN[model];
+  if (bytes === undefined) throw new Error(`no KV size known for ${model}: add it to KV_BYTES_PER_TOKEN`);
+  writeFileSync(join(work, "profile.json"), JSON.stringify({ schema_version: 1, model, vllm_version: meta.vllm_version, tensor_parallel_size: k.tensor_parallel_size, kv_bytes_per_token: bytes }));
+  const dp = k.data_parallel_size ?? 1;
+  const engine = {
+    num_gpu_blocks: kv.num_gpu_blocks ?? ASSUMED_BLOCKS,
+    block_size: kv.block_size ?? rc.cache_config?.block_size ?? 16,
+    max_num_batched_tokens: k.max_num_batched_tokens,
+    max_num_seqs: k.max_num_seqs,
+    ...(k.max_model_len ? { max_model_len: k.max_model_len } : {}),
+    enable_prefix_caching: kv.enable_prefix_caching ?? rc.cache_config?.enable_prefix_caching ?? true,
+    enable_chunked_prefill: true,
+    // vLLM 0.19's defaults when the resolved config is not recorded: both on.
+    async_scheduling: rc.scheduler_config?.async_scheduling ?? true,
+    scheduler_reserve_full_isl: rc.scheduler_config?.scheduler_reserve_full_isl ?? true,
+    ...(rc.compilation_config?.cudagraph_capture_sizes ? { cudagraph_capture_sizes: rc.compilation_config.cudagraph_capture_sizes } : {}),
+    ...(dp > 1 ? { data_parallel_size: dp, enable_expert_parallel: Boolean(k.enable_expert_parallel) } : {}),
+  };
+  const spec = {
+    version: 1,
+    profile: "./profile.json",
+    topology: { kind: "aggregated", workers: 1 },
+    engine,
+    timing: { type: "fixed", prefill_ms: 10, decode_ms: 10 },
+    workload: { trace: `./${basename(trace)}`, format: "kvsim" },
+  };
+  const file = join(work, "spec.json");
+  writeFileSync(file, `${JSON.stringify(spec, null, 2)}\n`);
+  return { file, assumedBlocks: kv.num_gpu_blocks === undefined };
+}
+
+const ROWS = [
+  ["tpot", "mean"],
+  ["tpot", "p90"],
+  ["ttft", "mean"],
+  ["ttft", "p90"],
+  ["e2e", "mean"],
+  ["e2e", "p90"],
+];
+const TARGET = { tpot_mean: 0.03, tpot_p90: 0.03, ttft_mean: 0.05, ttft_p90: 0.05, e2e_p90: 0.05 };
+const pct = (v) => (v === null || v === undefined ? "-" : `${v >= 0 ? "+" : ""}${(v * 100).toFixed(1)}%`);
+
+const root = keep ?? mkdtempSync(join(tmpdir(), "kvsim-fidelity-"));
+const results = [];
+try {
+  for (const name of readdirSync(runsDir).sort()) {
+    const dir = join(runsDir, name);
+    const requests = join(dir, "requests.jsonl");
+    const metaFile = join(dir, "meta.json");
+    if (!existsSync(requests) || !existsSync(metaFile)) continue;
+    const meta = JSON.parse(readFileSync(metaFile, "utf8"));
+    const work = join(root, name);
+    execFileSync("mkdir", ["-p", work]);
+    const prompts = meta.dataset_path ? join(runsDir, basename(meta.dataset_path)) : undefined;
+    const trace = join(work, "trace.jsonl");
+    kvsim(["trace", "from-measured", "--measured", requests, ...(prompts && existsSync(prompts) ? ["--prompts", prompts] : []), "--out", trace, "--force"]);
+    const { file, assumedBlocks } = specFor(meta, work, trace);
+    const started = Date.now();
+    const cal = JSON.parse(kvsim(["calibrate", "--spec", file, "--measured", requests, "--out", join(work, "calibrated.yaml"), "--force", "--format", "json"]));
+    const wallS = (Date.now() - started) / 1000;
+    results.push({ name, meta, cal, wallS, peer: peerErrors(join(dir, "llmservingsim-accuracy.txt")), tokenIds: Boolean(prompts && existsSync(prompts)), assumedBlocks });
+  }
+} finally {
+  if (keep === undefined) rmSync(root, { recursive: true, force: true });
+}
+
+const find = (c, metric, stat) => c?.latency.find((l) => l.metric === metric && l.stat === stat)?.error ?? null;
+const lines = [];
+for (const r of results) {
+  const k = r.meta.engine_kwargs;
+  lines.push(
+    markdown ? `**${r.name}** (${r.meta.model}, vLLM ${r.meta.vllm_version}, DP ${k.data_parallel_size ?? 1}${k.enable_expert_parallel ? " + EP" : ""}):` : `${r.name} (${r.meta.model}, vLLM ${r.meta.vllm_version}, DP ${k.data_parallel_size ?? 1}${k.enable_expert_parallel ? " + EP" : ""})`,
+  );
+  lines.push(
+    `calibrated on ${r.cal.fit_requests} requests in ${r.wallS.toFixed(1)} s (${r.cal.evaluations} replays); held out: ${r.cal.held_out_requests}; ${r.tokenIds ? "prompts by token id" : "prompts by length"}${r.assumedBlocks ? `; GPU blocks not recorded, ${ASSUMED_BLOCKS} assumed` : ""}; simulated preemptions ${r.cal.simulated_preemptions}`,
+  );
+  lines.push("");
+  const rows = [["metric", "kvsim, held-out half", "kvsim, fit half", "target", "LLMServingSim (in-sample, published)"]];
+  for (const [metric, stat] of ROWS) {
+    const key = `${metric}_${stat}`;
+    const held = find(r.cal.held_out, metric, stat);
+    const t = TARGET[key];
+    rows.push([`${metric.toUpperCase()} ${stat}`, `${pct(held)}${t !== undefined ? (Math.abs(held ?? Infinity) <= t ? " ✓" : " ✗") : ""}`, pct(find(r.cal.fit, metric, stat)), t === undefined ? "-" : `±${t * 100}%`, pct(r.peer[key])]);
+  }
+  if (markdown) {
+    lines.push(`| ${rows[0].join(" | ")} |`, `|${rows[0].map(() => "---").join("|")}|`, ...rows.slice(1).map((row) => `| ${row.join(" | ")} |`));
+  } else {
+    const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
+    lines.push(...rows.map((row) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ")));
+  }
+  lines.push("", `fitted: ${Object.entries(r.cal.coefficients).map(([k2, v]) => `${k2} ${v}`).join(", ")}`, "");
+}
+process.stdout.write(`${lines.join("\n")}\n`);
