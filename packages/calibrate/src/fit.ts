@@ -1,7 +1,7 @@
 /**
  * The fit of the `linear` step-time model to a measured run: a regression over the step times the
  * fit part's timestamps imply, refined by replaying the workload with candidate coefficients and
- * minimising the fit part's TPOT, TTFT and E2E errors (Nelder-Mead over two scale factors).
+ * minimising the fit part's TPOT, TTFT and E2E errors (Nelder-Mead over three scale factors).
  */
 import { InputError, type Profile, type Spec, type TraceRecord } from "@kvsim/profile-schema";
 import { runReplay, type RequestRecord } from "@kvsim/replay-engine";
@@ -179,7 +179,7 @@ export interface FitInput {
   readonly traceFile?: string;
   /** The fit part only: the rest of the measured run is never passed in. */
   readonly fit: MeasuredRun;
-  /** Replays to spend on the refinement (default 40). */
+  /** Replays to spend on the refinement (default 60). */
   readonly maxEvaluations?: number;
   readonly onEvaluation?: (e: { readonly evaluation: number; readonly objective: number; readonly best: number }) => void;
 }
@@ -188,8 +188,8 @@ export interface FitResult {
   readonly coefficients: LinearCoefficients;
   /** The regression's coefficients, before the refinement. */
   readonly start: LinearCoefficients;
-  /** The two scale factors found: decode terms, prompt terms. */
-  readonly scale: { readonly decode: number; readonly prompt: number };
+  /** The scale factors found: per-step and per-sequence terms, prompt terms, the KV term. */
+  readonly scale: { readonly decode: number; readonly prompt: number; readonly kv: number };
   readonly evaluations: number;
   /** Σ of squared relative errors of the fitted metrics on the fit part. */
   readonly objective: number;
@@ -207,11 +207,11 @@ export const FIT_TARGETS: readonly { readonly metric: "ttft" | "tpot" | "e2e"; r
   { metric: "e2e", stat: "p90" },
 ];
 
-function scaled(c: LinearCoefficients, decode: number, prompt: number): LinearCoefficients {
+function scaled(c: LinearCoefficients, decode: number, prompt: number, kv: number): LinearCoefficients {
   return {
     step_ms: c.step_ms * decode,
     per_sequence_ms: c.per_sequence_ms * decode,
-    per_kv_token_us: c.per_kv_token_us * decode,
+    per_kv_token_us: c.per_kv_token_us * kv,
     per_prompt_token_us: c.per_prompt_token_us * prompt,
     per_cached_token_us: c.per_cached_token_us * prompt,
     prompt_step_ms: c.prompt_step_ms * prompt,
@@ -268,7 +268,7 @@ export async function fitTiming(input: FitInput): Promise<FitResult> {
     const key = theta.map((v) => v.toFixed(6)).join(",");
     const hit = cache.get(key);
     if (hit !== undefined) return hit;
-    const coeffs = roundCoefficients(scaled(start, Math.exp(theta[0]!), Math.exp(theta[1]!)));
+    const coeffs = roundCoefficients(scaled(start, Math.exp(theta[0]!), Math.exp(theta[1]!), Math.exp(theta[2]!)));
     const records = await replayWith(input, coeffs, cap);
     evaluations++;
     let f = 1e6;
@@ -282,14 +282,14 @@ export async function fitTiming(input: FitInput): Promise<FitResult> {
     if (c !== undefined) cache.set(key, { f, c });
     return { f, c };
   };
-  const maxEvaluations = input.maxEvaluations ?? 40;
-  const res = await nelderMead(async (x) => (await evaluate(x)).f, [0, 0], { step: 0.2, maxEvaluations, tolerance: 1e-5 });
-  const coefficients = roundCoefficients(scaled(start, Math.exp(res.x[0]!), Math.exp(res.x[1]!)));
+  const maxEvaluations = input.maxEvaluations ?? 60;
+  const res = await nelderMead(async (x) => (await evaluate(x)).f, [0, 0, 0], { step: 0.2, maxEvaluations, tolerance: 1e-5 });
+  const coefficients = roundCoefficients(scaled(start, Math.exp(res.x[0]!), Math.exp(res.x[1]!), Math.exp(res.x[2]!)));
   const final = await evaluate(res.x);
   return {
     coefficients,
     start: roundCoefficients(start),
-    scale: { decode: Math.exp(res.x[0]!), prompt: Math.exp(res.x[1]!) },
+    scale: { decode: Math.exp(res.x[0]!), prompt: Math.exp(res.x[1]!), kv: Math.exp(res.x[2]!) },
     evaluations,
     objective: final.f,
     fitComparison: final.c ?? compareRuns(fit, { ...fit, requests: [] }),

@@ -201,15 +201,15 @@ export const registerCalibrate: RegisterCommand = (program, ctx) => {
     .option("--measured <file>", "the measured run: vLLM per-request stats (requests.jsonl), vllm bench serve --save-result --save-detailed JSON, or kvsim replay --requests records")
     .option("--out <file>", "where to write the spec with the fitted timing (YAML, or JSON for a .json name); relative paths are rebased")
     .option("--fit-fraction <F>", "the share of the requests, by arrival, to fit on", "0.5")
-    .option("--max-evaluations <N>", "replays the refinement may spend", "40")
+    .option("--max-evaluations <N>", "replays the refinement may spend", "60")
     .option("--format <format>", "table or json", "table")
     .option("--force", "overwrite an existing --out file", false)
     .addHelpText(
       "after",
       `
 Method: a non-negative regression of each fit request's TPOT on the load its timestamps imply gives
-the coefficients' shape; Nelder-Mead over two scale factors (decode terms, prompt terms) then
-replays the workload and minimises the squared relative errors of TPOT, TTFT and E2E (mean, p90)
+the coefficients' shape; Nelder-Mead over three scale factors (step and sequence terms, the KV
+term, prompt terms) then replays the workload and minimises the squared relative errors of TPOT, TTFT and E2E (mean, p90)
 on the fit part. Deterministic.
 
 Measured formats and what each lacks:
