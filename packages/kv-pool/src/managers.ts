@@ -167,6 +167,7 @@ abstract class AttentionManager implements SingleTypeManager {
 
   private walkSkipped(state: GroupState, computed: number, apply: boolean): number[] {
     const skippedTokens = this.skippedTokens(computed);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, with nothing skipped the walk below starts at index -1 and returns NONE
     if (skippedTokens <= 0) return NONE;
     let out = NONE;
     for (let i = Math.min(Math.floor(skippedTokens / this.blockSize), state.blocks.length) - 1; i >= 0; i--) {
@@ -247,6 +248,7 @@ export class FullAttentionManager extends AttentionManager {
     const out: number[][] = groups.map(() => []);
     const max = Math.min(Math.floor(maxLength / this.blockSize), hashes.length);
     const pool = this.pool;
+    // Stryker disable next-line ArrayDeclaration: equivalent, found[k] is read before it is set only at block 0, where undefined takes findFirst's table path as NULL_BLOCK does
     const found = new Array<number>(groups.length).fill(NULL_BLOCK);
     // Walk the leading run: each block is looked up from the previous one's first copy (its run link).
     walk: for (let i = 0; i < max; i++) {
@@ -259,6 +261,7 @@ export class FullAttentionManager extends AttentionManager {
       }
       for (let k = 0; k < groups.length; k++) out[k]!.push(found[k]!);
     }
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, every other hit type ends its hit on the alignment within the bound it gets, and hitFor cuts this list to the final length
     while (out[0]!.length > 0 && (out[0]!.length * this.blockSize) % alignment !== 0) for (const l of out) l.pop();
     return out;
   }
@@ -322,6 +325,7 @@ export class WindowManager extends AttentionManager {
     if (!found) {
       // Only a run reaching block 0 is a hit, cut to the alignment.
       for (const l of out) l.length = run;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a run starts only at an aligned block end, so one reaching block 0 is already aligned
       while (out[0]!.length > 0 && (out[0]!.length * b) % alignment !== 0) for (const l of out) l.pop();
     }
     return out;
@@ -419,6 +423,7 @@ export class MambaManager implements SingleTypeManager {
   private collect(state: GroupState, computed: number, apply: boolean): number[] {
     const p = state.prevStateIdx;
     const passed = p >= 0 && p < cdiv(computed, this.blockSize) - 1 && state.blocks[p] !== NULL_BLOCK;
+    // Stryker disable next-line ConditionalExpression: equivalent (false), the shared empty NONE or a fresh empty list; the checkpoint operand is killed by hit-and-free.test.ts through EqualityOperator
     if (!passed && state.checkpoints.length === 0) return NONE;
     const out: number[] = [];
     if (passed) {
@@ -448,6 +453,7 @@ export class MambaManager implements SingleTypeManager {
 
   cacheBlocks(state: GroupState, hashes: BlockHashView, computed: number): void {
     const b = this.blockSize;
+    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: equivalent, off a block boundary (or at 0) i is fractional (or -1) and state.blocks[i] undefined, which the next check skips
     if (computed > 0 && computed % b === 0) {
       const i = computed / b - 1;
       const blk = state.blocks[i];
@@ -535,6 +541,7 @@ export class SingleBlockStateManager implements SingleTypeManager {
   }
 
   numBlocksToAllocate(state: GroupState, tracked: boolean): number {
+    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: equivalent, a tracked sequence always holds its one block and an untracked one none
     return tracked && state.blocks.length > 0 ? 0 : 1;
   }
 
