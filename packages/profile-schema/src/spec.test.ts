@@ -165,6 +165,16 @@ describe("size limits that keep a typo from exhausting memory", () => {
       issues({ topology: { kind: "aggregated", workers: 1 }, workload: { synthetic: { requests: 1, input_tokens: 16_777_217, output_tokens: 1 } } }),
     ).toEqual(["workload.synthetic.input_tokens: must be at most 16777216 (2^24) tokens"]);
   });
+  it("bounds a pool's ranks (workers x data_parallel_size) at 1,024, naming the role's own setting", () => {
+    // 512 workers x 2 = 1,024 ranks: allowed; 3 x 512 = 1,536: refused at engine.data_parallel_size.
+    expect(issues({ topology: { kind: "aggregated", workers: 512 }, engine: { data_parallel_size: 2 } })).toEqual([]);
+    expect(issues({ topology: { kind: "aggregated", workers: 512 }, engine: { data_parallel_size: 3 } })).toEqual([
+      "engine.data_parallel_size: 3 ranks per worker on 512 workers make 1536 ranks; at most 1024 ranks per pool",
+    ]);
+    // The decode role's override is the one named; the prefill pool (1 x 2) is fine.
+    const pd = { topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 600 } }, engine: { data_parallel_size: 2 }, decode: { engine: { data_parallel_size: 4 } } };
+    expect(issues(pd)).toEqual(["decode.engine.data_parallel_size: 4 ranks per worker on 600 workers of the decode pool make 2400 ranks; at most 1024 ranks per pool"]);
+  });
 });
 
 describe("kv_transfer.network", () => {
@@ -208,6 +218,14 @@ describe("kv_transfer.network", () => {
     agg.splice(agg.indexOf("  kind: aggregated") + 1, 0, "  workers: 2");
     const lines = issues([...agg, "kv_transfer: { network: { nic: { send: 50 GB/s, receive: 50 GB/s } } }"].join("\n"));
     expect(lines.some((l) => l.includes("kv_transfer.network: applies to a disaggregated topology only"))).toBe(true);
+  });
+  it("refuses network with data-parallel ranks, where the data_parallel_size is set", () => {
+    const net = "kv_transfer: { network: { nic: { send: 50 GB/s, receive: 50 GB/s } } }";
+    const lines = issues([...pd, net, "decode: { engine: { data_parallel_size: 2 } }"].join("\n"));
+    expect(lines.filter((l) => l.includes("data_parallel_size"))).toEqual([
+      "/work/specs/run.yaml:12:21: decode.engine.data_parallel_size: 2 ranks per worker of the decode pool: kv_transfer.network has one NIC per worker, which data-parallel ranks would share (not modelled); use data_parallel_size 1 or the private pipe (bandwidth_gbps)",
+    ]);
+    expect(issues([...pd, net, "engine: { data_parallel_size: 2 }"].join("\n")).filter((l) => l.includes("data_parallel_size"))).toHaveLength(2);
   });
   it("refuses a negative or absurd setup latency", () => {
     expect(issues([...pd, "kv_transfer: { setup_latency_ms: -1 }"].join("\n")).some((l) => l.includes("kv_transfer.setup_latency_ms: must be from 0 to 1000000 ms"))).toBe(true);

@@ -222,5 +222,27 @@ export const SpecSchema = z
       }
       if (s.kv_transfer.network !== undefined) ctx.addIssue({ code: "custom", path: ["kv_transfer", "network"], message: "applies to a disaggregated topology only" });
     }
+    // Data-parallel ranks: a pool's ranks (workers x data_parallel_size) are bounded like its workers,
+    // and the shared network has one NIC per worker, which D ranks would not share.
+    const pools =
+      s.topology.kind === "aggregated"
+        ? [{ role: undefined, workers: s.topology.workers }]
+        : [
+            { role: "prefill" as const, workers: s.topology.prefill.workers },
+            { role: "decode" as const, workers: s.topology.decode.workers },
+          ];
+    for (const { role, workers } of pools) {
+      const own = role === undefined ? undefined : s[role]?.engine?.data_parallel_size;
+      const d = own ?? s.engine.data_parallel_size ?? 1;
+      if (d === 1) continue;
+      const path = own === undefined ? ["engine", "data_parallel_size"] : [role!, "engine", "data_parallel_size"];
+      const pool = role === undefined ? "" : ` of the ${role} pool`;
+      if (workers * d > MAX_WORKERS_PER_POOL) {
+        ctx.addIssue({ code: "custom", path, message: `${d} ranks per worker on ${workers} workers${pool} make ${workers * d} ranks; at most ${MAX_WORKERS_PER_POOL} ranks per pool` });
+      }
+      if (s.kv_transfer.network !== undefined) {
+        ctx.addIssue({ code: "custom", path, message: `${d} ranks per worker${pool}: kv_transfer.network has one NIC per worker, which data-parallel ranks would share (not modelled); use data_parallel_size 1 or the private pipe (bandwidth_gbps)` });
+      }
+    }
   });
 export type Spec = z.infer<typeof SpecSchema>;

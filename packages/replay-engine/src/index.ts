@@ -16,6 +16,9 @@ export {
   type RequestStatus,
   type HandoffRecord,
   type KvCapacityByRole,
+  type DataParallelReport,
+  type DataParallelPool,
+  type DataParallelWorker,
 } from "./report.js";
 export { SATURATION_RATE_RATIO, SATURATION_TTFT_GROWTH, SATURATION_MIN_REQUESTS, type SaturationCheck } from "./saturation.js";
 export { FairShareNetwork, type Flow, type LinkStats } from "./fair-share.js";

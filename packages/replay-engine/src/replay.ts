@@ -29,11 +29,12 @@ import {
   type StepResult,
 } from "@kvsim/vllm-scheduler";
 import TinyQueue from "tinyqueue";
+import { dummyStepMs, LockstepClock, pickDpRank } from "./data-parallel.js";
 import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput, type TransferPricer } from "./coordinator.js";
 import { EventQueue, Phase, Stage } from "./event-queue.js";
 import { PassLog, TokenTrack } from "./itl.js";
 import { createPlacement, type Placement } from "./placement.js";
-import { MetricsCollector, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
+import { MetricsCollector, type DataParallelPool, type DataParallelReport, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
 import { placeOnNodes, TransferNetwork, type NetworkTransfer } from "./transfer-network.js";
 import { lowerTrace, syntheticRequests, type ReplayRequest } from "./workload.js";
 
@@ -87,11 +88,20 @@ export function specProfilePaths(spec: Spec): string[] {
   return [...new Set(refs.filter((r): r is string => typeof r === "string"))];
 }
 
-/** A rank as the replay drives it. */
+/** A rank as the replay drives it: one data-parallel rank of a worker (the worker itself when D = 1). */
 interface Worker {
   readonly role: RankRole;
   readonly stage: Stage;
+  /** Its worker (front end) in the pool. */
   readonly id: number;
+  /** Its data-parallel rank in the worker (0 when data_parallel_size is 1). */
+  readonly dp: number;
+  /** Same-time order among workers' events: id x D + dp (the worker id when D = 1). */
+  readonly order: number;
+  /** Names it in messages: `aggregated worker 0`, with `DP rank 1` when D > 1. */
+  readonly label: string;
+  /** The lockstep group it steps with (expert parallelism with D > 1); undefined: it steps alone. */
+  readonly group: LockstepGroup | undefined;
   readonly rank: Rank;
   busy: boolean;
   /** When busy: the end of its pass (or decode run) in flight. */
@@ -103,6 +113,26 @@ interface Worker {
   metrics: RankMetrics | undefined;
   /** Times of its passes that emitted tokens (the ITL data). */
   readonly passLog: PassLog;
+}
+
+/** A worker of a pool: one front end over its data-parallel ranks. */
+interface FrontEnd {
+  readonly ranks: readonly Worker[];
+  /** Their schedulers, as the data-parallel balancer reads them. */
+  readonly schedulers: readonly Rank[];
+  /** Requests placed on each rank. */
+  readonly placed: number[];
+  readonly group: LockstepGroup | undefined;
+  readonly expertParallel: boolean;
+}
+
+/** The D expert-parallel ranks of one worker, stepping together on one clock. */
+interface LockstepGroup {
+  readonly ranks: Worker[];
+  readonly clock: LockstepClock;
+  /** The price of a step in which no rank has work (the wave's tail). */
+  readonly dummyMs: number;
+  busy: boolean;
 }
 
 interface LiveRequest {
@@ -130,7 +160,9 @@ interface LiveRequest {
 type QueuedPayload =
   | { readonly kind: "pass"; readonly worker: Worker; readonly step: StepResult }
   | { readonly kind: "run"; readonly worker: Worker; readonly run: DecodeRun }
-  | { readonly kind: "transfer"; readonly live: LiveRequest };
+  | { readonly kind: "transfer"; readonly live: LiveRequest }
+  /** A lockstep step: each rank's own pass (undefined: a dummy batch); `counted` unless it only carried zero-length passes. */
+  | { readonly kind: "group"; readonly group: LockstepGroup; readonly steps: readonly (StepResult | undefined)[]; readonly counted: boolean };
 
 /** Passes in a row that change nothing before a worker is declared stuck. */
 const MAX_IDLE_PASSES = 1024;
@@ -163,10 +195,15 @@ export async function runReplay(input: ReplayInput): Promise<ReplayResult> {
 
 class ReplayEngine {
   private readonly spec: Spec;
+  /** Ranks that step on their own. */
   private readonly workers: Worker[] = [];
+  /** Lockstep groups (expert parallelism with D > 1). */
+  private readonly groups: LockstepGroup[] = [];
+  /** Roles whose workers have more than one data-parallel rank. */
+  private readonly dpRoles = new Set<RankRole>();
   /** Aggregated workers, or the prefill pool. */
-  private readonly firstPool: Worker[] = [];
-  private readonly decodePool: Worker[] = [];
+  private readonly firstPool: FrontEnd[] = [];
+  private readonly decodePool: FrontEnd[] = [];
   private readonly firstPlacement: Placement;
   private readonly decodePlacement: Placement | undefined;
   private readonly disaggregated: boolean;
@@ -224,7 +261,7 @@ class ReplayEngine {
     if (spec.topology.kind === "aggregated") {
       this.disaggregated = false;
       const config: RankConfig = { role: "aggregated", profile: base, engine: settings("aggregated", base, undefined), timing: spec.timing };
-      for (let i = 0; i < spec.topology.workers; i++) this.firstPool.push(this.addWorker(config, Stage.aggregated, i));
+      for (let i = 0; i < spec.topology.workers; i++) this.firstPool.push(this.addFrontEnd(config, Stage.aggregated, i));
       this.price = () => {
         throw new Error("an aggregated replay has no handoffs");
       };
@@ -242,8 +279,8 @@ class ReplayEngine {
       };
       const prefill: RankConfig = { role: "prefill", profile: prefillProfile, engine: settings("prefill", prefillProfile, spec.prefill?.engine), timing: spec.timing, kvTransfer };
       const decode: RankConfig = { role: "decode", profile: decodeProfile, engine: settings("decode", decodeProfile, spec.decode?.engine), timing: spec.timing };
-      for (let i = 0; i < spec.topology.prefill.workers; i++) this.firstPool.push(this.addWorker(prefill, Stage.prefill, i));
-      for (let i = 0; i < spec.topology.decode.workers; i++) this.decodePool.push(this.addWorker(decode, Stage.decode, i));
+      for (let i = 0; i < spec.topology.prefill.workers; i++) this.firstPool.push(this.addFrontEnd(prefill, Stage.prefill, i));
+      for (let i = 0; i < spec.topology.decode.workers; i++) this.decodePool.push(this.addFrontEnd(decode, Stage.decode, i));
       network = this.createNetwork(setupMs, prefillProfile, decodeProfile);
       const linearBlock = { blockSizeTokens: prefill.engine.block_size };
       this.price = (terms, hitTokens) => {
@@ -253,12 +290,21 @@ class ReplayEngine {
     }
     this.network = network;
     if (network !== undefined) this.collector.attachNetwork(network);
-    const targets = (pool: readonly Worker[]) =>
-      pool.map((w) => ({
-        prefixHitTokens: (p: PromptTokens) => w.rank.peekPrefixHitTokens(p),
+    // A worker of D ranks offers the router its best rank's hit and the load of all its ranks.
+    const targets = (pool: readonly FrontEnd[]) =>
+      pool.map((fe) => ({
+        prefixHitTokens: (p: PromptTokens) => {
+          let hit = 0;
+          for (const w of fe.ranks) hit = Math.max(hit, w.rank.peekPrefixHitTokens(p));
+          return hit;
+        },
         load: () => {
-          const l = w.rank.load();
-          return l.running + l.waiting;
+          let load = 0;
+          for (const w of fe.ranks) {
+            const l = w.rank.load();
+            load += l.running + l.waiting;
+          }
+          return load;
         },
       }));
     if (Object.keys(capacity).length > 0) this.collector.kvCapacity = capacity;
@@ -280,7 +326,19 @@ class ReplayEngine {
     return new TransferNetwork(net, setupMs, p, d, placed.placement);
   }
 
-  private addWorker(config: RankConfig, stage: Stage, id: number): Worker {
+  /** A worker of the pool: its data_parallel_size ranks, in lockstep with enable_expert_parallel. */
+  private addFrontEnd(config: RankConfig, stage: Stage, id: number): FrontEnd {
+    const d = config.engine.data_parallel_size;
+    const group: LockstepGroup | undefined =
+      d > 1 && config.engine.enable_expert_parallel ? { ranks: [], clock: new LockstepClock(), dummyMs: dummyStepMs(config), busy: false } : undefined;
+    const ranks: Worker[] = [];
+    for (let dp = 0; dp < d; dp++) ranks.push(this.addWorker(config, stage, id, dp, group));
+    if (group !== undefined) this.groups.push(group);
+    if (d > 1) this.dpRoles.add(config.role);
+    return { ranks, schedulers: ranks.map((w) => w.rank), placed: new Array<number>(d).fill(0), group, expertParallel: config.engine.enable_expert_parallel };
+  }
+
+  private addWorker(config: RankConfig, stage: Stage, id: number, dp: number, group: LockstepGroup | undefined): Worker {
     let rank: Rank;
     try {
       rank = new Rank(config);
@@ -290,8 +348,11 @@ class ReplayEngine {
       }
       throw e;
     }
-    const w: Worker = { role: config.role, stage, id, rank, busy: false, passEndMs: 0, dirty: false, idlePasses: 0, metrics: undefined, passLog: new PassLog() };
-    this.workers.push(w);
+    const d = config.engine.data_parallel_size;
+    const label = d > 1 ? `${config.role} worker ${id} DP rank ${dp}` : `${config.role} worker ${id}`;
+    const w: Worker = { role: config.role, stage, id, dp, order: id * d + dp, label, group, rank, busy: false, passEndMs: 0, dirty: false, idlePasses: 0, metrics: undefined, passLog: new PassLog() };
+    if (group === undefined) this.workers.push(w);
+    else group.ranks.push(w);
     return w;
   }
 
@@ -320,8 +381,9 @@ class ReplayEngine {
         for (;;) {
           for (let ev = this.queue.popDue(this.now); ev !== undefined; ev = this.queue.popDue(this.now)) {
             const p = ev.payload;
-            if (p.kind === "pass") this.completePass(p.worker, p.step);
+            if (p.kind === "pass") this.completePass(p.worker, p.step, undefined);
             else if (p.kind === "run") this.completeRun(p.worker, p.run);
+            else if (p.kind === "group") this.completeGroupStep(p.group, p.steps, p.counted);
             else this.feed(p.live, { type: "transfer_completed", atMs: this.now });
           }
           if (this.network?.nextTimeMs() === this.now) {
@@ -332,6 +394,7 @@ class ReplayEngine {
             next = await this.pull();
           }
           for (const w of this.workers) if (w.dirty && !w.busy) this.startPass(w);
+          for (const g of this.groups) if (!g.busy) this.startGroupStep(g);
           if (this.queue.peekTime() !== this.now && this.network?.nextTimeMs() !== this.now) break;
         }
         const netNext = this.network?.nextTimeMs();
@@ -363,9 +426,21 @@ class ReplayEngine {
     if (this.live.size > 0 && !stoppedAtCap) {
       return this.stuck(`no event is pending and ${this.live.size} request(s) have not finished`);
     }
+    if (!stoppedAtCap) this.checkDrained();
     this.onProgress?.({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: this.now });
     this.records.sort((a, b) => a.index - b.index);
+    this.collector.dataParallel = this.dataParallelReport();
     return { ok: true, report: this.collector.report(), records: this.records.map((r) => r.record) };
+  }
+
+  /** Block conservation at the end: with every request terminal, no rank holds a request or a page. */
+  private checkDrained(): void {
+    const check = (w: Worker) => {
+      const used = w.rank.metrics().pagesUsed;
+      if (!w.rank.isDrained() || used !== 0) throw new Error(`${w.label} still holds requests or ${used} pages after every request ended`);
+    };
+    for (const w of this.workers) check(w);
+    for (const g of this.groups) for (const w of g.ranks) check(w);
   }
 
   /**
@@ -416,11 +491,37 @@ class ReplayEngine {
       this.feed(live, { type: "start", atMs: this.now });
       return;
     }
-    const w = this.firstPool[this.firstPlacement.place(live.prompt).index]!;
+    const w = this.rankOf(this.firstPool[this.firstPlacement.place(live.prompt).index]!);
     live.first = w;
     const outcome = this.submit(w, { type: "submit", request: this.requestInput(live, req.outputTokens) });
     if (!outcome.ok) this.terminate(live, "rejected", outcome.reason);
     else this.applyEffects(w, outcome.effects, this.now);
+  }
+
+  /** The rank a request placed on a worker goes to: vLLM's data-parallel load balancer over its ranks. */
+  private rankOf(fe: FrontEnd): Worker {
+    const dp = fe.ranks.length === 1 ? 0 : pickDpRank(fe.schedulers);
+    fe.placed[dp]!++;
+    return fe.ranks[dp]!;
+  }
+
+  /** The report's data_parallel section: each data-parallel pool's layout, placements and lockstep steps. */
+  private dataParallelReport(): DataParallelReport | undefined {
+    if (this.dpRoles.size === 0) return undefined;
+    const pool = (fes: readonly FrontEnd[]): DataParallelPool => ({
+      data_parallel_size: fes[0]!.ranks.length,
+      expert_parallel: fes[0]!.expertParallel,
+      workers: fes.map((fe) => {
+        const c = fe.group?.clock;
+        return c === undefined ? { placed: [...fe.placed] } : { placed: [...fe.placed], steps: c.totalSteps, idle_steps: c.dummySteps, waves: c.waves };
+      }),
+    });
+    const out: Partial<Record<RankRole, DataParallelPool>> = {};
+    if (this.disaggregated) {
+      if (this.dpRoles.has("prefill")) out.prefill = pool(this.firstPool);
+      if (this.dpRoles.has("decode")) out.decode = pool(this.decodePool);
+    } else out.aggregated = pool(this.firstPool);
+    return out;
   }
 
   private requestInput(live: LiveRequest, maxOutputTokens: number): RequestInput {
@@ -432,32 +533,108 @@ class ReplayEngine {
     return w.rank.submit(command);
   }
 
-  private startPass(w: Worker): void {
+  /** Plans a rank's pass from now (undefined: nothing to run); the rank is no longer dirty. */
+  private stepRank(w: Worker): StepResult | undefined {
     w.dirty = false;
-    if (this.fastDecode && w.role !== "prefill") {
-      const run = w.rank.decodeRun(this.now, { startBeforeMs: this.runHorizon(w), endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS) });
-      if (run !== undefined) {
-        w.busy = true;
-        w.passEndMs = run.endMs;
-        this.queue.push(run.endMs, Phase.passCompletion, w.stage, w.id, { kind: "run", worker: w, run });
-        return;
-      }
-    }
     let step: StepResult | undefined;
     try {
       step = w.rank.step(this.now);
     } catch (e) {
       // outside_grid: refuse, and this pass left the measured grid: a result of the workload.
-      if (e instanceof TimingRefusedError) throw new RunFailure(`${w.role} worker ${w.id} could not price a pass: ${e.message}`);
+      if (e instanceof TimingRefusedError) throw new RunFailure(`${w.label} could not price a pass: ${e.message}`);
       throw e;
     }
-    if (step === undefined) return;
-    if (!(step.endMs >= this.now) || !Number.isFinite(step.endMs)) {
-      throw new Error(`${w.role} worker ${w.id} planned a pass ending at ${step.endMs} ms, before now (${this.now} ms)`);
+    if (step !== undefined && (!(step.endMs >= this.now) || !Number.isFinite(step.endMs))) {
+      throw new Error(`${w.label} planned a pass ending at ${step.endMs} ms, before now (${this.now} ms)`);
     }
+    return step;
+  }
+
+  private startPass(w: Worker): void {
+    if (this.fastDecode && w.role !== "prefill") {
+      w.dirty = false;
+      const run = w.rank.decodeRun(this.now, { startBeforeMs: this.runHorizon(w), endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS) });
+      if (run !== undefined) {
+        w.busy = true;
+        w.passEndMs = run.endMs;
+        this.queue.push(run.endMs, Phase.passCompletion, w.stage, w.order, { kind: "run", worker: w, run });
+        return;
+      }
+    }
+    const step = this.stepRank(w);
+    if (step === undefined) return;
     w.busy = true;
     w.passEndMs = step.endMs;
-    this.queue.push(step.endMs, Phase.passCompletion, w.stage, w.id, { kind: "pass", worker: w, step });
+    this.queue.push(step.endMs, Phase.passCompletion, w.stage, w.order, { kind: "pass", worker: w, step });
+  }
+
+  /**
+   * Starts a lockstep step of a group now, when a rank has something new or the wave's tail needs a
+   * dummy step: every changed rank plans its pass, and the step lasts as long as the slowest one
+   * (ranks without work run a dummy batch padded to it). Without work on any rank, the step is the
+   * dummy's price if the wave runs with every rank empty; otherwise (work that cannot run yet) the
+   * group waits for a change.
+   */
+  private startGroupStep(g: LockstepGroup): void {
+    let dirty = false;
+    for (const w of g.ranks) if (w.dirty) dirty = true;
+    const unfinished = dirty || this.anyUnfinished(g);
+    if (!dirty && !g.clock.tailStep(unfinished)) return;
+    const steps: (StepResult | undefined)[] = [];
+    const prices: (number | undefined)[] = [];
+    let effectsOnly = false;
+    for (const w of g.ranks) {
+      const step = w.dirty ? this.stepRank(w) : undefined;
+      steps.push(step);
+      const works = step !== undefined && step.scheduledTokens > 0;
+      prices.push(works ? step.durationMs : undefined);
+      if (step !== undefined && !works) effectsOnly = true;
+    }
+    const longest = LockstepClock.stepMs(prices);
+    let end: number;
+    let counted = true;
+    if (longest !== undefined) {
+      g.clock.startWork();
+      end = this.now + longest;
+    } else if (effectsOnly) {
+      // Passes that only preempted or rejected: applied now, then the group plans again.
+      end = this.now;
+      counted = false;
+    } else if (g.clock.tailStep(this.anyUnfinished(g))) {
+      end = this.now + g.dummyMs;
+    } else {
+      return;
+    }
+    g.busy = true;
+    for (const w of g.ranks) {
+      w.busy = true;
+      w.passEndMs = end;
+    }
+    const first = g.ranks[0]!;
+    this.queue.push(end, Phase.passCompletion, first.stage, first.order, { kind: "group", group: g, steps, counted });
+  }
+
+  /** True when a rank of the group holds a request (running or waiting): vLLM's unfinished requests. */
+  private anyUnfinished(g: LockstepGroup): boolean {
+    for (const w of g.ranks) {
+      const l = w.rank.load();
+      if (l.running + l.waiting > 0) return true;
+    }
+    return false;
+  }
+
+  /** A lockstep step ended now: every rank's pass completes, its tokens at the step's end. */
+  private completeGroupStep(g: LockstepGroup, steps: readonly (StepResult | undefined)[], counted: boolean): void {
+    g.busy = false;
+    let dummy = true;
+    g.ranks.forEach((w, i) => {
+      w.busy = false;
+      const step = steps[i];
+      if (step === undefined) return;
+      if (step.scheduledTokens > 0) dummy = false;
+      this.completePass(w, step, this.now);
+    });
+    if (counted) g.clock.endStep(dummy, this.anyUnfinished(g));
   }
 
   /**
@@ -476,9 +653,11 @@ class ReplayEngine {
     if (transfers.length > 0) t = Math.min(t, transfers.peek()!);
     const net = this.network?.nextTimeMs();
     if (net !== undefined) t = Math.min(t, net);
-    for (const p of this.firstPool) {
-      if (p.busy) t = Math.min(t, p.passEndMs);
-      else if (p.rank.hasWork()) t = Math.min(t, this.queue.peekTime() ?? Infinity);
+    for (const fe of this.firstPool) {
+      for (const p of fe.ranks) {
+        if (p.busy) t = Math.min(t, p.passEndMs);
+        else if (p.rank.hasWork()) t = Math.min(t, this.queue.peekTime() ?? Infinity);
+      }
     }
     return t;
   }
@@ -499,13 +678,14 @@ class ReplayEngine {
     const ids = run.requestIds;
     for (let i = 0; i < ids.length; i++) {
       const live = this.live.get(ids[i]!);
-      if (live === undefined) throw new Error(`${w.role} worker ${w.id} emitted a token for unknown request ${ids[i]}`);
+      if (live === undefined) throw new Error(`${w.label} emitted a token for unknown request ${ids[i]}`);
       const first = run.firstTokenIndex[i]!;
       for (let j = 0; j < run.steps; j++) this.recordToken(live, first + j, ends[j]!, log, entry0 + j);
     }
   }
 
-  private completePass(w: Worker, step: StepResult): void {
+  /** A pass ended: its effects apply now; `tokensAtMs` replaces its tokens' own times (a lockstep step's end). */
+  private completePass(w: Worker, step: StepResult, tokensAtMs: number | undefined): void {
     w.busy = false;
     w.dirty = true;
     const e = step.effects;
@@ -514,13 +694,16 @@ class ReplayEngine {
       e.tokens.length + e.admissions.length + e.preemptions.length + e.rejections.length + e.finished.length + e.lifecycle.length > 0;
     w.idlePasses = changed ? 0 : w.idlePasses + 1;
     if (w.idlePasses >= MAX_IDLE_PASSES) {
-      throw new NoProgress(`${w.role} worker ${w.id} ran ${MAX_IDLE_PASSES} passes in a row that changed nothing`);
+      throw new NoProgress(`${w.label} ran ${MAX_IDLE_PASSES} passes in a row that changed nothing`);
     }
-    this.applyEffects(w, e, step.startMs);
+    this.applyEffects(w, e, step.startMs, tokensAtMs);
   }
 
-  /** Applies a rank's effects at `this.now`; admissions are stamped at `admittedAt` (the pass start). */
-  private applyEffects(w: Worker, e: Effects, admittedAt: number): void {
+  /**
+   * Applies a rank's effects at `this.now`; admissions are stamped at `admittedAt` (the pass start),
+   * tokens at their own time or `tokensAtMs`.
+   */
+  private applyEffects(w: Worker, e: Effects, admittedAt: number, tokensAtMs?: number): void {
     w.metrics = e.metrics;
     for (const a of e.admissions) {
       const live = this.live.get(a.requestId);
@@ -539,13 +722,14 @@ class ReplayEngine {
       let entryMs = 0;
       for (const t of e.tokens) {
         const live = this.live.get(t.requestId);
-        if (live === undefined) throw new Error(`${w.role} worker ${w.id} emitted a token for unknown request ${t.requestId}`);
+        if (live === undefined) throw new Error(`${w.label} emitted a token for unknown request ${t.requestId}`);
+        const atMs = tokensAtMs ?? t.atMs;
         // One log entry per pass (all its tokens carry its end time).
-        if (entry < 0 || t.atMs !== entryMs) {
-          entry = w.passLog.append(t.atMs);
-          entryMs = t.atMs;
+        if (entry < 0 || atMs !== entryMs) {
+          entry = w.passLog.append(atMs);
+          entryMs = atMs;
         }
-        this.recordToken(live, t.index, t.atMs, w.passLog, entry);
+        this.recordToken(live, t.index, atMs, w.passLog, entry);
       }
     }
     for (const r of e.rejections) {
@@ -554,7 +738,7 @@ class ReplayEngine {
       if (live.handoff === undefined) this.terminate(live, "rejected", r.reason);
       else {
         if (w.role === "prefill") live.rejected = r.reason;
-        this.feed(live, { type: "failed", atMs: this.now, reason: `${w.role} worker ${w.id} rejected the request: ${r.reason}` });
+        this.feed(live, { type: "failed", atMs: this.now, reason: `${w.label} rejected the request: ${r.reason}` });
       }
     }
     if (w.role !== "prefill") {
@@ -562,7 +746,7 @@ class ReplayEngine {
         const live = this.live.get(f.requestId);
         if (live === undefined) continue;
         if (live.emitted < live.req.outputTokens) {
-          this.terminate(live, "failed", `${w.role} worker ${w.id} finished the request after ${live.emitted} of ${live.req.outputTokens} output tokens`);
+          this.terminate(live, "failed", `${w.label} finished the request after ${live.emitted} of ${live.req.outputTokens} output tokens`);
         } else {
           this.terminate(live, "completed", undefined);
         }
@@ -570,7 +754,7 @@ class ReplayEngine {
     }
     for (const fact of e.lifecycle) {
       const live = this.live.get(fact.requestId);
-      if (live === undefined) throw new Error(`${w.role} worker ${w.id} reported ${fact.type} for unknown request ${fact.requestId}`);
+      if (live === undefined) throw new Error(`${w.label} reported ${fact.type} for unknown request ${fact.requestId}`);
       if (fact.type === "source_held") this.feed(live, { type: "source_held", atMs: this.now, terms: fact.terms });
       else {
         live.decodeHitTokens = fact.hitTokens;
@@ -610,14 +794,14 @@ class ReplayEngine {
     };
     switch (action.type) {
       case "submit_prefill": {
-        const w = this.firstPool[this.firstPlacement.place(live.prompt).index]!;
+        const w = this.rankOf(this.firstPool[this.firstPlacement.place(live.prompt).index]!);
         live.first = w;
         // The hidden prefill request: the prompt with an output limit of one token.
         command(w, { type: "submit_handoff_prefill", handoffId: id, request: this.requestInput(live, 1) }, "submit_prefill");
         return;
       }
       case "reserve_destination": {
-        const w = this.decodePool[this.decodePlacement!.place(live.prompt).index]!;
+        const w = this.rankOf(this.decodePool[this.decodePlacement!.place(live.prompt).index]!);
         live.decode = w;
         command(w, { type: "reserve_destination", handoffId: id, request: this.requestInput(live, live.req.outputTokens) }, "reserve_destination");
         return;
@@ -632,7 +816,7 @@ class ReplayEngine {
         }
         if (!(action.delayMs >= 0) || !Number.isFinite(action.delayMs)) throw new Error(`request ${id}: transfer delay ${action.delayMs} ms`);
         this.collector.onTransferStarted(priced.payloadBytes, action.delayMs);
-        this.queue.push(this.now + action.delayMs, Phase.transferCompletion, Stage.decode, live.decode!.id, { kind: "transfer", live });
+        this.queue.push(this.now + action.delayMs, Phase.transferCompletion, Stage.decode, live.decode!.order, { kind: "transfer", live });
         if (this.fastDecode) this.transferTimes.push(this.now + action.delayMs);
         return;
       }
@@ -694,6 +878,7 @@ class ReplayEngine {
       reused_tokens: live.reused,
       preemptions: live.preemptions,
       workers: this.workersOf(live),
+      ...(this.dpRoles.size === 0 ? {} : { dp_ranks: this.dpRanksOf(live) }),
       ...(live.handoff === undefined ? {} : { handoff: this.handoffRecord(live, live.handoff) }),
     };
     this.records.push({ index: req.index, record });
@@ -709,6 +894,13 @@ class ReplayEngine {
     if (!this.disaggregated) return first === undefined ? {} : { aggregated: first.id };
     if (first === undefined) return decode === undefined ? {} : { decode: decode.id };
     return decode === undefined ? { prefill: first.id } : { prefill: first.id, decode: decode.id };
+  }
+
+  /** The data-parallel rank of each of its workers, for the roles with D > 1. */
+  private dpRanksOf(live: LiveRequest): NonNullable<RequestRecord["dp_ranks"]> {
+    const out: { aggregated?: number; prefill?: number; decode?: number } = {};
+    for (const w of [live.first, live.decode]) if (w !== undefined && this.dpRoles.has(w.role)) out[w.role] = w.dp;
+    return out;
   }
 
   private handoffRecord(live: LiveRequest, h: HandoffCoordinator): HandoffRecord {
@@ -750,35 +942,35 @@ class ReplayEngine {
     const rankState = (w: Worker) => {
       const m = w.metrics;
       const pages = m === undefined ? "" : `; ${m.running} running, ${m.waiting} waiting, ${m.pagesFree} of ${m.pagesUsed + m.pagesFree} pages free`;
-      return `${w.role} worker ${w.id}${pages}`;
+      return `${w.label}${pages}`;
     };
     const prompt = `prompt of ${live.req.inputTokens} tokens, ${live.req.outputTokens} output tokens`;
     const h = live.handoff;
     if (h === undefined || h.phase === "prefilling" || h.phase === "submitting" || h.phase === "new") {
       const w = live.first;
-      const where = w === undefined ? "not placed" : `on ${w.role} worker ${w.id}`;
+      const where = w === undefined ? "not placed" : `on ${w.label}`;
       const state = live.admittedMs === undefined ? "waiting for admission" : live.emitted > 0 ? `running after ${live.emitted} tokens` : "admitted, no token yet";
       return { request_id: live.req.id, where: `${where}, ${state}`, why: `${prompt}; ${w === undefined ? "" : rankState(w)}` };
     }
-    const src = live.first === undefined ? "" : ` (source held on prefill worker ${live.first.id})`;
+    const src = live.first === undefined ? "" : ` (source held on ${live.first.label})`;
     const dst = live.decode;
     switch (h.phase) {
       case "reserving":
       case "awaiting_reservation":
         return {
           request_id: live.req.id,
-          where: `awaiting a destination reservation on decode worker ${dst?.id ?? "?"}${src}`,
+          where: `awaiting a destination reservation on ${dst?.label ?? "decode worker ?"}${src}`,
           why: `${prompt}; the decode rank has not found room for it; ${dst === undefined ? "" : rankState(dst)}`,
         };
       case "transferring":
       case "activating":
       case "releasing":
-        return { request_id: live.req.id, where: `in transfer to decode worker ${dst?.id ?? "?"}${src}`, why: prompt };
+        return { request_id: live.req.id, where: `in transfer to ${dst?.label ?? "decode worker ?"}${src}`, why: prompt };
       case "complete":
       case "failed":
         return {
           request_id: live.req.id,
-          where: `on decode worker ${dst?.id ?? "?"}, ${live.emitted > 0 ? `decoding after ${live.emitted} tokens` : "waiting to decode"}`,
+          where: `on ${dst?.label ?? "decode worker ?"}, ${live.emitted > 0 ? `decoding after ${live.emitted} tokens` : "waiting to decode"}`,
           why: `${prompt}; ${dst === undefined ? "" : rankState(dst)}`,
         };
     }

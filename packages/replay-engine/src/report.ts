@@ -64,7 +64,34 @@ export interface RequestRecord {
   readonly preemptions: number;
   /** Worker ids by role: `aggregated`, or `prefill` and `decode`. */
   readonly workers: { readonly aggregated?: number; readonly prefill?: number; readonly decode?: number };
+  /** When a role has data_parallel_size > 1: the data-parallel rank within each worker, by role (those roles only). */
+  readonly dp_ranks?: { readonly aggregated?: number; readonly prefill?: number; readonly decode?: number };
   readonly handoff?: HandoffRecord;
+}
+
+/** One worker of a data-parallel pool: where its front end placed requests and, in lockstep, how its ranks stepped. */
+export interface DataParallelWorker {
+  /** Requests placed on each of its ranks (index = DP rank); a P/D request counts once per role. */
+  readonly placed: readonly number[];
+  /** Lockstep only: steps the ranks took together, those in which no rank had work (dummy batches only), and waves. */
+  readonly steps?: number;
+  readonly idle_steps?: number;
+  readonly waves?: number;
+}
+
+/** The data-parallel layout of one role's pool. */
+export interface DataParallelPool {
+  readonly data_parallel_size: number;
+  /** `enable_expert_parallel`: the ranks of a worker step in lockstep. */
+  readonly expert_parallel: boolean;
+  readonly workers: readonly DataParallelWorker[];
+}
+
+/** Roles whose engine has data_parallel_size > 1. */
+export interface DataParallelReport {
+  readonly aggregated?: DataParallelPool;
+  readonly prefill?: DataParallelPool;
+  readonly decode?: DataParallelPool;
 }
 
 /** vLLM's per-metric summary keys the report adds: median_ttft_ms, std_itl_ms, mean_e2el_ms, ... */
@@ -140,6 +167,8 @@ export interface ReplayReport extends VllmSummaryKeys, PercentileKeys {
   readonly total_token_throughput?: number;
   /** Present when an engine sized its pool from GPU memory: how num_gpu_blocks followed, per role (not in the digest). */
   readonly kv_capacity?: KvCapacityByRole;
+  /** Present when a role has data_parallel_size > 1: its layout, placements and lockstep steps (not in the digest). */
+  readonly data_parallel?: DataParallelReport;
   /** SHA-256 (hex) of the canonical report: the keys of CANONICAL_KEYS, sorted. */
   readonly digest: string;
   /** Added by the CLI: host time of the run. */
@@ -323,6 +352,9 @@ export class MetricsCollector {
   /** Set by the replay when an engine's pool was sized from GPU memory; reported as is. */
   kvCapacity: KvCapacityByRole | undefined;
 
+  /** Set by the replay when a role has data-parallel ranks; reported as is. */
+  dataParallel: DataParallelReport | undefined;
+
   /** With a shared network: its delays replace the mean delay, and its NIC load joins the report. */
   attachNetwork(network: { handoffStats(): NetworkHandoffStats; report(durationMs: number): NetworkReport }): void {
     this.network = network;
@@ -472,6 +504,7 @@ export class MetricsCollector {
     const derived = {
       ...(this.cutoff === undefined ? {} : { cutoff: this.cutoff }),
       ...(this.kvCapacity === undefined ? {} : { kv_capacity: this.kvCapacity }),
+      ...(this.dataParallel === undefined ? {} : { data_parallel: this.dataParallel }),
       rejection_reasons: this.rejections.list(),
       failure_reasons: this.failures.list(),
       saturation: this.saturation.check(),

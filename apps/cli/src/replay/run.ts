@@ -33,7 +33,15 @@ export function describeTopology(t: Spec["topology"]): string {
 }
 
 function describe(spec: Spec, profiles: ReadonlyMap<string, Profile>): RunSummary {
-  const topology = describeTopology(spec.topology);
+  // Data-parallel ranks per worker: "aggregated, 1 worker x 2 DP ranks (expert parallel)", or per P/D role.
+  const dp = (role?: "prefill" | "decode") => {
+    const e = { ...spec.engine, ...(role === undefined ? {} : spec[role]?.engine) };
+    const d = e.data_parallel_size ?? 1;
+    return d === 1 ? "" : `${role === undefined ? "" : `${role} `}x ${d} DP ranks${e.enable_expert_parallel === true ? " (expert parallel)" : ""}`;
+  };
+  const layout = spec.topology.kind === "aggregated" ? [dp()] : [dp("prefill"), dp("decode")];
+  const ranks = layout.filter((x) => x !== "").join(", ");
+  const topology = describeTopology(spec.topology) + (ranks === "" ? "" : spec.topology.kind === "aggregated" ? ` ${ranks}` : `, ${ranks}`);
   const p = typeof spec.profile === "string" ? profiles.get(spec.profile) : spec.profile;
   const profile = p === undefined ? "profile ?" : `${p.model} (vLLM ${p.vllm_version}, TP ${p.tensor_parallel_size})`;
   const w = spec.workload;

@@ -75,6 +75,20 @@ export function formatReportTable(report: ReplayReport, run: RunSummary): string
       `${int(c.num_gpu_blocks)} pages (${int(c.kv_cache_tokens)} tokens) = (${g(c.gpu_memory_bytes)} GiB x ${c.gpu_memory_utilization} - ${g(c.weights_bytes)} weights - ${g(c.activation_bytes + c.non_torch_bytes)} activations - ${g(c.cuda_graph_bytes)} CUDA graphs) / ${int(c.page_bytes)} B`,
     ]);
   }
+  for (const role of ["aggregated", "prefill", "decode"] as const) {
+    const pool = report.data_parallel?.[role];
+    if (pool === undefined) continue;
+    const placed = pool.workers.map((w) => w.placed.map(int).join(" / ")).join(", ");
+    let lockstep = "";
+    if (pool.expert_parallel) {
+      const sum = (k: "steps" | "idle_steps" | "waves") => pool.workers.reduce((n, w) => n + (w[k] ?? 0), 0);
+      lockstep = `; ${int(sum("steps"))} lockstep steps (${int(sum("idle_steps"))} idle), ${int(sum("waves"))} waves`;
+    }
+    rows.push([
+      role === "aggregated" ? "data parallel" : `data parallel (${role})`,
+      `${pool.data_parallel_size} ranks per worker, ${pool.expert_parallel ? "expert parallel" : "independent"}; requests per rank ${placed}${lockstep}`,
+    ]);
+  }
   if (report.goodput_rps !== undefined && report.goodput_requests !== undefined) {
     rows.push(["goodput (SLA)", `${num(report.goodput_rps)} req/s (${int(report.goodput_requests)} requests met it)`]);
   }
