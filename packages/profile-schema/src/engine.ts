@@ -41,10 +41,10 @@ const fields = {
     .describe("Admit a waiting request only if blocks for its whole sequence fit, not just its first chunk (vLLM's default is on, kvsim's is off)."),
   data_parallel_size: positiveInt()
     .max(MAX_DATA_PARALLEL_SIZE, { error: `must be at most ${MAX_DATA_PARALLEL_SIZE}`, abort: true })
-    .describe("Ranks behind one front end (vLLM's data-parallel load balancer places each request on the rank with the least waiting x 4 + running)."),
+    .describe("vLLM ranks per worker, each with its own KV pool (num_gpu_blocks is per rank), behind one front end: vLLM's data-parallel load balancer places each request on the rank with the least waiting x 4 + running (ties to the lowest rank)."),
   enable_expert_parallel: z
     .boolean()
-    .describe("With data_parallel_size > 1, the ranks step in lockstep: every rank runs a step (an idle one a dummy batch) and the step lasts as long as the slowest rank's."),
+    .describe("With data_parallel_size > 1, the ranks step in lockstep as vLLM's do for MoE models: every rank runs each step (an idle one a dummy batch), a step lasts as long as the slowest rank's, and the ranks pause only when vLLM's every-32-steps check finds none with a request. With data_parallel_size 1 it changes nothing."),
   cudagraph_capture_sizes: z
     .array(positiveInt())
     .min(1, { error: "must list at least one batch size", abort: true })
