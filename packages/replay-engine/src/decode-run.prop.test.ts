@@ -126,6 +126,18 @@ describe("decode fast path = step by step", () => {
     );
   }, 120_000);
 
+  it("data-parallel workers (D = 2 or 3, independent or lockstep): the balancer sees the same loads either way", async () => {
+    await fc.assert(
+      fc.asyncProperty(scenarioArb, fc.integer({ min: 2, max: 3 }), fc.boolean(), async (s, dp, ep) => {
+        const built = build(s);
+        const spec = traceSpec({ ...built.spec, engine: { ...built.spec.engine, data_parallel_size: dp, enable_expert_parallel: ep } });
+        const { fast, steps } = await both(spec, () => build(s).records);
+        expect(fast).toBe(steps);
+      }),
+      { numRuns: 100 },
+    );
+  }, 120_000);
+
   it("GLM-5.3-Flash (full attention, a ring and Mamba-type states) in P/D and aggregated", async () => {
     await fc.assert(
       fc.asyncProperty(
