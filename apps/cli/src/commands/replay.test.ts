@@ -107,6 +107,25 @@ describe("kvsim replay: runs", () => {
   });
 });
 
+describe("kvsim replay: data-parallel workers", () => {
+  it("shows the layout in the title and a data parallel row; records name the rank", async () => {
+    // Two 4-token requests at 0 on 1 worker of 2 lockstep ranks: a (waiting on rank 0, scoring 4)
+    // sends b to rank 1. One step of 10 + 2 ms gives both first tokens at 12, the second tokens at
+    // 14; then 30 dummy steps of 2 ms until vLLM's 32-step check: 32 steps, 30 idle, 1 wave.
+    write("trace.jsonl", ONE_REQUEST + '{"request_id":"b","arrival_ms":0,"input_tokens":4,"output_tokens":2}\n');
+    write("dp.yaml", specYaml().replace("max_num_batched_tokens: 64 }", "max_num_batched_tokens: 64, data_parallel_size: 2, enable_expert_parallel: true }"));
+    const r = await replay("--spec", path("dp.yaml"), "--requests", path("records.jsonl"));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("kvsim replay: aggregated, 1 worker x 2 DP ranks (expert parallel);");
+    expect(r.stdout).toMatch(/data parallel +2 ranks per worker, expert parallel; requests per rank 1 \/ 1; 32 lockstep steps \(30 idle\), 1 waves/);
+    const records = readFileSync(path("records.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { dp_ranks: unknown; first_token_ms: number });
+    expect(records.map((x) => [x.dp_ranks, x.first_token_ms])).toEqual([
+      [{ aggregated: 0 }, 12],
+      [{ aggregated: 1 }, 12],
+    ]);
+  });
+});
+
 describe("kvsim replay: bad input exits 2, names the file, line or key, and writes nothing", () => {
   const refused = async (args: string[], named: RegExp) => {
     const r = await replay(...args, "--report", path("report.json"), "--requests", path("requests.jsonl"));
