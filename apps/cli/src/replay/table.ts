@@ -82,7 +82,8 @@ export function formatReportTable(report: ReplayReport, run: RunSummary): string
     let lockstep = "";
     if (pool.expert_parallel) {
       const sum = (k: "steps" | "idle_steps" | "waves") => pool.workers.reduce((n, w) => n + (w[k] ?? 0), 0);
-      lockstep = `; ${int(sum("steps"))} lockstep steps (${int(sum("idle_steps"))} idle), ${int(sum("waves"))} waves`;
+      const waves = sum("waves");
+      lockstep = `; ${int(sum("steps"))} lockstep steps (${int(sum("idle_steps"))} idle), ${int(waves)} wave${waves === 1 ? "" : "s"}`;
     }
     rows.push([
       role === "aggregated" ? "data parallel" : `data parallel (${role})`,
