@@ -9,4 +9,8 @@ export default defineConfig({
   clean: true,
   target: "node20",
   banner: { js: "#!/usr/bin/env node" },
+  // The workspace packages are bundled in, so the packed CLI installs alone (`npm pack`, then
+  // `npm install -g ./kvsim-<version>.tgz`); their npm dependencies stay external and are the
+  // CLI's own dependencies (package.json; a test checks the two lists agree).
+  noExternal: [/^@kvsim\//],
 });

@@ -1,0 +1,83 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+
+/**
+ * The installable CLI: the build bundles the workspace packages (tsup `noExternal`), so
+ * `npm pack` of apps/cli gives a tarball that installs alone, from the npm registry, and runs.
+ */
+
+const cliDir = fileURLToPath(new URL("../", import.meta.url));
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+interface Manifest {
+  name: string;
+  version: string;
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+}
+const manifest = (dir: string): Manifest => JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as Manifest;
+
+/** pnpm-workspace.yaml's catalog (`zod: 4.6.7`), which `catalog:` versions refer to. */
+function catalog(): Map<string, string> {
+  const text = readFileSync(join(root, "pnpm-workspace.yaml"), "utf8");
+  const block = /^catalog:\n((?:[ \t]+.*\n)+)/m.exec(text)?.[1] ?? "";
+  return new Map([...block.matchAll(/^\s+"?([^":\s]+)"?:\s*"?([^"\s]+)"?/gm)].map((m) => [m[1]!, m[2]!]));
+}
+
+const made: string[] = [];
+afterAll(() => {
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
+
+describe("the packed CLI", () => {
+  it("depends on every npm package the bundled workspace packages use, at their versions, and on no workspace package", () => {
+    const cli = manifest(cliDir);
+    const versions = catalog();
+    const deps = cli.dependencies ?? {};
+    // npm cannot install workspace: or catalog: versions, nor @kvsim packages (never published).
+    for (const [name, version] of Object.entries(deps)) {
+      expect({ name, version, workspace: name.startsWith("@kvsim/") }).toEqual({ name, version: expect.stringMatching(/^\d+\.\d+\.\d+$/) as string, workspace: false });
+    }
+    // Every @kvsim package the CLI uses, and those they use in turn, is bundled: its own
+    // dependencies must be the CLI's.
+    const seen = new Set<string>();
+    const visit = (name: string) => {
+      if (seen.has(name)) return;
+      seen.add(name);
+      const pkg = manifest(join(root, "packages", name.slice("@kvsim/".length)));
+      for (const [dep, range] of Object.entries(pkg.dependencies ?? {})) {
+        if (dep.startsWith("@kvsim/")) visit(dep);
+        else expect({ [dep]: deps[dep] }, `${name} uses ${dep}`).toEqual({ [dep]: range === "catalog:" ? versions.get(dep) : range });
+      }
+    };
+    for (const dep of Object.keys(cli.devDependencies ?? {})) if (dep.startsWith("@kvsim/")) visit(dep);
+    expect(seen.size).toBeGreaterThan(0);
+  });
+
+  it("npm pack gives a tarball that installs with npm install -g (no monorepo) and replays from another folder", () => {
+    expect(existsSync(join(cliDir, "dist", "cli.js")), "the CLI is built first (npm test builds it)").toBe(true);
+    const tmp = mkdtempSync(join(tmpdir(), "kvsim-pack-"));
+    made.push(tmp);
+    const run = (cmd: string, args: string[], cwd: string) => {
+      const r = spawnSync(cmd, args, { cwd, encoding: "utf8", env: { ...process.env, npm_config_update_notifier: "false" } });
+      expect(r.status, `${cmd} ${args.join(" ")}\n${r.stderr}`).toBe(0);
+      return r.stdout;
+    };
+    const { version } = manifest(cliDir);
+    run("npm", ["pack", "--silent", "--pack-destination", tmp], cliDir);
+    const tarball = join(tmp, `kvsim-${version}.tgz`);
+    expect(existsSync(tarball)).toBe(true);
+    const prefix = join(tmp, "prefix");
+    // From the registry, as a user would (the npm cache makes later runs quick).
+    run("npm", ["install", "-g", "--prefix", prefix, "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error", tarball], tmp);
+    const elsewhere = join(tmp, "elsewhere");
+    mkdirSync(elsewhere);
+    const report = JSON.parse(run(join(prefix, "bin", "kvsim"), ["replay", "--format", "json"], elsewhere)) as { digest: string; completed_requests: number };
+    // The bundled P/D example's digest (README), from the installed copy's own examples folder.
+    expect([report.completed_requests, report.digest]).toEqual([48, "c20228f3fc8c44b40f8aa62698e6b959c4e955cd7e09c3f129e87ce6c0d55afc"]);
+    expect(run(join(prefix, "bin", "kvsim"), ["--version"], elsewhere)).toBe(`${version}\n`);
+  }, 240_000);
+});
