@@ -20,13 +20,25 @@ async function readStdin(io: StdinIo): Promise<string> {
   return text;
 }
 
+/** The text each document read by readDocument was parsed from (a run record hashes it). */
+const texts = new WeakMap<LocatedDocument, string>();
+
+/** The text `doc` was read from, when readDocument read it. */
+export const documentText = (doc: LocatedDocument): string | undefined => texts.get(doc);
+
 /** Reads a spec or profile document from a file, or from standard input when `file` is `-`. */
 export async function readDocument(io: StdinIo, file: string): Promise<LocatedDocument> {
   if (file === "-") {
     if (io.stdin === undefined && process.stdin.isTTY) throw new UsageError("--spec - reads the spec from standard input, but it is a terminal; pipe a spec in");
-    return parseDocumentText(await readStdin(io), STDIN_SPEC, "yaml");
+    const text = await readStdin(io);
+    const doc = parseDocumentText(text, STDIN_SPEC, "yaml");
+    texts.set(doc, text);
+    return doc;
   }
-  return parseDocumentText(readText(file), file);
+  const text = readText(file);
+  const doc = parseDocumentText(text, file);
+  texts.set(doc, text);
+  return doc;
 }
 
 /** The `--set` flags, parsed (each an InputError naming its flag when malformed). */

@@ -4,9 +4,10 @@ import { runReplay, withWallTime, type ReplayReport, type RequestRecord } from "
 import { checkOutputs, RunError, UsageError, writeOutputs } from "../io.js";
 import { openTrace } from "../lines.js";
 import { loadCheckedSpec, shown } from "../spec-check.js";
-import type { StdinIo } from "../spec-input.js";
+import { documentText, parseSetFlags, type StdinIo } from "../spec-input.js";
 import { defaultSpecPath } from "./examples.js";
 import { createProgress } from "./progress.js";
+import { runRecord, type RunRecord } from "./run-record.js";
 import { formatReportTable, type RunSummary } from "./table.js";
 
 export interface ReplayOptions {
@@ -100,7 +101,18 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
     const stuck = result.stuck.map((s) => `\n  request ${s.request_id}: ${s.where} (${s.why})`).join("");
     throw new RunError(`${result.reason}${stuck}`);
   }
-  const report: ReplayReport = withWallTime(result.report, wallMs);
+  // The run record leads the report; it is outside the digest, like every key added after v1.
+  const run: RunRecord = runRecord({
+    spec,
+    specPath: shown(specFile),
+    specText: documentText(doc) ?? "",
+    rawSpec: doc.value,
+    overrides: parseSetFlags(opts.set),
+    sets: opts.set ?? [],
+    profiles,
+    shownPath: shown,
+  });
+  const report: ReplayReport & { readonly run: RunRecord } = { run, ...withWallTime(result.report, wallMs) };
   writeOutputs(
     [
       ...(opts.report === undefined ? [] : [{ flag: "--report", path: opts.report, text: `${JSON.stringify(report, null, 2)}\n` }]),
