@@ -334,3 +334,18 @@ describe("the stdio engine over a stream", () => {
     ]);
   });
 });
+
+describe("the deprecated kv_transfer.bandwidth_gbps", () => {
+  it("still works, with a located warning on stderr in validate and replay; bandwidth with a unit gives the same digest, no warning", async () => {
+    const old = write("old.yaml", pdSpec("./glm.json", ["kv_transfer: { bandwidth_gbps: 50 }"]));
+    const now = write("new.yaml", pdSpec("./glm.json", ["kv_transfer: { bandwidth: 400 Gbit/s }"]));
+    // Line 3 (after version and profile); the key follows "kv_transfer: { " (15 characters): column 16.
+    const warning = `warning: ${old}:3:16: kv_transfer.bandwidth_gbps: is deprecated: it means gigabytes per second, but "Gbps" reads as gigabits (8x less); write bandwidth: 50 GB/s (or in Gbit/s: 400 Gbit/s)\n`;
+    const checked = await kvsim("validate", old);
+    expect([checked.code, checked.stderr]).toEqual([0, warning]);
+    const a = await kvsim("replay", "--spec", old, "--format", "json");
+    const b = await kvsim("replay", "--spec", now, "--format", "json");
+    expect([a.code, a.stderr, b.code, b.stderr]).toEqual([0, warning, 0, ""]);
+    expect((JSON.parse(a.stdout) as { digest: string }).digest).toBe((JSON.parse(b.stdout) as { digest: string }).digest);
+  });
+});

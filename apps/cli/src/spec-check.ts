@@ -2,6 +2,8 @@ import { isAbsolute, relative } from "node:path";
 import {
   assertDocumentKind,
   checkPdGate,
+  formatIssue,
+  specDeprecations,
   checkPdTopology,
   InputError,
   parseDocumentText,
@@ -17,9 +19,9 @@ import {
   type Profile,
   type Spec,
 } from "@kvsim/profile-schema";
-import { SpecInputError, specWithOverrides, type SpecOverride } from "@kvsim/sweep";
+import { applyOverrides, SpecInputError, specWithOverrides, type SpecOverride } from "@kvsim/sweep";
 import { checkRankConfig, type RankConfig, type RankRole } from "@kvsim/vllm-scheduler";
-import { InvalidInputs, readText, type Problem } from "./io.js";
+import { InvalidInputs, readText, type CliIo, type Problem } from "./io.js";
 import { parseSetFlags, readDocument, type StdinIo } from "./spec-input.js";
 
 /**
@@ -93,6 +95,13 @@ export interface CheckedSpec {
   readonly roles: readonly { readonly role: PdRole; readonly loaded: LoadedProfile | undefined }[];
   /** Every problem found, each at its file, line and field; empty when the replay may start. */
   readonly problems: readonly Problem[];
+  /** Deprecated keys the spec uses (they still work), located like problems. */
+  readonly warnings: readonly Problem[];
+}
+
+/** Prints each warning on stderr as `warning: <file>:<line>:<column>: <field>: <message>`. */
+export function printWarnings(io: CliIo, warnings: readonly Problem[]): void {
+  for (const w of warnings) io.err(`warning: ${formatIssue(w.file, w.issue)}\n`);
 }
 
 /** Where a rank problem's `engine.<field>` is set: the role's own engine override, else the spec's engine. */
@@ -157,7 +166,8 @@ export function checkSpec(doc: LocatedDocument, overrides: readonly SpecOverride
   ] as const) {
     if (typeof ref === "string" && loaded !== undefined) profiles.set(ref, loaded.profile);
   }
-  return { spec, doc, profiles, base, roles, problems };
+  const warnings = specDeprecations(applyOverrides(doc.value, overrides)).map((d) => at(parsePath(d.path).map(String), d.message));
+  return { spec, doc, profiles, base, roles, problems, warnings };
 
   /** What each rank would refuse (engine settings against the profile, timing tables per role), located. */
   function rankProblems(s: Spec, b: LoadedProfile | undefined, rs: typeof roles): Problem[] {
@@ -227,5 +237,6 @@ export async function loadCheckedSpec(io: StdinIo, file: string, sets: readonly 
     throw e;
   }
   if (checked.problems.length > 0) throw new InvalidInputs(checked.problems);
+  printWarnings(io, checked.warnings);
   return checked;
 }

@@ -51,6 +51,8 @@ export {
   RoleOverrideSchema,
   TransferModeSchema,
   KvTransferSchema,
+  specDeprecations,
+  type Deprecation,
   NetworkSchema,
   MAX_GPUS_PER_NODE,
   TimingSchema,

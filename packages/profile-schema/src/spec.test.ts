@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { engineSettings, EngineOverridesSchema } from "./engine.js";
 import { InputError } from "./errors.js";
 import { parseSpec } from "./parse.js";
-import { SpecSchema, TimingSchema } from "./spec.js";
+import { SpecSchema, specDeprecations, TimingSchema } from "./spec.js";
 
 const base = [
   "version: 1",
@@ -174,6 +174,35 @@ describe("size limits that keep a typo from exhausting memory", () => {
     // The decode role's override is the one named; the prefill pool (1 x 2) is fine.
     const pd = { topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 600 } }, engine: { data_parallel_size: 2 }, decode: { engine: { data_parallel_size: 4 } } };
     expect(issues(pd)).toEqual(["decode.engine.data_parallel_size: 4 ranks per worker on 600 workers of the decode pool make 2400 ranks; at most 1024 ranks per pool"]);
+  });
+});
+
+describe("kv_transfer.bandwidth", () => {
+  const pd = [...base.filter((l) => !l.startsWith("kv_transfer"))];
+  const transfer = (line: string) => parseSpec([...pd, line].join("\n"), "/work/specs/run.yaml").kv_transfer;
+  it("takes a unit and is read as decimal GB/s: 50 GB/s and 400 Gbit/s (/ 8) are both 50", () => {
+    expect(transfer("kv_transfer: { bandwidth: 50 GB/s }")).toStrictEqual({ bandwidth_gbps: 50, mode: "destination_missing", fallback_latency_ms: 0 });
+    expect(transfer("kv_transfer: { bandwidth: 400 Gbit/s }").bandwidth_gbps).toBe(50);
+    // The deprecated key is the same setting.
+    expect(transfer("kv_transfer: { bandwidth_gbps: 50 }")).toStrictEqual(transfer("kv_transfer: { bandwidth: 50 GB/s }"));
+  });
+  it("refuses both keys at once, and an ambiguous or bare value", () => {
+    // Line 11 (pd has 10 lines); bandwidth_gbps follows "kv_transfer: { " (15) and "bandwidth: 50 GB/s, " (20): column 36.
+    expect(issues([...pd, "kv_transfer: { bandwidth: 50 GB/s, bandwidth_gbps: 50 }"].join("\n"))).toStrictEqual([
+      "/work/specs/run.yaml:11:36: kv_transfer.bandwidth_gbps: and bandwidth say the same thing; keep bandwidth (with its unit) only",
+    ]);
+    expect(issues([...pd, "kv_transfer: { bandwidth: 50 Gbps }"].join("\n"))[0]).toContain('kv_transfer.bandwidth: "50 Gbps" is ambiguous (bits or bytes?)');
+    expect(issues([...pd, "kv_transfer: { bandwidth: 50 }"].join("\n"))[0]).toContain("kv_transfer.bandwidth: expected a bandwidth with its unit");
+  });
+  it("lists bandwidth_gbps as deprecated, with what to write instead (50 GB/s = 400 Gbit/s)", () => {
+    expect(specDeprecations({ kv_transfer: { bandwidth_gbps: 50 } })).toStrictEqual([
+      {
+        path: "kv_transfer.bandwidth_gbps",
+        message: 'is deprecated: it means gigabytes per second, but "Gbps" reads as gigabits (8x less); write bandwidth: 50 GB/s (or in Gbit/s: 400 Gbit/s)',
+      },
+    ]);
+    expect(specDeprecations({ kv_transfer: { bandwidth: "50 GB/s" } })).toStrictEqual([]);
+    expect(specDeprecations(null)).toStrictEqual([]);
   });
 });
 

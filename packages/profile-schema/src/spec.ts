@@ -80,28 +80,63 @@ export type Network = z.infer<typeof NetworkSchema>;
 
 export const KvTransferSchema = z
   .strictObject({
-    /** Decimal GB/s (10^9 B/s). Absent: no modelled transfer delay. 0 is refused, not "off". */
+    /** The private pipe's bandwidth with its unit (`50 GB/s`, `400 Gbit/s`); parsed to bytes per second, then folded into bandwidth_gbps. */
+    bandwidth: bandwidthSchema()
+      .optional()
+      .describe('The private pipe of each handoff, with its unit: "50 GB/s" (decimal bytes), "400 Gbit/s" (bits); 1 MB/s to 100 TB/s. Absent: no modelled transfer delay.'),
+    /** Deprecated alias of `bandwidth` in decimal GB/s (10^9 B/s): "gbps" reads as gigabits, 8x off. */
     bandwidth_gbps: rangedNumber(MIN_BANDWIDTH_GBPS, MAX_BANDWIDTH_GBPS, "GB/s", { note: "1 MB/s to 100 TB/s" })
       .optional()
-      .describe(`Decimal GB/s (10^9 B/s), ${MIN_BANDWIDTH_GBPS} to ${MAX_BANDWIDTH_GBPS}; absent: no modelled transfer delay (0 is refused, not "off").`),
+      .describe(`Deprecated (it warns): bandwidth in decimal GB/s (10^9 B/s, not gigabits), ${MIN_BANDWIDTH_GBPS} to ${MAX_BANDWIDTH_GBPS}; write bandwidth: "50 GB/s" instead.`),
     mode: TransferModeSchema.default("destination_missing"),
     /** Delay used when no bandwidth is set. */
     fallback_latency_ms: durationMs().default(0).describe(`Transfer delay when no bandwidth is set, ms (0 to ${MAX_DURATION_MS}).`),
     /** Paid once by every transfer before its first byte (descriptor exchange, registration). Absent: 0. */
     setup_latency_ms: durationMs().optional().describe(`Paid once by every transfer before its first byte, ms (0 to ${MAX_DURATION_MS}); absent: 0.`),
-    /** Off when absent: each handoff has a private pipe at bandwidth_gbps. */
+    /** Off when absent: each handoff has a private pipe at bandwidth. */
     network: NetworkSchema.optional().describe("A shared network of per-worker NICs instead of a private pipe per handoff; absent: the private pipe."),
   })
   .superRefine((k, ctx) => {
+    if (k.bandwidth !== undefined && k.bandwidth_gbps !== undefined) {
+      ctx.addIssue({ code: "custom", path: ["bandwidth_gbps"], message: "and bandwidth say the same thing; keep bandwidth (with its unit) only" });
+    }
     if (k.network === undefined) return;
-    if (k.bandwidth_gbps !== undefined) {
-      ctx.addIssue({ code: "custom", path: ["bandwidth_gbps"], message: "prices a private pipe per handoff; with network the NIC bandwidths price transfers (remove one of them)" });
+    for (const key of ["bandwidth", "bandwidth_gbps"] as const) {
+      if (k[key] !== undefined) {
+        ctx.addIssue({ code: "custom", path: [key], message: "prices a private pipe per handoff; with network the NIC bandwidths price transfers (remove one of them)" });
+      }
     }
     if (k.fallback_latency_ms !== 0) {
       ctx.addIssue({ code: "custom", path: ["fallback_latency_ms"], message: "applies to the private pipe without bandwidth; with network use setup_latency_ms" });
     }
-  });
+  })
+  // What the layers below read: one bandwidth, in decimal GB/s (`50 GB/s` and `400 Gbit/s` are 50).
+  .transform(({ bandwidth, ...k }) => (bandwidth === undefined ? k : { ...k, bandwidth_gbps: bandwidth / 1e9 }));
 export type KvTransfer = z.infer<typeof KvTransferSchema>;
+
+/** A deprecated key a document still may use: where it is, and what to write instead. */
+export interface Deprecation {
+  readonly path: string;
+  readonly message: string;
+}
+
+/**
+ * The deprecated keys a spec document (as written, after `--set`) uses; each still works, and the
+ * CLI prints a warning naming its line. Today: `kv_transfer.bandwidth_gbps`, whose "gbps" reads as
+ * gigabits while it means gigabytes per second (8x apart).
+ */
+export function specDeprecations(value: unknown): Deprecation[] {
+  const kv = typeof value === "object" && value !== null ? (value as { kv_transfer?: unknown }).kv_transfer : undefined;
+  const gbps = typeof kv === "object" && kv !== null ? (kv as { bandwidth_gbps?: unknown }).bandwidth_gbps : undefined;
+  if (gbps === undefined) return [];
+  const example = typeof gbps === "number" && Number.isFinite(gbps) ? `${gbps} GB/s` : "50 GB/s";
+  return [
+    {
+      path: "kv_transfer.bandwidth_gbps",
+      message: `is deprecated: it means gigabytes per second, but "Gbps" reads as gigabits (8x less); write bandwidth: ${example} (or in Gbit/s: ${typeof gbps === "number" && Number.isFinite(gbps) ? `${gbps * 8} Gbit/s` : "400 Gbit/s"})`,
+    },
+  ];
+}
 
 export const TimingSchema = z.discriminatedUnion("type", [
   z.strictObject({

@@ -32,7 +32,7 @@ describe("kvsim dynamo handoff-timing", () => {
     // T = 1,000 - 1 backoff = 999 -> cdiv(999, 2,176) = 1 block = 2,176 tokens at 13,045,120 / 2,176
     // = 5,995 B/token; 2,176 x 5,995 + 36,927,488 = 49,972,608 B at 10^9 B/s = 49.972608 ms.
     const io = captureIo();
-    expect(await runCli(["dynamo", "handoff-timing", "--profile", glm, "--prompt-tokens", "1000", "--bandwidth-gbps", "1"], io)).toBe(0);
+    expect(await runCli(["dynamo", "handoff-timing", "--profile", glm, "--prompt-tokens", "1000", "--bandwidth", "1 GB/s"], io)).toBe(0);
     expect(io.stderr).toBe("");
     expect(JSON.parse(io.stdout)).toEqual({
       transfer_timing: { mode: "full_prompt", full_prompt_tokens: 2176, kv_bytes_per_token: 5995, kv_bytes_per_request: 36_927_488, bandwidth_gb_s: 1 },
@@ -41,7 +41,7 @@ describe("kvsim dynamo handoff-timing", () => {
   });
   it("--legacy exits 2 and names the fixed bytes", async () => {
     const io = captureIo();
-    expect(await runCli(["dynamo", "handoff-timing", "--profile", glm, "--prompt-tokens", "1000", "--bandwidth-gbps", "1", "--legacy"], io)).toBe(2);
+    expect(await runCli(["dynamo", "handoff-timing", "--profile", glm, "--prompt-tokens", "1000", "--bandwidth", "1 GB/s", "--legacy"], io)).toBe(2);
     expect(io.stdout).toBe("");
     expect(io.stderr).toContain("error: --legacy: the legacy four-field timing would lose the fixed bytes (36927488 B per request");
     expect(io.stderr).toContain("the block units");
@@ -58,7 +58,7 @@ describe("kvsim dynamo handoff-timing", () => {
   it("a linear profile has a lossless legacy form", async () => {
     // 4,096 x 131,072 = 536,870,912 B at 64 x 10^9 B/s = 8.388608 ms.
     const io = captureIo();
-    expect(await runCli(["dynamo", "handoff-timing", "--profile", linear, "--prompt-tokens", "4096", "--bandwidth-gbps", "64", "--legacy"], io)).toBe(0);
+    expect(await runCli(["dynamo", "handoff-timing", "--profile", linear, "--prompt-tokens", "4096", "--bandwidth", "64 GB/s", "--legacy"], io)).toBe(0);
     expect(JSON.parse(io.stdout)).toEqual({
       transfer_timing: { mode: "full_prompt", full_prompt_tokens: 4096, kv_bytes_per_token: 131_072, bandwidth_gb_s: 64 },
       delay_ms: 8.388608,

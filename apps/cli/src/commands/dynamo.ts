@@ -1,15 +1,15 @@
 import { dynamoTimingIssues, handoffDelayMs, toDynamoTiming, toLegacyTiming } from "@kvsim/dynamo-adapter";
 import { InputError, TransferModeSchema, tokens, type TransferMode } from "@kvsim/profile-schema";
-import { checkBandwidth, sourceTerms, transferProfileIssues } from "@kvsim/transfer-rules";
+import { sourceTerms, transferProfileIssues } from "@kvsim/transfer-rules";
 import { Option, type Command } from "commander";
-import { numberOption, UsageError, type CommandContext } from "../io.js";
+import { BANDWIDTH_FLAG_HELP, BANDWIDTH_GBPS_FLAG_HELP, bandwidthFromFlags, type BandwidthFlags } from "../bandwidth-flag.js";
+import { numberOption, UsageError, type CliIo, type CommandContext } from "../io.js";
 import { loadProfileFile, profileProblems } from "../spec-check.js";
 import { PROMPT_TOKENS_BOUND } from "./transfer.js";
 
-interface HandoffTimingFlags {
+interface HandoffTimingFlags extends BandwidthFlags {
   readonly profile: string;
   readonly promptTokens: string;
-  readonly bandwidthGbps?: string;
   readonly mode: TransferMode;
   readonly legacy?: boolean;
 }
@@ -24,22 +24,21 @@ export function registerDynamo(program: Command, ctx: CommandContext): void {
     )
     .requiredOption("--profile <file>", "model profile (JSON or YAML), grouped or linear")
     .requiredOption("--prompt-tokens <N>", "prompt length in tokens (an integer >= 1)")
-    .option("--bandwidth-gbps <G>", "transfer bandwidth in decimal GB/s (10^9 B/s), > 0; without it bandwidth_gb_s is null (no modelled delay)")
+    .option("--bandwidth <B>", BANDWIDTH_FLAG_HELP)
+    .option("--bandwidth-gbps <G>", BANDWIDTH_GBPS_FLAG_HELP)
     .addOption(new Option("--mode <mode>", "kv_transfer_timing_mode").choices(TransferModeSchema.options).default("full_prompt"))
     .option("--legacy", "print Dynamo's legacy four-field shape; refused (exit 2) when it would lose fixed bytes or block units")
     .action(
       ctx.run((flags: HandoffTimingFlags) => {
-        ctx.io.out(`${JSON.stringify(handoffTiming(flags), null, 2)}\n`);
+        ctx.io.out(`${JSON.stringify(handoffTiming(ctx.io, flags), null, 2)}\n`);
         return undefined;
       }),
     );
 }
 
-function handoffTiming(flags: HandoffTimingFlags): Record<string, unknown> {
+function handoffTiming(io: CliIo, flags: HandoffTimingFlags): Record<string, unknown> {
   const n = numberOption("--prompt-tokens", flags.promptTokens, PROMPT_TOKENS_BOUND);
-  const gbps = flags.bandwidthGbps === undefined ? undefined : numberOption("--bandwidth-gbps", flags.bandwidthGbps);
-  const badBandwidth = gbps === undefined ? undefined : checkBandwidth(gbps);
-  if (badBandwidth !== undefined) throw new UsageError(`--bandwidth-gbps: ${badBandwidth}`);
+  const gbps = bandwidthFromFlags(io, flags);
 
   const loaded = loadProfileFile(flags.profile);
   const profile = loaded.profile;

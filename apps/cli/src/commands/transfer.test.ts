@@ -52,7 +52,7 @@ async function json(args: readonly string[]) {
 
 describe("kvsim transfer --format json", () => {
   it("prices the GLM-5.3-Flash 0.32.0 oracle at N 8,192 and 1 GB/s", async () => {
-    const r = await run(["--profile", path("glm.json"), "--prompt-tokens", "8192", "--bandwidth-gbps", "1", "--format", "json"]);
+    const r = await run(["--profile", path("glm.json"), "--prompt-tokens", "8192", "--bandwidth", "1 GB/s", "--format", "json"]);
     expect(r.code).toBe(0);
     // 89,107,968 B / 10^9 B/s x 1000 = 89.107968 ms, printed without a binary tail.
     expect(r.stdout).toContain('"delay_ms": 89.107968\n');
@@ -82,13 +82,13 @@ describe("kvsim transfer --format json", () => {
   });
   it("a partial destination hit defaults to destination_missing and charges what is missing", async () => {
     // Hit 4,352 = 2 blocks; 4 - 2 = 2 missing: 2 x 13,045,120 = 26,090,240 + 36,927,488 = 63,017,728 B = 63.017728 ms.
-    const out = await json(["--profile", path("glm.json"), "--prompt-tokens", "8192", "--destination-cached-tokens", "4352", "--bandwidth-gbps", "1"]);
+    const out = await json(["--profile", path("glm.json"), "--prompt-tokens", "8192", "--destination-cached-tokens", "4352", "--bandwidth", "1 GB/s"]);
     expect(out).toMatchObject({ mode: "destination_missing", destination_cached_tokens: 4352, missing_units: 2, missing_fixed_bytes: 36_927_488, fixed_bytes: 36_927_488, payload_bytes: 63_017_728, delay_ms: 63.017728 });
     expect((out.groups as { blocks: number }[]).map((g) => g.blocks)).toEqual([2, 1, 1, 1, 1, 1]);
   });
   it("a full destination hit moves nothing; --mode full_prompt still charges the whole prompt", async () => {
     // T 8,191 needs 4 blocks; the destination holds 8,704 = 4 x 2,176 tokens.
-    const hit = ["--profile", path("glm.json"), "--prompt-tokens", "8192", "--destination-cached-tokens", "8704", "--bandwidth-gbps", "1"];
+    const hit = ["--profile", path("glm.json"), "--prompt-tokens", "8192", "--destination-cached-tokens", "8704", "--bandwidth", "1 GB/s"];
     const out = await json(hit);
     expect(out).toMatchObject({ missing_units: 0, missing_fixed_bytes: 0, fixed_bytes: 0, payload_bytes: 0, delay_ms: 0 });
     expect((out.groups as { bytes: number }[]).every((g) => g.bytes === 0)).toBe(true);
@@ -116,7 +116,7 @@ describe("kvsim transfer --format json", () => {
       delay_ms: null,
     });
     // No hit: cdiv(10, 4) x 4 = 12 tokens x 1,000 = 12,000 B; at 2 GB/s 12,000 / 2e9 s = 0.006 ms.
-    const missing = await json(["--profile", path("linear.json"), "--prompt-tokens", "10", "--block-size", "4", "--destination-cached-tokens", "0", "--bandwidth-gbps", "2"]);
+    const missing = await json(["--profile", path("linear.json"), "--prompt-tokens", "10", "--block-size", "4", "--destination-cached-tokens", "0", "--bandwidth", "2 GB/s"]);
     expect(missing).toMatchObject({ mode: "destination_missing", missing_units: 12, payload_bytes: 12_000, delay_ms: 0.006 });
     expect(missing).not.toHaveProperty("block_size_tokens");
   });
@@ -124,7 +124,7 @@ describe("kvsim transfer --format json", () => {
 
 describe("kvsim transfer (table)", () => {
   it("prints one row per group, the totals and the delay", async () => {
-    const r = await run(["--profile", path("glm.json"), "--prompt-tokens", "8192", "--bandwidth-gbps", "1"]);
+    const r = await run(["--profile", path("glm.json"), "--prompt-tokens", "8192", "--bandwidth", "1 GB/s"]);
     expect(r.code).toBe(0);
     const lines = r.stdout.split("\n");
     expect(lines).toContain("profile      zai-org/GLM-5.3-Flash (vLLM 0.32.0; grouped, full-attention block 2,176 tokens)");
@@ -139,7 +139,7 @@ describe("kvsim transfer (table)", () => {
     expect(lines).toContain("delay        89.107968 ms at 1 GB/s");
   });
   it("prints a linear profile's pseudo-group row in engine blocks and its payload in tokens", async () => {
-    const r = await run(["--profile", path("linear.json"), "--prompt-tokens", "10", "--destination-cached-tokens", "4", "--block-size", "4", "--bandwidth-gbps", "1"]);
+    const r = await run(["--profile", path("linear.json"), "--prompt-tokens", "10", "--destination-cached-tokens", "4", "--block-size", "4", "--bandwidth", "1 GB/s"]);
     expect(r.code).toBe(0);
     const lines = r.stdout.split("\n");
     expect(lines).toContain("profile      test/linear (vLLM 0.32.0; linear, 1,000 bytes per token, engine block 4 tokens)");
@@ -155,7 +155,25 @@ describe("kvsim transfer (table)", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("destination  holds 4,352 tokens; lacks 2 blocks and 36,927,488 fixed bytes\n");
     expect(r.stdout).toContain("payload      63,017,728 bytes = 2 blocks x 13,045,120 + 36,927,488 fixed\n");
-    expect(r.stdout).toContain("delay        not modelled (no --bandwidth-gbps)\n");
+    expect(r.stdout).toContain("delay        not modelled (no --bandwidth)\n");
+  });
+});
+
+describe("kvsim transfer --bandwidth", () => {
+  it("takes bytes or bits: 50 GB/s and 400 Gbit/s (400 / 8 = 50 GB/s) give the same delay, with nothing on stderr", async () => {
+    const bytes = await run(["--profile", path("glm.json"), "--prompt-tokens", "8192", "--bandwidth", "50 GB/s", "--format", "json"]);
+    const bits = await run(["--profile", path("glm.json"), "--prompt-tokens", "8192", "--bandwidth", "400 Gbit/s", "--format", "json"]);
+    expect([bytes.code, bytes.stderr, bits.code, bits.stderr]).toEqual([0, "", 0, ""]);
+    // 89,107,968 bytes at 5 x 10^10 B/s = 1.78215936 ms.
+    expect((JSON.parse(bytes.stdout) as { delay_ms: number }).delay_ms).toBeCloseTo(1.78215936, 12);
+    expect(bits.stdout).toBe(bytes.stdout);
+  });
+  it("still takes the deprecated --bandwidth-gbps (gigabytes), with a warning on stderr saying what to write", async () => {
+    const old = await run(["--profile", path("glm.json"), "--prompt-tokens", "8192", "--bandwidth-gbps", "50", "--format", "json"]);
+    const now = await run(["--profile", path("glm.json"), "--prompt-tokens", "8192", "--bandwidth", "50 GB/s", "--format", "json"]);
+    expect(old.code).toBe(0);
+    expect(old.stdout).toBe(now.stdout);
+    expect(old.stderr).toBe('warning: --bandwidth-gbps is deprecated: it means gigabytes per second, but "Gbps" reads as gigabits (8x less); write --bandwidth "50 GB/s"\n');
   });
 });
 
@@ -175,6 +193,9 @@ describe("kvsim transfer: bad input exits 2 and prints nothing on stdout", () =>
     [["--prompt-tokens", "many"], '--prompt-tokens must be a finite number, got "many"'],
     [["--prompt-tokens", "10", "--bandwidth-gbps", "0"], "--bandwidth-gbps: bandwidth must be greater than 0 GB/s"],
     [["--prompt-tokens", "10", "--bandwidth-gbps", "-2"], "--bandwidth-gbps: bandwidth must be greater than 0 GB/s"],
+    [["--prompt-tokens", "10", "--bandwidth", "50 Gbps"], '--bandwidth: "50 Gbps" is ambiguous (bits or bytes?)'],
+    [["--prompt-tokens", "10", "--bandwidth", "50"], '--bandwidth: "50" is not a bandwidth'],
+    [["--prompt-tokens", "10", "--bandwidth", "50 GB/s", "--bandwidth-gbps", "50"], "--bandwidth and --bandwidth-gbps give the same thing"],
     [["--prompt-tokens", "10", "--destination-cached-tokens", "-1"], "--destination-cached-tokens must be at least 0, got -1"],
     [["--prompt-tokens", "10", "--mode", "eventually"], "argument 'eventually' is invalid"],
     [["--prompt-tokens", "10", "--format", "xml"], "argument 'xml' is invalid"],

@@ -1,7 +1,6 @@
 import { DEFAULT_LINEAR_BLOCK_SIZE, InputError, MAX_REQUEST_TOKENS, TransferModeSchema, isGroupedProfile, tokens, type Profile, type TransferMode } from "@kvsim/profile-schema";
 import {
   chargedFixedBytes,
-  checkBandwidth,
   groupPayload,
   payloadBytes,
   sourceTerms,
@@ -12,17 +11,17 @@ import {
   type TransferTerms,
 } from "@kvsim/transfer-rules";
 import { Option, type Command } from "commander";
-import { numberOption, UsageError, type CommandContext } from "../io.js";
+import { BANDWIDTH_FLAG_HELP, BANDWIDTH_GBPS_FLAG_HELP, bandwidthFromFlags, type BandwidthFlags } from "../bandwidth-flag.js";
+import { numberOption, UsageError, type CliIo, type CommandContext } from "../io.js";
 import { loadProfileFile, profileProblems } from "../spec-check.js";
 
 /** The prompt-length bound every command shares: the longest prompt a request may have. */
 export const PROMPT_TOKENS_BOUND = { integer: true, min: 1, max: MAX_REQUEST_TOKENS, maxText: `${MAX_REQUEST_TOKENS} (2^24), the longest prompt a request may have` } as const;
 
-interface TransferFlags {
+interface TransferFlags extends BandwidthFlags {
   readonly profile: string;
   readonly promptTokens: string;
   readonly destinationCachedTokens?: string;
-  readonly bandwidthGbps?: string;
   readonly mode?: TransferMode;
   readonly blockSize?: string;
   readonly format: "table" | "json";
@@ -49,7 +48,8 @@ export function registerTransfer(program: Command, ctx: CommandContext): void {
     .requiredOption("--profile <file>", "model profile (JSON or YAML), grouped or linear")
     .requiredOption("--prompt-tokens <N>", "prompt length in tokens (an integer >= 1)")
     .option("--destination-cached-tokens <C>", "tokens of the prompt the decode rank already holds (its prefix-cache hit; rounded down to whole blocks)")
-    .option("--bandwidth-gbps <G>", "transfer bandwidth in decimal GB/s (10^9 B/s), > 0; without it no delay is modelled")
+    .option("--bandwidth <B>", BANDWIDTH_FLAG_HELP)
+    .option("--bandwidth-gbps <G>", BANDWIDTH_GBPS_FLAG_HELP)
     .addOption(
       new Option("--mode <mode>", "what is charged: full_prompt (the whole prompt) or destination_missing (what the destination lacks; the whole prompt when no destination is given) (default: destination_missing when --destination-cached-tokens is given, else full_prompt)").choices(
         TransferModeSchema.options,
@@ -59,21 +59,19 @@ export function registerTransfer(program: Command, ctx: CommandContext): void {
     .addOption(new Option("--format <format>", "output format").choices(["table", "json"]).default("table"))
     .action(
       ctx.run((flags: TransferFlags) => {
-        const report = priceTransfer(flags);
+        const report = priceTransfer(ctx.io, flags);
         ctx.io.out(flags.format === "json" ? `${JSON.stringify(toJson(report), null, 2)}\n` : renderTable(report));
         return undefined;
       }),
     );
 }
 
-function priceTransfer(flags: TransferFlags): TransferReport {
+function priceTransfer(io: CliIo, flags: TransferFlags): TransferReport {
   // Flags first (cheap), then the file.
   const n = numberOption("--prompt-tokens", flags.promptTokens, PROMPT_TOKENS_BOUND);
   const cached =
     flags.destinationCachedTokens === undefined ? undefined : numberOption("--destination-cached-tokens", flags.destinationCachedTokens, { ...PROMPT_TOKENS_BOUND, min: 0 });
-  const gbps = flags.bandwidthGbps === undefined ? undefined : numberOption("--bandwidth-gbps", flags.bandwidthGbps);
-  const badBandwidth = gbps === undefined ? undefined : checkBandwidth(gbps);
-  if (badBandwidth !== undefined) throw new UsageError(`--bandwidth-gbps: ${badBandwidth}`);
+  const gbps = bandwidthFromFlags(io, flags);
   const blockSize = flags.blockSize === undefined ? undefined : numberOption("--block-size", flags.blockSize, { integer: true, min: 1 });
 
   const loaded = loadProfileFile(flags.profile);
@@ -167,7 +165,7 @@ function renderTable(r: TransferReport): string {
   lines.push(`payload      ${plural(r.payloadBytes, "byte")} = ${plural(units, unit)} x ${thousands(t.bytesPerUnit)} + ${thousands(r.fixedBytes)} fixed`);
   lines.push(
     r.delayMs === undefined || t.bandwidthGbps === undefined
-      ? "delay        not modelled (no --bandwidth-gbps)"
+      ? "delay        not modelled (no --bandwidth)"
       : `delay        ${String(r.delayMs)} ms at ${String(t.bandwidthGbps)} GB/s`,
   );
   return `${lines.join("\n")}\n`;

@@ -19,11 +19,12 @@ import {
 import { SpecInputError, type SpecOverride } from "@kvsim/sweep";
 import { EXIT_BAD_INPUT, EXIT_OK, UsageError, type CliIo, type Problem } from "../io.js";
 import { openTrace } from "../lines.js";
-import { checkSpec, fromInputError, shown, type LoadedProfile } from "../spec-check.js";
+import { thousands } from "../profile-table.js";
+import { checkSpec, fromInputError, printWarnings, shown, type LoadedProfile } from "../spec-check.js";
 import { collectSet, parseSetFlags, readDocument } from "../spec-input.js";
 import type { RegisterCommand } from "./index.js";
 
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+const plural = (n: number, one: string, many = `${one}s`) => `${thousands(n)} ${n === 1 ? one : many}`;
 
 const KIND_ORDER = ["full_attention", "sliding_window", "convolution", "state"] as const;
 
@@ -89,6 +90,7 @@ async function validateSpecDocument(io: CliIo, doc: LocatedDocument, overrides: 
     throw e;
   }
   const { spec, base, roles, problems: found } = checked;
+  printWarnings(io, checked.warnings);
   const problems = [...found];
   let workload = "";
   const { trace, synthetic, format } = spec.workload;

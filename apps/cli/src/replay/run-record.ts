@@ -36,10 +36,8 @@ function get(root: unknown, path: readonly Key[]): unknown {
 function without(root: unknown, path: readonly Key[]): unknown {
   if (path.length === 0 || !isObject(root)) return root;
   const [head, ...rest] = path as [string, ...Key[]];
-  const copy = { ...root };
-  if (rest.length === 0) delete copy[head];
-  else copy[head] = without(root[head], rest);
-  return copy;
+  if (rest.length === 0) return Object.fromEntries(Object.entries(root).filter(([k]) => k !== head));
+  return { ...root, [head]: without(root[head], rest) };
 }
 
 /** The leaves of a document (mappings are walked; lists, scalars and inline profiles are leaves). */
