@@ -30,6 +30,23 @@ export function documentKind(value: unknown): DocumentKind | undefined {
   return profile === spec ? undefined : profile ? "profile" : "spec";
 }
 
+const SPEC_KEYS = ["topology", "workload", "timing", "engine", "kv_transfer", "router", "sla", "profile"];
+const PROFILE_KEYS = ["model", "vllm_version", "tensor_parallel_size", "kv_cache_groups", "kv_bytes_per_token", "page_size_bytes"];
+
+/**
+ * The kind a document is by its marker (documentKind), or else by its keys: a mapping with only
+ * spec keys (topology, workload...) is a spec that lost its `version`, one with only profile keys
+ * (model, kv_cache_groups...) a profile without `schema_version`. Undefined when the keys say
+ * neither or both, or when it is no mapping.
+ */
+export function likelyKind(value: unknown): DocumentKind | undefined {
+  const marked = documentKind(value);
+  if (marked !== undefined || value === null || typeof value !== "object" || Array.isArray(value)) return marked;
+  const spec = SPEC_KEYS.some((k) => k in value);
+  const profile = PROFILE_KEYS.some((k) => k in value);
+  return spec === profile ? undefined : spec ? "spec" : "profile";
+}
+
 /**
  * Why a parsed value is not the kind of document expected (`either` for a command that takes
  * both), in plain words, or undefined when it is (or might be: an object with neither marker is
@@ -47,7 +64,8 @@ export function documentKindIssue(value: unknown, expected: DocumentKind | "eith
   }
   if (kind === undefined) {
     if (trace !== undefined) return { path: "", message: `expected ${want}, but this is ${trace}; a trace is checked through the spec that names it (workload.trace)` };
-    if (expected === "either") return { path: "", message: "is neither a profile (it has no schema_version) nor a spec (it has no version)" };
+    // A spec or profile that lost its marker: its schema names what is missing, as replay would.
+    if (expected === "either" && likelyKind(value) === undefined) return { path: "", message: "is neither a profile (it has no schema_version) nor a spec (it has no version)" };
     return undefined;
   }
   if (expected === "either" || kind === expected) return undefined;

@@ -110,7 +110,7 @@ export {
   type EngineResolution,
 } from "./capacity.js";
 export { parseProfile, validateProfile, parseSpec, resolveSpecPaths } from "./parse.js";
-export { documentKind, documentKindIssue, assertDocumentKind, type DocumentKind } from "./document-kind.js";
+export { documentKind, likelyKind, documentKindIssue, assertDocumentKind, type DocumentKind } from "./document-kind.js";
 export { deepNestingOffset, duplicateKey, deepValuePath, scanJsonText, type DuplicateKey, type JsonTextProblem } from "./json-text.js";
 export {
   MAX_VIRTUAL_TIME_MS,

@@ -213,8 +213,14 @@ describe("kvsim validate: refused profiles (exit 2, the field path named)", () =
   it("names a missing file, and a file that is neither a profile nor a spec", async () => {
     const missing = join(dir, "nope.json");
     expect(await validate(missing)).toStrictEqual({ code: 2, stdout: "", stderr: `error: invalid input\n${missing}: cannot read the file: no such file\n` });
-    const other = write("other.json", '{ "model": "x" }');
+    const other = write("other.json", '{ "colour": "red" }');
     expect((await validate(other)).stderr).toBe(`error: invalid input\n${other}:1:1: is neither a profile (it has no schema_version) nor a spec (it has no version)\n`);
+    // Without its marker, a document with profile keys is checked as a profile (and one with spec
+    // keys as a spec, as replay reads it), so the schema names what is missing.
+    const profile = write("unmarked.json", '{ "model": "x" }');
+    expect((await validate(profile)).stderr).toBe(
+      `error: invalid input\n${profile}:1:1: schema_version: must be 1\n${profile}:1:1: vllm_version: is required\n${profile}:1:1: tensor_parallel_size: is required\n`,
+    );
   });
   it("accepts an old grouped profile without markers, with a note that P/D refuses it", async () => {
     const file = write("old.json", profileText({ groups: ['"name": "fa", "kind": "full_attention", "num_layers": 2, "block_size_tokens": 16'] }));

@@ -1,7 +1,7 @@
 import {
   assertDocumentKind,
   checkPdGate,
-  documentKind,
+  likelyKind,
   formatIssue,
   InputError,
   isGroupedProfile,
@@ -130,9 +130,10 @@ export const registerValidate: RegisterCommand = (program, ctx) => {
       ctx.run(async (file: string, flags: { set?: string[] }) => {
         const overrides = parseSetFlags(flags.set);
         const doc = await readDocument(ctx.io, file);
-        // Profile or spec? A profile has `schema_version`, a spec `version`; anything else is refused here.
+        // Profile or spec? A profile has `schema_version`, a spec `version`; without either, its
+        // keys tell (a spec that lost its version is checked as the spec replay would read).
         assertDocumentKind(doc, "either");
-        if (documentKind(doc.value) === "profile") {
+        if (likelyKind(doc.value) === "profile") {
           if (overrides.length > 0) throw new UsageError("--set applies to specs; this is a profile");
           return validateProfileDocument(ctx.io, doc);
         }
