@@ -349,3 +349,57 @@ describe("the deprecated kv_transfer.bandwidth_gbps", () => {
     expect((JSON.parse(a.stdout) as { digest: string }).digest).toBe((JSON.parse(b.stdout) as { digest: string }).digest);
   });
 });
+
+describe("what the table tells a new user: a cutoff, rejection reasons, saturation, chosen percentiles", () => {
+  const traceSpec = (trace: string, extra: readonly string[]) =>
+    [
+      "version: 1",
+      "profile: ./linear.json",
+      "topology: { kind: aggregated, workers: 1 }",
+      "timing: { type: fixed, prefill_ms: 10, decode_ms: 2 }",
+      `workload: { trace: ./${trace}, format: kvsim }`,
+      ...extra,
+    ].join("\n");
+  it("says how many requests a max_virtual_time_ms cutoff left out", async () => {
+    // Arrivals at 0 and 5,000 ms; the first completes at 10 + 2 + 2 = 14 ms, the second never arrives before 1,000 ms.
+    write("two.jsonl", '{"request_id":"a","arrival_ms":0,"input_tokens":8,"output_tokens":2}\n{"request_id":"b","arrival_ms":5000,"input_tokens":8,"output_tokens":2}\n');
+    const r = await kvsim("replay", "--spec", write("cut.yaml", traceSpec("two.jsonl", ["engine: { num_gpu_blocks: 64, block_size: 4 }", "max_virtual_time_ms: 1000"])));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("\ncut off at 1,000 ms (max_virtual_time_ms): 1 request not arrived, 0 in flight; throughputs are over the 1,000 ms that ran\n");
+  });
+  it("prints rejection reasons, grouped and counted", async () => {
+    write("long.jsonl", '{"request_id":"a","arrival_ms":0,"input_tokens":20,"output_tokens":2}\n{"request_id":"b","arrival_ms":1,"input_tokens":30,"output_tokens":2}\n');
+    const r = await kvsim("replay", "--spec", write("mml.yaml", traceSpec("long.jsonl", ["engine: { num_gpu_blocks: 64, block_size: 4, max_model_len: 10 }"])));
+    expect(r.code).toBe(0);
+    // Both prompts (20 and 30 tokens) reach max_model_len 10, as vLLM rejects them: one group of 2.
+    expect(r.stdout).toContain("\nrejected: 2 x prompt of # tokens reaches max_model_len # (e.g. prompt of 20 tokens reaches max_model_len 10)\n");
+  });
+  it("warns when the run is saturated, with the offered and served rates", async () => {
+    // 2 sequences at a time, 20 tokens of 20 ms each: about 2 / (10 + 19 x 20 ms) = 5 req/s served against 50 offered.
+    const spec = write(
+      "sat.yaml",
+      specYaml().replace("engine: { num_gpu_blocks: 64, block_size: 4 }", "engine: { num_gpu_blocks: 512, block_size: 4, max_num_seqs: 2 }").replace(/timing: .*/, "timing: { type: fixed, prefill_ms: 10, decode_ms: 20 }").replace(/workload: .*/, "workload: { synthetic: { requests: 100, input_tokens: 8, output_tokens: 20, rate_per_s: 50, seed: 1 } }"),
+    );
+    const r = await kvsim("replay", "--spec", spec);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/\nwarning: saturated: requests arrive at [\d.]+ req\/s but are served at [\d.]+ req\/s, and the mean TTFT grew from [\d,.]+ ms \(first quarter of arrivals\) to [\d,.]+ ms \(last quarter\): the queue does not drain\n/);
+  });
+  it("--percentiles picks the columns and adds vLLM's p<N> keys to the JSON; bad lists are usage errors", async () => {
+    const table = await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", "95,50");
+    expect(table.stdout).toMatch(/\nlatency \(ms\) +mean +p50 +p95\n/);
+    const json = JSON.parse((await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", "50,95,99.9", "--format", "json")).stdout) as Record<string, unknown>;
+    expect(Object.keys(json).filter((k) => k.endsWith("_ttft_ms") && k.startsWith("p"))).toEqual(expect.arrayContaining(["p95_ttft_ms", "p99.9_ttft_ms"]));
+    for (const bad of ["0", "101", "50,50", "x", ""]) {
+      const r = await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", bad);
+      expect([r.code, r.stdout]).toEqual([2, ""]);
+      expect(r.stderr).toMatch(/^error: --percentiles /);
+    }
+  });
+  it("transfer refuses a destination holding more tokens than the prompt", async () => {
+    expect(await kvsim("transfer", "--profile", path("glm.json"), "--prompt-tokens", "100", "--destination-cached-tokens", "101")).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "error: --destination-cached-tokens (101) must be at most --prompt-tokens (100): the destination cannot hold more of the prompt than it has\n",
+    });
+  });
+});

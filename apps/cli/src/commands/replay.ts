@@ -11,6 +11,7 @@ export const registerReplay: RegisterCommand = (program, ctx) => {
     .option("--spec <file>", "replay spec, YAML or JSON, or - for standard input (default: the bundled P/D example)")
     .option("--set <path=value>", "override a spec field, e.g. engine.max_num_seqs=128 (repeatable; the value is YAML, null removes the key)", collectSet)
     .option("--format <format>", "table or json (json prints one JSON object and nothing else)", "table")
+    .option("--percentiles <list>", "the percentiles to report and show, e.g. 50,90,95,99 (default 50,90,99; vLLM's p<N>_ttft_ms names)")
     .option("--report <file>", "also write the report as JSON")
     .option("--requests <file>", "write per-request records as JSON lines")
     .option("--force", "overwrite existing output files", false)

@@ -71,6 +71,8 @@ function priceTransfer(io: CliIo, flags: TransferFlags): TransferReport {
   const n = numberOption("--prompt-tokens", flags.promptTokens, PROMPT_TOKENS_BOUND);
   const cached =
     flags.destinationCachedTokens === undefined ? undefined : numberOption("--destination-cached-tokens", flags.destinationCachedTokens, { ...PROMPT_TOKENS_BOUND, min: 0 });
+  // A destination cannot hold more of the prompt than the prompt has.
+  if (cached !== undefined && cached > n) throw new UsageError(`--destination-cached-tokens (${cached}) must be at most --prompt-tokens (${n}): the destination cannot hold more of the prompt than it has`);
   const gbps = bandwidthFromFlags(io, flags);
   const blockSize = flags.blockSize === undefined ? undefined : numberOption("--block-size", flags.blockSize, { integer: true, min: 1 });
 

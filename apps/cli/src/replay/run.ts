@@ -18,6 +18,8 @@ export interface ReplayOptions {
   readonly force: boolean;
   /** No progress bar. */
   readonly quiet?: boolean;
+  /** `--percentiles 50,90,95,99`: the percentiles reported (JSON keys p<N>_*_ms) and shown. */
+  readonly percentiles?: string;
   /** `--set path=value` overrides, in order. */
   readonly set?: readonly string[];
 }
@@ -60,6 +62,7 @@ function describe(spec: Spec, profiles: ReadonlyMap<string, Profile>): RunSummar
  */
 export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<number> {
   if (opts.format !== "table" && opts.format !== "json") throw new UsageError(`--format must be table or json, got "${opts.format}"`);
+  const percentiles = opts.percentiles === undefined ? undefined : parsePercentiles(opts.percentiles);
   // Every output path is checked before any work; after the run they are written all or nothing.
   checkOutputs(
     [
@@ -84,6 +87,7 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
       spec,
       specFile,
       profiles,
+      ...(percentiles === undefined ? {} : { percentiles }),
       ...(traceFile === undefined || trace === undefined
         ? {}
         : { records: readTrace(traceFile.lines, { format: spec.workload.format ?? "kvsim", file: trace, traceBlockSize: spec.workload.trace_block_size, speedup: spec.workload.speedup }), traceFile: trace }),
@@ -120,8 +124,23 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
     ],
     opts.force,
   );
-  io.out(opts.format === "json" ? `${JSON.stringify(report, null, 2)}\n` : formatReportTable(report, describe(spec, profiles)));
+  io.out(opts.format === "json" ? `${JSON.stringify(report, null, 2)}\n` : formatReportTable(report, describe(spec, profiles), percentiles));
   return 0;
+}
+
+/**
+ * `--percentiles 50,90,95,99`: each a number in (0, 100], listed once, in any order (shown sorted).
+ * The report always has p50, p90 and p99; the others add keys, outside the digest.
+ */
+export function parsePercentiles(text: string): number[] {
+  const items = text.split(",").map((t) => t.trim());
+  const values = items.map((t) => {
+    const v = Number(t);
+    if (t === "" || !Number.isFinite(v) || v <= 0 || v > 100) throw new UsageError(`--percentiles takes numbers in (0, 100] separated by commas, e.g. 50,90,95,99; got "${t}" in "${text}"`);
+    return v;
+  });
+  if (new Set(values).size !== values.length) throw new UsageError(`--percentiles lists a percentile twice: "${text}"`);
+  return values.sort((a, b) => a - b);
 }
 
 function recordsJsonl(records: readonly RequestRecord[]): string {

@@ -18,8 +18,11 @@ function pad(rows: readonly (readonly string[])[]): string {
   return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd()).join("\n");
 }
 
+/** The percentile columns shown: p50, p90, p99 unless `--percentiles` asked for others. */
+const percentileKey = (p: number, key: string) => `p${p}_${key}_ms`;
+
 /** The report as a plain-text table (fixed column alignment, no colours). */
-export function formatReportTable(report: ReplayReport, run: RunSummary): string {
+export function formatReportTable(report: ReplayReport, run: RunSummary, percentiles: readonly number[] = [50, 90, 99]): string {
   const lines: string[] = [];
   lines.push(`kvsim replay: ${run.topology}; ${run.profile}; router ${run.router}`);
   lines.push(`workload: ${run.workload}`);
@@ -28,17 +31,31 @@ export function formatReportTable(report: ReplayReport, run: RunSummary): string
   lines.push(
     `requests: ${int(report.num_requests)} arrived, ${int(report.completed_requests)} completed, ${int(report.rejected_requests)} rejected, ${int(report.failed_requests)} failed${inFlight}`,
   );
+  const c = report.cutoff;
+  if (c !== undefined && (c.in_flight_requests > 0 || c.not_arrived_requests > 0)) {
+    lines.push(
+      `cut off at ${num(c.at_ms, 0)} ms (max_virtual_time_ms): ${int(c.not_arrived_requests)} request${c.not_arrived_requests === 1 ? "" : "s"} not arrived, ${int(c.in_flight_requests)} in flight; throughputs are over the ${num(c.at_ms, 0)} ms that ran`,
+    );
+  }
+  for (const [label, groups] of [
+    ["rejected", report.rejection_reasons],
+    ["failed", report.failure_reasons],
+  ] as const) {
+    for (const g of groups ?? []) lines.push(`${label}: ${int(g.count)} x ${g.count === 1 ? g.example : `${g.reason} (e.g. ${g.example})`}`);
+  }
+  const sat = report.saturation;
+  if (sat?.saturated === true) {
+    const rate = (v: number | null) => (v === null ? "?" : num(v));
+    lines.push(
+      `warning: saturated: requests arrive at ${rate(sat.offered_rps)} req/s but are served at ${rate(sat.served_rps)} req/s, and the mean TTFT grew from ${rate(sat.ttft_first_quarter_ms)} ms (first quarter of arrivals) to ${rate(sat.ttft_last_quarter_ms)} ms (last quarter): the queue does not drain`,
+    );
+  }
   lines.push("");
-  const metric = (label: string, key: "ttft" | "tpot" | "itl" | "e2e") => [
-    label,
-    num(report[`mean_${key}_ms`]),
-    num(report[`p50_${key}_ms`]),
-    num(report[`p90_${key}_ms`]),
-    num(report[`p99_${key}_ms`]),
-  ];
+  const all = report as unknown as Record<string, number>;
+  const metric = (label: string, key: "ttft" | "tpot" | "itl" | "e2e") => [label, num(all[`mean_${key}_ms`] ?? 0), ...percentiles.map((p) => num(all[percentileKey(p, key)] ?? 0))];
   lines.push(
     pad([
-      ["latency (ms)", "mean", "p50", "p90", "p99"],
+      ["latency (ms)", "mean", ...percentiles.map((p) => `p${p}`)],
       metric("TTFT", "ttft"),
       metric("TPOT", "tpot"),
       metric("ITL", "itl"),
