@@ -87,8 +87,10 @@ describe("kvsim transfer --format json", () => {
     expect((out.groups as { blocks: number }[]).map((g) => g.blocks)).toEqual([2, 1, 1, 1, 1, 1]);
   });
   it("a full destination hit moves nothing; --mode full_prompt still charges the whole prompt", async () => {
-    // T 8,191 needs 4 blocks; the destination holds 8,704 = 4 x 2,176 tokens.
-    const hit = ["--profile", path("glm.json"), "--prompt-tokens", "8192", "--destination-cached-tokens", "8704", "--bandwidth", "1 GB/s"];
+    // 8,705 prompt tokens: T = 8,704 = 4 x 2,176 needs 4 blocks, and the destination holds all 4
+    // (8,704 tokens; a destination never holds more of a prompt than it has). Full prompt: the
+    // same 4 blocks as for 8,192 tokens, so the same rows.
+    const hit = ["--profile", path("glm.json"), "--prompt-tokens", "8705", "--destination-cached-tokens", "8704", "--bandwidth", "1 GB/s"];
     const out = await json(hit);
     expect(out).toMatchObject({ missing_units: 0, missing_fixed_bytes: 0, fixed_bytes: 0, payload_bytes: 0, delay_ms: 0 });
     expect((out.groups as { bytes: number }[]).every((g) => g.bytes === 0)).toBe(true);
