@@ -46,14 +46,19 @@ function wellBehaved(r: Run, located: readonly string[]): void {
   expect([0, 1, 2]).toContain(r.code);
   if (r.code !== 2) return;
   expect(r.stdout).toBe("");
-  if (r.stderr.startsWith("error: invalid input\n")) {
+  // Warnings (a deprecated key or flag) may come first; the error follows.
+  const stderr = r.stderr
+    .split("\n")
+    .filter((l) => !l.startsWith("warning: "))
+    .join("\n");
+  if (stderr.startsWith("error: invalid input\n")) {
     // Each problem line starts with the file (or flag, or <stdin>) it is in.
-    const lines = r.stderr.slice("error: invalid input\n".length).trimEnd().split("\n");
+    const lines = stderr.slice("error: invalid input\n".length).trimEnd().split("\n");
     for (const line of lines) expect(located.some((l) => line.startsWith(l)), `unlocated: ${line}`).toBe(true);
   } else {
     // A usage error names the flag or command at fault.
-    expect(r.stderr).toMatch(/^error: /);
-    expect(r.stderr).toMatch(/--|kvsim|argument|command|option|\.json|\.yaml|\.jsonl/);
+    expect(stderr).toMatch(/^error: /);
+    expect(stderr).toMatch(/--|kvsim|argument|command|option|\.json|\.yaml|\.jsonl/);
   }
 }
 
