@@ -1,7 +1,7 @@
 import type { CacheGroup } from "@kvsim/profile-schema";
 import { cdiv } from "@kvsim/profile-schema";
 import { NULL_BLOCK, type PoolOps, type StoredBlock } from "./block-pool.js";
-import { blockHashHi, blockHashLo, type BlockHashView } from "./hashing.js";
+import { blockHashHi, blockHashLo, PackedHashView, type BlockHashView } from "./hashing.js";
 import type { GroupState } from "./sequence.js";
 
 /** The common "nothing to release" answer, shared so a decode step allocates nothing. */
@@ -78,6 +78,17 @@ function lookup(pool: PoolOps, groups: readonly number[], hashes: BlockHashView,
 function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, state: GroupState, hashes: BlockHashView, computed: number): void {
   const numFull = Math.min(Math.floor(computed / blockSize), state.blocks.length);
   if (numFull <= state.numCached) return;
+  if (!pool.collectsEvents && hashes instanceof PackedHashView) {
+    // No events to build: the same cache calls in the same order, without the run bookkeeping.
+    const blocks = state.blocks;
+    for (let i = state.numCached; i < numFull; i++) {
+      const b = blocks[i]!;
+      if (b === NULL_BLOCK || pool.isHashed(b)) continue;
+      pool.cacheBlockKey(b, groupIndex, hashes.blockHi(i), hashes.blockLo(i), i === 0 ? NULL_BLOCK : blocks[i - 1]!);
+    }
+    state.numCached = numFull;
+    return;
+  }
   let run: StoredBlock[] | undefined;
   let runStart = 0;
   const flush = (): void => {

@@ -185,8 +185,30 @@ function validateLine<S extends z.ZodType>(schema: S, value: unknown, format: "m
   return fail(file, line, issues);
 }
 
+/**
+ * A Mooncake line that MooncakeTraceLineSchema certainly accepts, checked by hand (the schema
+ * costs tens of microseconds a line); undefined for anything else, which then goes through the
+ * schema for its messages. It accepts a subset of what the schema accepts, with the same output.
+ */
+function plainMooncakeLine(v: Record<string, unknown>): MooncakeTraceLine | undefined {
+  for (const k in v) {
+    if (k !== "timestamp" && k !== "input_length" && k !== "output_length" && k !== "hash_ids" && k !== "session_id") return undefined;
+  }
+  const { timestamp, input_length, output_length, hash_ids, session_id } = v;
+  if (typeof timestamp !== "number" || !Number.isFinite(timestamp) || timestamp < 0) return undefined;
+  const count = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= 1 && n <= MAX_REQUEST_TOKENS;
+  if (!count(input_length) || !count(output_length) || !Array.isArray(hash_ids)) return undefined;
+  for (const id of hash_ids as unknown[]) {
+    if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id > Number.MAX_SAFE_INTEGER) return undefined;
+  }
+  if (session_id === undefined) return { timestamp, input_length, output_length, hash_ids: hash_ids as number[] };
+  if (typeof session_id !== "string" || session_id.trim() === "") return undefined;
+  return { timestamp, input_length, output_length, hash_ids: hash_ids as number[], session_id };
+}
+
 function parseMooncake(text: string, line: number, file: string, blockSize: number): ParsedLine {
-  const l = validateLine(MooncakeTraceLineSchema, parseJsonLine(text, file, line), "mooncake", file, line);
+  const value = parseJsonLine(text, file, line);
+  const l = plainMooncakeLine(value) ?? validateLine(MooncakeTraceLineSchema, value, "mooncake", file, line);
   const capacity = l.hash_ids.length * blockSize;
   if (capacity < l.input_length) {
     fail(file, line, [

@@ -63,11 +63,56 @@ export class PassLog {
   /** Calls `f(gap, count)` for every entry whose gap was counted (count > 0). */
   forEachCounted(f: (gap: number, count: number) => void): void {
     let count = 0;
-    for (let j = 1; j < this.n; j++) {
-      const d = this.diff[j >>> CHUNK_BITS];
-      if (d !== undefined) count += d[j & MASK]!;
-      if (count > 0) f(this.time(j) - this.time(j - 1), count);
+    const n = this.n;
+    if (n === 0) return;
+    let prev = this.times[0]![0]!;
+    // Chunk by chunk: the gap of entry j is time[j] - time[j - 1], read in order.
+    for (let c = 0; c * CHUNK < n; c++) {
+      const times = this.times[c]!;
+      const d = this.diff[c];
+      const end = Math.min(CHUNK, n - c * CHUNK);
+      for (let k = c === 0 ? 1 : 0; k < end; k++) {
+        const t = times[k]!;
+        if (d !== undefined) count += d[k]!;
+        if (count > 0) f(t - prev, count);
+        prev = t;
+      }
     }
+  }
+
+  /** `sum` plus the gaps of entries first + 1 .. last, added one by one in order. */
+  addGaps(first: number, last: number, sum: number): number {
+    if (last <= first) return sum;
+    let prev = this.time(first);
+    for (let j = first + 1; j <= last; ) {
+      const times = this.times[j >>> CHUNK_BITS]!;
+      const stop = Math.min(last, j | MASK);
+      for (let k = j & MASK, kEnd = stop & MASK; k <= kEnd; k++) {
+        const t = times[k]!;
+        sum += t - prev;
+        prev = t;
+      }
+      j = stop + 1;
+    }
+    return sum;
+  }
+
+  /** `sq` plus (gap - mean)^2 over the gaps of entries first + 1 .. last, added in order. */
+  addSquaredDeviations(first: number, last: number, mean: number, sq: number): number {
+    if (last <= first) return sq;
+    let prev = this.time(first);
+    for (let j = first + 1; j <= last; ) {
+      const times = this.times[j >>> CHUNK_BITS]!;
+      const stop = Math.min(last, j | MASK);
+      for (let k = j & MASK, kEnd = stop & MASK; k <= kEnd; k++) {
+        const t = times[k]!;
+        const v = t - prev;
+        sq += (v - mean) * (v - mean);
+        prev = t;
+      }
+      j = stop + 1;
+    }
+    return sq;
   }
 }
 
@@ -132,9 +177,7 @@ export class ItlSample {
       prevLast = last;
       if (last <= first) return;
       // The same additions, in the same order, as summing the gaps one token at a time.
-      let sum = this.sum;
-      for (let j = first + 1; j <= last; j++) sum += log.time(j) - log.time(j - 1);
-      this.sum = sum;
+      this.sum = log.addGaps(first, last, this.sum);
       this.count += last - first;
       log.countRun(first, last);
       let li = this.logIndex.get(log);
@@ -209,11 +252,7 @@ export class ItlSample {
         sq += (v - mean) * (v - mean);
         continue;
       }
-      const log = this.logs[o[k]!]!;
-      for (let j = o[k + 1]! + 1; j <= o[k + 2]!; j++) {
-        const v = log.time(j) - log.time(j - 1);
-        sq += (v - mean) * (v - mean);
-      }
+      sq = this.logs[o[k]!]!.addSquaredDeviations(o[k + 1]!, o[k + 2]!, mean, sq);
     }
     const [visit, size] = this.entries();
     let min = Infinity;
