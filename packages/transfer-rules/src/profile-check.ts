@@ -19,13 +19,24 @@ const LABEL = "<profile>";
  */
 export const transferProfileIssues = (profile: Profile): InputIssue[] => handoffLayoutIssues(profile);
 
+/**
+ * Profiles already checked, with their answer: a replay prices every handoff with the same
+ * profile object, and the check costs far more than the pricing. Profiles are read-only values.
+ */
+const checked = new WeakMap<GroupedProfile, PricedGroups>();
+
 /** The checked groups of a grouped profile; throws InputError naming each group and field. */
 export function pricedGroups(profile: GroupedProfile): PricedGroups {
+  const known = checked.get(profile);
+  if (known !== undefined) return known;
   const issues = transferProfileIssues(profile);
   if (issues.length > 0) throw new InputError(LABEL, issues);
   // handoffLayoutIssues guarantees every marker and one full-attention block size.
-  return { blockSizeTokens: fullAttentionBlockSize(profile), groups: profile.kv_cache_groups as readonly PricedGroup[] };
+  const priced = { blockSizeTokens: fullAttentionBlockSize(profile), groups: profile.kv_cache_groups as readonly PricedGroup[] };
+  checked.set(profile, priced);
+  return priced;
 }
+
 
 /**
  * Refuses a grouped profile where a `state` group lacks `prefix_cacheable`: without it nobody can
