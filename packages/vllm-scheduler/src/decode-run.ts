@@ -134,22 +134,26 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
   let clamped = 0;
   const startBefore = limits.startBeforeMs;
   const endBy = limits.endByMs;
+  // The model's shortcut for a decode-only step, when it has one (same number, no objects).
+  const decodeOnlyMs = state.timing.decodeOnlyMs;
   for (; steps < maxSteps && t < startBefore; steps++) {
     // Price first: a refused or odd price ends the run before the step changes anything.
-    batch.decode.sumSequenceTokens = sumSequenceTokens;
-    batch.decodeKvTokens = sumSequenceTokens;
-    let prefillMs: number;
-    let decodeMs: number;
-    try {
-      const price = state.timing.step(batch);
-      prefillMs = price.prefillMs;
-      decodeMs = price.decodeMs;
-      clamped += price.clamped;
-    } catch {
-      if (steps === 0) return undefined; // the step path prices it again and reports the refusal
-      break;
+    let end: number;
+    if (decodeOnlyMs !== undefined) {
+      // The step path's t + prefillMs (0) + decodeMs: adding 0 first changes no double here (t >= 0).
+      end = t + decodeOnlyMs(n, sumSequenceTokens);
+    } else {
+      batch.decode.sumSequenceTokens = sumSequenceTokens;
+      batch.decodeKvTokens = sumSequenceTokens;
+      try {
+        const price = state.timing.step(batch);
+        clamped += price.clamped;
+        end = t + price.prefillMs + price.decodeMs;
+      } catch {
+        if (steps === 0) return undefined; // the step path prices it again and reports the refusal
+        break;
+      }
     }
-    const end = t + prefillMs + decodeMs;
     if (!Number.isFinite(end) || !(end >= t) || end > endBy) break;
 
     // Blocks for the requests at a boundary: all of them must fit, or the step path decides.

@@ -57,6 +57,13 @@ export interface StepTiming {
 export interface TimingModel {
   readonly type: Timing["type"];
   step(batch: StepBatch): StepTiming;
+  /**
+   * The whole price (prefill + decode ms) of a decode-only step: `rows` decode rows that sample,
+   * attending `kvTokens` tokens in all (the sum of their sequence lengths), no prompt row. The
+   * same number `step` gives for that batch, without building it; undefined when the model has
+   * no such shortcut (it may clamp or refuse), then `step` prices it.
+   */
+  readonly decodeOnlyMs?: (rows: number, kvTokens: number) => number;
 }
 
 /** One part of a two-part model's price. */
@@ -100,6 +107,7 @@ export function polynomialDecodeMs(activeKvTokens: number, totalKvTokens: number
 
 class FixedTiming extends TwoPartTiming {
   readonly type = "fixed";
+  readonly decodeOnlyMs = (rows: number): number => (rows === 0 ? 0 : this.decodeMs);
   constructor(
     private readonly prefillMs: number,
     private readonly decodeMs: number,
@@ -116,6 +124,7 @@ class FixedTiming extends TwoPartTiming {
 
 class PolynomialTiming extends TwoPartTiming {
   readonly type = "polynomial";
+  readonly decodeOnlyMs = (rows: number, kvTokens: number): number => (rows === 0 ? 0 : polynomialDecodeMs(kvTokens, this.totalKvTokens));
   constructor(private readonly totalKvTokens: number) {
     super();
   }
@@ -177,6 +186,11 @@ export function paddedBatchSize(n: number, captureSizes: readonly number[] | und
  */
 class LinearTiming implements TimingModel {
   readonly type = "linear";
+  readonly decodeOnlyMs = (rows: number, kvTokens: number): number => {
+    if (rows === 0) return 0;
+    const c = this.c;
+    return c.step_ms + c.per_sequence_ms * paddedBatchSize(rows, this.captureSizes) + (c.per_kv_token_us * kvTokens) / 1000;
+  };
   constructor(
     private readonly c: LinearTimingCoefficients,
     private readonly captureSizes: readonly number[] | undefined,
