@@ -1,7 +1,8 @@
 // `pnpm bench` for @kvsim/replay-engine: replays the public Mooncake synthetic trace (when the
 // shared data folder is present) and a generated 8x trace through the built package, and prints,
-// per scenario and trace, simulated requests per wall second, CPU per request and peak RSS as the
-// median of several runs with their spread (min..max).
+// per scenario and trace, simulated requests per wall second and per CPU second (the replay's own
+// user + system time: steadier than wall time on a shared machine), wall and CPU time per request
+// and peak RSS, as the median of several runs with their spread (min..max).
 //
 //   aggregated round robin   4 workers, a linear profile with 16-token blocks, polynomial timing
 //   aggregated kv-aware      the same with the kv_aware router
@@ -176,7 +177,7 @@ async function main() {
   if (traces.includes(`${SCALE}x`)) files[`${SCALE}x`] = await scaledTrace();
   console.log(`replay-engine bench: the public Mooncake trace (1x) and ${SCALE} copies of it in a row (${SCALE}x); 16-token blocks for the linear profile`);
   console.log(`median of ${runs} run(s), spread min..max; load average at start ${loadavg().map((l) => l.toFixed(2)).join(" ")} (figures are noisy on a shared machine)`);
-  const header = ["scenario", "trace", "requests", "simulated req/s", "CPU ms/request", "peak RSS MB", "digest"];
+  const header = ["scenario", "trace", "requests", "simulated req/s", "req/CPU-s", "wall ms/request", "CPU ms/request", "peak RSS MB", "digest"];
   const rows = [];
   let failed = false;
   for (const name of scenarios) {
@@ -203,6 +204,8 @@ async function main() {
         trace,
         `${r0.requests}${complete}`,
         fmt(results.map((r) => r.requests / (r.wallMs / 1000)), 0),
+        fmt(results.map((r) => r.requests / (r.cpuMs / 1000)), 0),
+        fmt(results.map((r) => r.wallMs / r.requests), 3),
         fmt(results.map((r) => r.cpuMs / r.requests), 3),
         fmt(results.map((r) => r.rssMb), 0),
         digests.length === 1 ? digests[0].slice(0, 16) : `DIFFERENT across runs: ${digests.map((d) => d.slice(0, 8)).join(", ")}`,
