@@ -167,3 +167,40 @@ describe("decode fast path = step by step", () => {
     );
   }, 120_000);
 });
+
+describe("decode fast path = step by step, P/D with a prefill rank that waits for room", () => {
+  it("decode runs stop where a release could start the prefill rank again", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 5 }), ownTokens: fc.integer({ min: 8, max: 40 }), outputTokens: fc.integer({ min: 5, max: 40 }) }), { minLength: 4, maxLength: 16 }),
+        fc.integer({ min: 12, max: 30 }),
+        fc.integer({ min: 16, max: 48 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.constantFrom(0.01, 1, 100),
+        async (reqs, prefillBlocks, decodeBlocks, decodeMs, bandwidth) => {
+          let t = 0;
+          const records = () => {
+            t = 0;
+            return reqs.map((r, i) => {
+              t += r.gapMs;
+              return byTokens(i + 1, t, Array.from({ length: r.ownTokens }, (_, k) => 100_000 * (i + 1) + k), r.outputTokens);
+            });
+          };
+          // Small pools: held sources fill the prefill rank (it waits for releases), and a decode rank
+          // reserves a waiting destination only when a request of its own finishes.
+          const spec = traceSpec({
+            profile: linearProfile(1000),
+            topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 2 } },
+            engine: { num_gpu_blocks: decodeBlocks, block_size: 4, max_num_batched_tokens: 64, max_num_seqs: 4 },
+            prefill: { engine: { num_gpu_blocks: prefillBlocks } },
+            timing: { type: "fixed", prefill_ms: 2, decode_ms: decodeMs },
+            kv_transfer: { mode: "full_prompt", bandwidth_gbps: bandwidth },
+          });
+          const { fast, steps } = await both(spec, records);
+          expect(fast).toBe(steps);
+        },
+      ),
+      { numRuns: 150 },
+    );
+  }, 120_000);
+});
