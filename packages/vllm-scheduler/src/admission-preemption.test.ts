@@ -129,3 +129,27 @@ describe("a failed destination head is retried when a step frees pages", () => {
     expect(s2.effects.lifecycle).toEqual([{ type: "destination_reserved", handoffId: "hp", requestId: "p", missing: { unit: "token", units: 12 }, hitTokens: 0 }]);
   });
 });
+
+describe("async scheduling: preempting a request whose last token is in flight", () => {
+  it("frees its pages at once, and it still finishes with that token", () => {
+    // Linear, B 4, 3 pages (2 usable), caching off, async scheduling. At 0 two steps are planned:
+    //   S1: a (4 tokens, 3 outputs) and f (3 tokens, 1 output) prefill, 1 page each (0 free); f's
+    //       only token is sampled in S1, so f stays in running as finishing.
+    //   S2: a's token 4 needs cdiv(5, 4) = 2 pages, none free: the tail f is preempted (its page
+    //       goes now) and a takes it. f's token is already in S1, so f finishes when S1 ends.
+    // S1 runs 0 -> 12 (prefill 10 + decode 2), S2 12 -> 14 (a's token 1), S3 14 -> 16 (a's last).
+    const rank = makeRank({ engine: { block_size: 4, num_gpu_blocks: 3, enable_prefix_caching: false, async_scheduling: true } });
+    expectOk(rank.submit({ type: "submit", request: request("a", rangePrompt(0, 4), 3) }));
+    expectOk(rank.submit({ type: "submit", request: request("f", rangePrompt(100, 3), 1) }));
+    const passes = runToIdle(rank);
+    expect(passes.map((p) => [p.startMs, p.endMs, scheduledOf(p)])).toEqual([
+      [0, 12, { a: 4, f: 3 }],
+      [12, 14, { a: 1 }],
+      [14, 16, { a: 1 }],
+    ]);
+    expect(passes[0]!.effects.preemptions).toEqual([{ requestId: "f" }]);
+    expect(passes.map((p) => p.effects.finished.map((x) => x.requestId))).toEqual([["f"], [], ["a"]]);
+    expect(passes.flatMap((p) => p.effects.tokens.map((t) => `${t.requestId}#${t.index}@${t.atMs}`))).toEqual(["a#0@12", "f#0@12", "a#1@14", "a#2@16"]);
+    expect([rank.hasWork(), rank.isDrained(), rank.metrics().pagesUsed]).toEqual([false, true, 0]);
+  });
+});
