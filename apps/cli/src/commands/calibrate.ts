@@ -207,10 +207,10 @@ export const registerCalibrate: RegisterCommand = (program, ctx) => {
     .addHelpText(
       "after",
       `
-Method: a non-negative regression of each fit request's TPOT on the load its timestamps imply gives
-the coefficients' shape; Nelder-Mead over three scale factors (step and sequence terms, the KV
-term, prompt terms) then replays the workload and minimises the squared relative errors of TPOT, TTFT and E2E (mean, p90)
-on the fit part. Deterministic.
+Method: a non-negative regression of each fit request's TPOT on the load its timestamps imply
+gives the coefficients' shape; Nelder-Mead over three scale factors (step and sequence terms, the
+KV term, prompt terms) then replays the workload and minimises the squared relative errors of
+TPOT, TTFT and E2E (mean, p90) on the fit part. Deterministic.
 
 Measured formats and what each lacks:
   vLLM per-request stats  ${MEASURED_FORMAT_LACKS["vllm-requests"].join("; ")}
