@@ -347,6 +347,9 @@ describe("the deprecated kv_transfer.bandwidth_gbps", () => {
     const b = await kvsim("replay", "--spec", now, "--format", "json");
     expect([a.code, a.stderr, b.code, b.stderr]).toEqual([0, warning, 0, ""]);
     expect((JSON.parse(a.stdout) as { digest: string }).digest).toBe((JSON.parse(b.stdout) as { digest: string }).digest);
+    // A sweep warns once, for its base spec, not once per point.
+    const sweep = await kvsim("sweep", "--spec", old, "--grid", write("g.yaml", "engine.max_num_seqs: [4, 8]\n"), "--jobs", "1", "--format", "json");
+    expect([sweep.code, sweep.stderr]).toEqual([0, warning]);
   });
 });
 

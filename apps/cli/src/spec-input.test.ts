@@ -100,6 +100,6 @@ describe("--set on validate", () => {
   it("reads - from standard input", async () => {
     const r = await run(["validate", "-"], readFileSync(path("linear.json"), "utf8"));
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe("ok: profile test/linear, vLLM 0.32.0, linear, 1000 B per token\n");
+    expect(r.stdout).toBe("ok: profile test/linear, vLLM 0.32.0, linear, 1,000 B per token\n");
   });
 });

@@ -71,7 +71,7 @@ describe("kvsim validate: the bundled example profiles", () => {
     ] as const) {
       expect(await validate(example(file))).toStrictEqual({
         code: 0,
-        stdout: `ok: profile zai-org/GLM-5.3-Flash, vLLM ${version}, grouped, 6 groups (full_attention 1, state 5), page 13045120 B\n`,
+        stdout: `ok: profile zai-org/GLM-5.3-Flash, vLLM ${version}, grouped, 6 groups (full_attention 1, state 5), page 13,045,120 B\n`,
         stderr: "",
       });
     }
@@ -79,14 +79,14 @@ describe("kvsim validate: the bundled example profiles", () => {
   it("accepts the linear Llama 3.1 8B: 32 layers x 2 x 8 KV heads x 128 dims x 2 bytes = 131,072 B per token", async () => {
     expect(await validate(example(LLAMA))).toStrictEqual({
       code: 0,
-      stdout: "ok: profile meta-llama/Llama-3.1-8B-Instruct, vLLM 0.32.0, linear, 131072 B per token\n",
+      stdout: "ok: profile meta-llama/Llama-3.1-8B-Instruct, vLLM 0.32.0, linear, 131,072 B per token\n",
       stderr: "",
     });
   });
   it("accepts the Gemma 3 12B sliding-window model: 8 layers x 16 tokens x 2 x 8 heads x 256 dims x 2 bytes = 1,048,576 B pages", async () => {
     expect(await validate(example(GEMMA))).toStrictEqual({
       code: 0,
-      stdout: "ok: profile google/gemma-3-12b-it, vLLM 0.32.0, grouped, 6 groups (full_attention 1, sliding_window 5), page 1048576 B\n",
+      stdout: "ok: profile google/gemma-3-12b-it, vLLM 0.32.0, grouped, 6 groups (full_attention 1, sliding_window 5), page 1,048,576 B\n",
       stderr: "",
     });
   });
@@ -150,7 +150,7 @@ describe("kvsim validate: the bundled example profiles", () => {
 describe("kvsim validate: refused profiles (exit 2, the field path named)", () => {
   it("accepts the small test profile itself", async () => {
     const r = await validate(write("ok.json", profileText()));
-    expect([r.code, r.stdout]).toStrictEqual([0, "ok: profile test/hybrid, vLLM 0.32.0, grouped, 2 groups (full_attention 1, sliding_window 1), page 4096 B\n"]);
+    expect([r.code, r.stdout]).toStrictEqual([0, "ok: profile test/hybrid, vLLM 0.32.0, grouped, 2 groups (full_attention 1, sliding_window 1), page 4,096 B\n"]);
   });
   it("an unknown key", async () => {
     const file = write("unknown.json", profileText({ extra: ' "colour": "red",' }));
@@ -226,7 +226,7 @@ describe("kvsim validate: refused profiles (exit 2, the field path named)", () =
     const file = write("old.json", profileText({ groups: ['"name": "fa", "kind": "full_attention", "num_layers": 2, "block_size_tokens": 16'] }));
     const r = await validate(file);
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe("ok: profile test/hybrid, vLLM 0.32.0, grouped, 1 group (full_attention 1), page 4096 B\n");
+    expect(r.stdout).toBe("ok: profile test/hybrid, vLLM 0.32.0, grouped, 1 group (full_attention 1), page 4,096 B\n");
     expect(r.stderr).toBe(
       [
         "note: aggregated replay only; a P/D prefill or decode rank refuses this profile:",

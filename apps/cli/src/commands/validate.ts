@@ -30,12 +30,12 @@ const KIND_ORDER = ["full_attention", "sliding_window", "convolution", "state"] 
 
 function profileSummary(p: Profile): string {
   const head = `profile ${p.model}, vLLM ${p.vllm_version}`;
-  if (!isGroupedProfile(p)) return `${head}, linear, ${p.kv_bytes_per_token ?? 0} B per token`;
+  if (!isGroupedProfile(p)) return `${head}, linear, ${thousands(p.kv_bytes_per_token ?? 0)} B per token`;
   const kinds = KIND_ORDER.map((k) => [k, p.kv_cache_groups.filter((g) => g.kind === k).length] as const)
     .filter(([, n]) => n > 0)
     .map(([k, n]) => `${k} ${n}`)
     .join(", ");
-  return `${head}, grouped, ${plural(p.kv_cache_groups.length, "group")} (${kinds}), page ${p.page_size_bytes} B`;
+  return `${head}, grouped, ${plural(p.kv_cache_groups.length, "group")} (${kinds}), page ${thousands(p.page_size_bytes)} B`;
 }
 
 function printProblems(io: CliIo, problems: readonly Problem[]): number {

@@ -29,7 +29,7 @@ import {
   type WorkerCounts,
 } from "@kvsim/sweep";
 import { checkOutputs, InvalidInputs, numberOption, readText, UsageError, writeOutputs } from "../io.js";
-import { checkSpec, fromInputError, type CheckedSpec } from "../spec-check.js";
+import { checkSpec, fromInputError, printWarnings, type CheckedSpec } from "../spec-check.js";
 import { defaultSpecPath } from "../replay/examples.js";
 import { parseSetFlags, readDocument, type StdinIo } from "../spec-input.js";
 import { defaultJobs, localExecutor, type PointExecutor } from "./executor.js";
@@ -193,6 +193,7 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
   const builder = new TaskBuilder(doc, sets, sla === undefined ? [] : slaPercentiles(sla));
   try {
     builder.spec([]); // the base spec must be valid on its own, as for kvsim replay
+    printWarnings(io, builder.check([]).warnings); // a deprecated key, once for the base spec
   } catch (e) {
     if (e instanceof SpecInputError) throw new InvalidInputs(fromInputError(e));
     throw e;
