@@ -69,6 +69,11 @@ describe("dummyStepMs: the price of an idle expert-parallel step", () => {
     expect(dummyStepMs(config("decode", fixed(10, 2)))).toBe(2);
     expect(dummyStepMs(config("prefill", fixed(10, 2)))).toBe(10);
   });
+  it("polynomial: the decode polynomial at one KV token of the pool's", () => {
+    // Pool: 16,384 pages x 4 tokens = 65,536 tokens; p = 1 / 65,536: -25.74 p^2 + 54.01 p + 5.74.
+    const p = 1 / 65_536;
+    expect(dummyStepMs(config("aggregated", { type: "polynomial" }))).toBeCloseTo(-25.74 * p * p + 54.01 * p + 5.74, 12);
+  });
   it("linear: one decode row of one KV token, padded to the smallest capture size", () => {
     const linear = { type: "linear", step_ms: 3, per_sequence_ms: 0.5, per_kv_token_us: 100, per_prompt_token_us: 50, per_cached_token_us: 0, prompt_step_ms: 1 };
     // 3 + 0.5 x 4 (1 padded to 4) + 100 us x 1 token = 3 + 2 + 0.1 = 5.1 ms.
@@ -158,6 +163,36 @@ describe("data-parallel replay (fixed timing 10 / 2 ms, hand-derived)", () => {
     expect(r.records.map((x) => [x.dp_ranks?.aggregated, x.status, x.first_token_ms, x.preemptions])).toEqual([
       [0, "completed", 12, 0],
       [1, "completed", 12, 0],
+    ]);
+  });
+
+  it("P/D: a decode worker of 2 lockstep ranks starts an activated request at its next step boundary", async () => {
+    // Linear profile of 10^6 B per token moved in full_prompt mode at 1 GB/s; one prefill rank, one
+    // decode worker of 2 ranks. r1 (4 tokens, 3 outputs) and r2 (7 tokens, 2 outputs) at 0 share one
+    // prefill pass 0 -> 10 (a prefill rank charges prefill 10 only): both sources held at 10.
+    // Reservations in that order: r1 -> decode rank 0 (tie), r2 -> rank 1 (rank 0 scores 4, its
+    // reservation waiting). Transfers 4 and 7 ms: r1 activated at 14, r2 at 17.
+    // Lockstep: steps 14 -> 16 (r1's token 0) and 16 -> 18 (token 1); r2, activated mid-step, waits
+    // for the boundary at 18: 18 -> 20 gives r1's token 2 and r2's token 0, 20 -> 22 r2's token 1.
+    // Independent: rank 1 starts at 17: r2's tokens at 19 and 21. r1 is the same either way.
+    const spec = (ep: boolean) =>
+      traceSpec({
+        profile: linearProfile(1_000_000),
+        topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } },
+        engine: { num_gpu_blocks: 64, block_size: 4, max_num_seqs: 4, max_num_batched_tokens: 64 },
+        decode: { engine: { data_parallel_size: 2, enable_expert_parallel: ep } },
+        timing: fixed(10, 2),
+        kv_transfer: { bandwidth_gbps: 1, mode: "full_prompt" },
+      });
+    const recs = () => [byLength(1, 0, 4, 3), byLength(2, 0, 7, 2)];
+    const times = (r: Extract<ReplayResult, { ok: true }>) => r.records.map((x) => [x.dp_ranks, x.handoff?.destination_activated_ms, x.first_token_ms, x.last_token_ms]);
+    expect(times(ok(await runReplay({ spec: spec(true), records: recs() })))).toEqual([
+      [{ decode: 0 }, 14, 16, 20],
+      [{ decode: 1 }, 17, 20, 22],
+    ]);
+    expect(times(ok(await runReplay({ spec: spec(false), records: recs() })))).toEqual([
+      [{ decode: 0 }, 14, 16, 20],
+      [{ decode: 1 }, 17, 19, 21],
     ]);
   });
 
