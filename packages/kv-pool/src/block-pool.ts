@@ -31,6 +31,7 @@ export type PoolOps = Pick<
   | "freeTableTailFirst"
   | "cacheBlock"
   | "cacheBlockKey"
+  | "cacheTableRun"
   | "uncache"
   | "emitStored"
   | "collectsEvents"
@@ -40,6 +41,12 @@ export type PoolOps = Pick<
   | "isFree"
   | "cacheSnapshot"
 >;
+
+/** Block hashes by table index as 32-bit halves (a sequence's chain). */
+export interface KeySource {
+  blockHi(i: number): number;
+  blockLo(i: number): number;
+}
 
 /** Words per block record (a power of two: the fields of a block share one 32-byte line). */
 const STRIDE = 8;
@@ -337,6 +344,20 @@ export class BlockPool {
     for (let n = r[last * STRIDE + COPY]!; n !== 0; n = r[last * STRIDE + COPY]!) last = n;
     r[last * STRIDE + COPY] = id;
     return false;
+  }
+
+  /**
+   * Caches the real, unhashed blocks of table entries [from, to) in order: block i under
+   * (group, key i of `keys`), with table entry i - 1 as its parent (NULL_BLOCK at 0), exactly as
+   * `cacheBlockKey` on each would, in one loop. Builds no `stored` event (for a caller that emits
+   * none). The halves are passed on as int32 (the pool stores them so), which keeps them unboxed.
+   */
+  cacheTableRun(blocks: readonly number[], from: number, to: number, group: number, keys: KeySource): void {
+    for (let i = from; i < to; i++) {
+      const b = blocks[i]!;
+      if (b === NULL_BLOCK || (b < this.cap && this.rec[b * STRIDE + META] !== 0)) continue;
+      this.cacheBlockKey(b, group, keys.blockHi(i) | 0, keys.blockLo(i) | 0, i === 0 ? NULL_BLOCK : blocks[i - 1]!);
+    }
   }
 
   /** A first copy outside the table: a CHILD link may be what keeps it reachable. */

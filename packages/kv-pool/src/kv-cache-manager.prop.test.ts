@@ -75,8 +75,8 @@ interface Live {
 }
 
 /** Runs the ops; returns a transcript of outcomes and checks the invariants after each one. */
-function run(layout: Layout, numPages: number, ops: readonly Op[], Manager: typeof KvCacheManager = KvCacheManager): string[] {
-  const m = new Manager({ numPages, groups: layout.groups, enablePrefixCaching: layout.caching, vllmVersion: layout.version, collectEvents: true });
+function run(layout: Layout, numPages: number, ops: readonly Op[], Manager: typeof KvCacheManager = KvCacheManager, collectEvents = true): string[] {
+  const m = new Manager({ numPages, groups: layout.groups, enablePrefixCaching: layout.caching, vllmVersion: layout.version, collectEvents });
   const pool = poolOf(m);
   const hasMamba = layout.caching && layout.groups.some((g) => g.kind === "state" && g.prefix_cacheable === true);
   const live: Live[] = [];
@@ -249,6 +249,17 @@ describe("the block pool (runs, lazy storage) gives the results of the straightf
           expect(run(layout, pages, ops)).toEqual(run(layout, pages, ops, ReferenceKvCacheManager));
         }),
         { seed: 1212, numRuns: 200 },
+      );
+    }, 120_000);
+  }
+  // Without events the managers take the pool's batched paths (cacheTableRun): same results.
+  for (const layout of LAYOUTS) {
+    it(`same results without events (the batched caching path): ${layout.name}`, () => {
+      fc.assert(
+        fc.property(fc.integer({ min: 6, max: 48 }), fc.array(opArb, { minLength: 30, maxLength: 160 }), (pages, ops) => {
+          expect(run(layout, pages, ops, KvCacheManager, false)).toEqual(run(layout, pages, ops, ReferenceKvCacheManager, false));
+        }),
+        { seed: 1213, numRuns: 200 },
       );
     }, 120_000);
   }

@@ -63,8 +63,8 @@ const ALWAYS_QUIET = Number.MAX_SAFE_INTEGER;
 
 /** Blocks holding block i's hash of `hashes` in every group of `groups`, or undefined when any misses. */
 function lookup(pool: PoolOps, groups: readonly number[], hashes: BlockHashView, i: number): number[] | undefined {
-  const hi = blockHashHi(hashes, i);
-  const lo = blockHashLo(hashes, i);
+  const hi = blockHashHi(hashes, i) | 0;
+  const lo = blockHashLo(hashes, i) | 0;
   const out: number[] = [];
   for (const g of groups) {
     const b = pool.findFirst(g, NULL_BLOCK, hi, lo);
@@ -79,13 +79,8 @@ function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, s
   const numFull = Math.min(Math.floor(computed / blockSize), state.blocks.length);
   if (numFull <= state.numCached) return;
   if (!pool.collectsEvents && hashes instanceof PackedHashView) {
-    // No events to build: the same cache calls in the same order, without the run bookkeeping.
-    const blocks = state.blocks;
-    for (let i = state.numCached; i < numFull; i++) {
-      const b = blocks[i]!;
-      if (b === NULL_BLOCK || pool.isHashed(b)) continue;
-      pool.cacheBlockKey(b, groupIndex, hashes.blockHi(i), hashes.blockLo(i), i === 0 ? NULL_BLOCK : blocks[i - 1]!);
-    }
+    // No events to build: the same cache calls in the same order, in one loop inside the pool.
+    pool.cacheTableRun(state.blocks, state.numCached, numFull, groupIndex, hashes);
     state.numCached = numFull;
     return;
   }
@@ -263,8 +258,9 @@ export class FullAttentionManager extends AttentionManager {
     const found = new Array<number>(groups.length).fill(NULL_BLOCK);
     // Walk the leading run: each block is looked up from the previous one's first copy (its run link).
     walk: for (let i = 0; i < max; i++) {
-      const hi = blockHashHi(hashes, i);
-      const lo = blockHashLo(hashes, i);
+      // As int32 (the pool compares them so): unboxed across the call.
+      const hi = blockHashHi(hashes, i) | 0;
+      const lo = blockHashLo(hashes, i) | 0;
       for (let k = 0; k < groups.length; k++) {
         const b = pool.findFirst(groups[k]!, found[k]!, hi, lo);
         if (b === NULL_BLOCK) break walk;
