@@ -353,10 +353,31 @@ export class BlockPool {
    * none). The halves are passed on as int32 (the pool stores them so), which keeps them unboxed.
    */
   cacheTableRun(blocks: readonly number[], from: number, to: number, group: number, keys: KeySource): void {
+    const linked = this.linked[group] === 1;
     for (let i = from; i < to; i++) {
       const b = blocks[i]!;
       if (b === NULL_BLOCK || (b < this.cap && this.rec[b * STRIDE + META] !== 0)) continue;
-      this.cacheBlockKey(b, group, keys.blockHi(i) | 0, keys.blockLo(i) | 0, i === 0 ? NULL_BLOCK : blocks[i - 1]!);
+      const hi = keys.blockHi(i) | 0;
+      const lo = keys.blockLo(i) | 0;
+      const parent = i === 0 ? NULL_BLOCK : blocks[i - 1]!;
+      // The common case inline: a linked group whose parent block is its key's first copy with no
+      // run link yet (as when it was cached just before), and a key not cached: the block becomes
+      // the key's first copy, chained from its parent. cacheBlockKey takes the same branches then
+      // (pf = parent, CHILD[pf] = 0, findFirst goes to the table and misses); anything else goes
+      // through it.
+      if (linked && parent !== NULL_BLOCK && b < this.cap) {
+        const r = this.rec;
+        const at = b * STRIDE;
+        const pat = parent * STRIDE;
+        if (r[at + REF]! > 0 && (r[pat + META]! & FIRST) !== 0 && r[pat + CHILD] === 0 && this.cache.get(group, hi, lo) < 0) {
+          r[at + HI] = hi;
+          r[at + LO] = lo;
+          r[at + META] = (group + 1) | FIRST;
+          r[pat + CHILD] = b;
+          continue;
+        }
+      }
+      this.cacheBlockKey(b, group, hi, lo, parent);
     }
   }
 
