@@ -42,12 +42,6 @@ export type PoolOps = Pick<
   | "cacheSnapshot"
 >;
 
-/** Block hashes by table index as 32-bit halves (a sequence's chain). */
-export interface KeySource {
-  blockHi(i: number): number;
-  blockLo(i: number): number;
-}
-
 /** Words per block record (a power of two: the fields of a block share one 32-byte line). */
 const STRIDE = 8;
 /** Reference count. */
@@ -348,17 +342,17 @@ export class BlockPool {
 
   /**
    * Caches the real, unhashed blocks of table entries [from, to) in order: block i under
-   * (group, key i of `keys`), with table entry i - 1 as its parent (NULL_BLOCK at 0), exactly as
-   * `cacheBlockKey` on each would, in one loop. Builds no `stored` event (for a caller that emits
-   * none). The halves are passed on as int32 (the pool stores them so), which keeps them unboxed.
+   * (group, keys[2(i - from)] : keys[2(i - from) + 1], the hash's int32 halves), with table entry
+   * i - 1 as its parent (NULL_BLOCK at 0), exactly as `cacheBlockKey` on each would, in one
+   * loop. Builds no `stored` event (for a caller that emits none).
    */
-  cacheTableRun(blocks: readonly number[], from: number, to: number, group: number, keys: KeySource): void {
+  cacheTableRun(blocks: readonly number[], from: number, to: number, group: number, keys: Int32Array): void {
     const linked = this.linked[group] === 1;
     for (let i = from; i < to; i++) {
       const b = blocks[i]!;
       if (b === NULL_BLOCK || (b < this.cap && this.rec[b * STRIDE + META] !== 0)) continue;
-      const hi = keys.blockHi(i) | 0;
-      const lo = keys.blockLo(i) | 0;
+      const hi = keys[2 * (i - from)]!;
+      const lo = keys[2 * (i - from) + 1]!;
       const parent = i === 0 ? NULL_BLOCK : blocks[i - 1]!;
       // The common case inline: a linked group whose parent block is its key's first copy with no
       // run link yet (as when it was cached just before), and a key not cached: the block becomes

@@ -34,6 +34,19 @@ export abstract class PackedHashView implements BlockHashView {
   tokensHash(i: number): BlockHash {
     return joinHash(this.tokensHi(i), this.tokensLo(i));
   }
+
+  /**
+   * Writes the block hashes of blocks [from, to) as int32 halves: out[2k] the high and
+   * out[2k + 1] the low half of block from + k (the same bits as blockHi / blockLo). Read from a
+   * typed array, the halves are never boxed (an int32 outside the 31-bit small-integer range is a
+   * heap number whenever it crosses a function boundary).
+   */
+  blockKeysInto(from: number, to: number, out: Int32Array): void {
+    for (let i = from; i < to; i++) {
+      out[2 * (i - from)] = this.blockHi(i);
+      out[2 * (i - from) + 1] = this.blockLo(i);
+    }
+  }
 }
 
 /** High half of block i's hash: read directly from a packed view, split from the BigInt otherwise. */
@@ -83,6 +96,14 @@ export class HashChain extends PackedHashView {
 
   blockLo(i: number): number {
     return this.words[WORDS * i + 1]!;
+  }
+
+  override blockKeysInto(from: number, to: number, out: Int32Array): void {
+    const w = this.words;
+    for (let i = from; i < to; i++) {
+      out[2 * (i - from)] = w[WORDS * i]!;
+      out[2 * (i - from) + 1] = w[WORDS * i + 1]!;
+    }
   }
 
   tokensHi(i: number): number {

@@ -74,13 +74,23 @@ function lookup(pool: PoolOps, groups: readonly number[], hashes: BlockHashView,
   return out;
 }
 
+/** Scratch for the int32 hash halves of the blocks one cacheFullBlocks call caches (grows, reused). */
+let scratch = new Int32Array(2 * 1024);
+
+function keyScratch(numBlocks: number): Int32Array {
+  if (2 * numBlocks > scratch.length) scratch = new Int32Array(Math.max(2 * numBlocks, 2 * scratch.length));
+  return scratch;
+}
+
 /** Caches table entries [numCached, computed / B): consecutive new keys form one `stored` run. */
 function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, state: GroupState, hashes: BlockHashView, computed: number): void {
   const numFull = Math.min(Math.floor(computed / blockSize), state.blocks.length);
   if (numFull <= state.numCached) return;
   if (!pool.collectsEvents && hashes instanceof PackedHashView) {
     // No events to build: the same cache calls in the same order, in one loop inside the pool.
-    pool.cacheTableRun(state.blocks, state.numCached, numFull, groupIndex, hashes);
+    const keys = keyScratch(numFull - state.numCached);
+    hashes.blockKeysInto(state.numCached, numFull, keys);
+    pool.cacheTableRun(state.blocks, state.numCached, numFull, groupIndex, keys);
     state.numCached = numFull;
     return;
   }

@@ -235,6 +235,30 @@ class PathKeyView extends PackedHashView {
     return this.lo;
   }
 
+  /** compute(i) for each block, written straight to `out` (fmix32 inline: nothing boxed on the way). */
+  override blockKeysInto(from: number, to: number, out: Int32Array): void {
+    if (from < 0 || to > this.length) throw new RangeError(`blocks ${from}..${to - 1} outside 0..${this.length - 1}`);
+    const keys = this.pathKeys;
+    for (let i = from; i < to; i++) {
+      const end = (i + 1) * this.blockSize;
+      const j = Math.floor((end - 1) / this.unit);
+      let a = end;
+      a ^= a >>> 16;
+      a = Math.imul(a, 0x85eb_ca6b);
+      a ^= a >>> 13;
+      a = Math.imul(a, 0xc2b2_ae35);
+      a ^= a >>> 16;
+      let b = end ^ 0x9e37_79b9;
+      b ^= b >>> 16;
+      b = Math.imul(b, 0x85eb_ca6b);
+      b ^= b >>> 13;
+      b = Math.imul(b, 0xc2b2_ae35);
+      b ^= b >>> 16;
+      out[2 * (i - from)] = keys[2 * j]! ^ a;
+      out[2 * (i - from) + 1] = keys[2 * j + 1]! ^ b;
+    }
+  }
+
   /** Lookup keys have no tokens hash (only KV events need one, and then the real chain is used). */
   tokensHi(): number {
     return 0;

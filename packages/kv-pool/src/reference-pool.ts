@@ -5,7 +5,7 @@
  * and on `BlockPool` and compare every outcome.
  */
 import type { BlockHash, KvEvent, PoolMetrics } from "./contract.js";
-import { NULL_BLOCK, type KeySource, type PoolOps, type StoredBlock } from "./block-pool.js";
+import { NULL_BLOCK, type PoolOps, type StoredBlock } from "./block-pool.js";
 import { hashHi, hashLo, joinHash } from "./hash-halves.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
 
@@ -113,11 +113,11 @@ export class ReferencePool implements PoolOps {
     c.push(id);
     return false;
   }
-  cacheTableRun(blocks: readonly number[], from: number, to: number, group: number, keys: KeySource): void {
+  cacheTableRun(blocks: readonly number[], from: number, to: number, group: number, keys: Int32Array): void {
     for (let i = from; i < to; i++) {
       const b = blocks[i]!;
       if (b === NULL_BLOCK || this.isHashed(b)) continue;
-      this.cacheBlockKey(b, group, keys.blockHi(i), keys.blockLo(i));
+      this.cacheBlockKey(b, group, keys[2 * (i - from)]!, keys[2 * (i - from) + 1]!);
     }
   }
   private evict(id: number): void {

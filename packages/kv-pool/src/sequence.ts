@@ -35,6 +35,13 @@ export class SequenceChain extends PackedHashView {
     return i < n ? this.base.blockLo(i) : this.ext.blockLo(i - n);
   }
 
+  override blockKeysInto(from: number, to: number, out: Int32Array): void {
+    const n = this.baseLength;
+    const mid = Math.min(Math.max(from, n), to);
+    if (from < mid) this.base.blockKeysInto(from, mid, out);
+    if (mid < to) this.ext.blockKeysInto(mid - n, to - n, mid === from ? out : out.subarray(2 * (mid - from)));
+  }
+
   tokensHi(i: number): number {
     const n = this.baseLength;
     return i < n ? this.base.tokensHi(i) : this.ext.tokensHi(i - n);
