@@ -268,7 +268,7 @@ export class FullAttentionManager extends AttentionManager {
     const found = new Array<number>(groups.length).fill(NULL_BLOCK);
     // Walk the leading run: each block is looked up from the previous one's first copy (its run link).
     walk: for (let i = 0; i < max; i++) {
-      // As int32 (the pool compares them so): unboxed across the call.
+      // As int32 (the pool compares them so).
       const hi = blockHashHi(hashes, i) | 0;
       const lo = blockHashLo(hashes, i) | 0;
       for (let k = 0; k < groups.length; k++) {
