@@ -40,6 +40,7 @@ export type PoolOps = Pick<
   | "freeQueueOrder"
   | "isFree"
   | "cacheSnapshot"
+  | "groupPages"
 >;
 
 /** Words per block record (a power of two: the fields of a block share one 32-byte line). */
@@ -55,6 +56,8 @@ const LO = 3;
 const COPY = 4;
 /** Linked groups: the first block cached right after this one in a sequence, as a lookup hint; 0 when none. */
 const CHILD = 5;
+/** The group whose table took the block (group + 1; 0 when taken without one). */
+const OWNER = 6;
 
 const GROUP_MASK = 0xff_ffff;
 /** The key's first copy: the block hits use. */
@@ -94,6 +97,9 @@ export class BlockPool {
   private readonly cache: BlockHashTable;
   private readonly linked: Uint8Array;
   private freeHashed = 0;
+  /** Per group: referenced pages its tables took, and free pages still caching one of its keys. */
+  private readonly usedOf: Int32Array;
+  private readonly cachedOf: Int32Array;
   private readonly events: KvEvent[] | undefined;
 
   constructor(
@@ -113,6 +119,8 @@ export class BlockPool {
     this.cache = new BlockHashTable(numPages - 1, { grow: true });
     this.linked = Uint8Array.from({ length: numGroups }, (_, g) => (linkedGroups[g] === true ? 1 : 0));
     this.events = collectEvents ? [] : undefined;
+    this.usedOf = new Int32Array(numGroups);
+    this.cachedOf = new Int32Array(numGroups);
   }
 
   /** Makes room for the record of `id`. */
@@ -193,25 +201,32 @@ export class BlockPool {
     return t < 0 ? NULL_BLOCK : t;
   }
 
-  /** Takes n blocks from the front of the free queue, evicting cached ones; each gets ref 1. */
-  takeFree(n: number): number[] {
+  /**
+   * Takes n blocks from the front of the free queue, evicting cached ones; each gets ref 1.
+   * `group` (when >= 0) is the cache group whose table takes them, for `groupPages`.
+   */
+  takeFree(n: number, group = -1): number[] {
     const out: number[] = [];
-    this.takeFreeInto(n, out);
+    this.takeFreeInto(n, out, group);
     return out;
   }
 
   /** `takeFree`, appending the blocks to `out`. */
-  takeFreeInto(n: number, out: number[]): void {
+  takeFreeInto(n: number, out: number[], group = -1): void {
     if (n > this.queue.length) throw new Error(`pool invariant: ${n} blocks asked, ${this.queue.length} free`);
     for (let i = 0; i < n; i++) {
       const id = this.queue.popFront();
       this.reach(id);
       const at = id * STRIDE;
-      if (this.rec[at + META] !== 0) {
+      const meta = this.rec[at + META]!;
+      if (meta !== 0) {
         this.freeHashed--;
+        this.cachedOf[(meta & GROUP_MASK) - 1]!--;
         this.evict(id);
       }
       this.rec[at + REF] = 1;
+      this.rec[at + OWNER] = group + 1;
+      if (group >= 0) this.usedOf[group]!++;
       out.push(id);
     }
   }
@@ -224,7 +239,13 @@ export class BlockPool {
       const at = id * STRIDE;
       if (this.rec[at + REF] === 0) {
         this.queue.remove(id);
-        if (this.rec[at + META] !== 0) this.freeHashed--;
+        const meta = this.rec[at + META]!;
+        if (meta !== 0) {
+          this.freeHashed--;
+          this.cachedOf[(meta & GROUP_MASK) - 1]!--;
+        }
+        const owner = this.rec[at + OWNER]!;
+        if (owner > 0) this.usedOf[owner - 1]!++;
       }
       this.rec[at + REF]!++;
     }
@@ -277,9 +298,13 @@ export class BlockPool {
     const rc = --this.rec[at + REF]!;
     if (rc < 0) throw new Error(`pool invariant: block ${id} freed more often than taken`);
     if (rc > 0) return 0;
-    if (this.rec[at + META] !== 0) {
+    const owner = this.rec[at + OWNER]!;
+    if (owner > 0) this.usedOf[owner - 1]!--;
+    const meta = this.rec[at + META]!;
+    if (meta !== 0) {
       this.queue.pushBack(id);
       this.freeHashed++;
+      this.cachedOf[(meta & GROUP_MASK) - 1]!++;
       return -1;
     }
     this.queue.pushFrontAfter(lastFresh, id);
@@ -437,7 +462,10 @@ export class BlockPool {
     const copies: number[] = [];
     for (let id = this.cachedBlock(group, hash); id !== NULL_BLOCK; id = this.rec[id * STRIDE + COPY]!) copies.push(id);
     for (const id of copies) {
-      if (this.queue.has(id)) this.freeHashed--;
+      if (this.queue.has(id)) {
+        this.freeHashed--;
+        this.cachedOf[group]!--;
+      }
       this.evict(id);
     }
   }
@@ -459,6 +487,14 @@ export class BlockPool {
     const usable = this.numPages - 1;
     const free = this.queue.length;
     return { usablePages: usable, usedPages: usable - free, cachedEvictablePages: this.freeHashed, freePages: free, usage: 1 - free / usable };
+  }
+
+  /**
+   * Per cache group, live counters (do not write): pages referenced by the group's tables
+   * (`used`) and free pages still caching one of its keys (`cached`, evictable). O(1).
+   */
+  groupPages(): { readonly used: Int32Array; readonly cached: Int32Array } {
+    return { used: this.usedOf, cached: this.cachedOf };
   }
 
   /** Front-to-back free queue (O(P): tests and diagnostics only). */

@@ -156,4 +156,12 @@ export interface KvCacheManagerApi {
   /** Events collected since the last call (empty unless collectEvents). */
   takeEvents(): KvEvent[];
   metrics(): PoolMetrics;
+  /** Per cache group (index order), live counters, O(1): read them, do not keep or write them. */
+  groupPages(): GroupPages;
+}
+
+/** Per cache group: pages its block tables reference, and free pages still caching its keys (evictable). */
+export interface GroupPages {
+  readonly used: ArrayLike<number>;
+  readonly cached: ArrayLike<number>;
 }

@@ -20,6 +20,9 @@ describe("source release (grouped-pd.md section 3)", () => {
     expect(m.heldBlocks(seq)).toEqual([64, 2]);
     // The 62 freed blocks were full and computed, so hashed: back in the queue and still cached.
     expect(m.metrics()).toMatchObject({ usablePages: 199, usedPages: 66, freePages: 133, cachedEvictablePages: 62 });
+    // Per group: the full-attention table holds 64, the window table 2; the 62 cached ones are the window's.
+    expect(Array.from(m.groupPages().used)).toEqual([64, 2]);
+    expect(Array.from(m.groupPages().cached)).toEqual([0, 62]);
   });
 
   it("a GLM-5.3-Flash 0.32.0 source of 8,191 tokens holds 13 blocks, then 9; its checkpoints stay cached", () => {
@@ -43,6 +46,9 @@ describe("source release (grouped-pd.md section 3)", () => {
     // 63 usable - 9 held = 54 free, of which the 4 checkpoints are cached (the boundary at
     // 3 x 2176 = 6528 is the last one inside the chunk (0, 8191)).
     expect(m.metrics()).toMatchObject({ usedPages: 9, freePages: 54, cachedEvictablePages: 4 });
+    // Per group: as heldBlocks; each of the 4 KDA groups (2..5) left its one checkpoint cached.
+    expect(Array.from(m.groupPages().used)).toEqual([4, 1, 1, 1, 1, 1]);
+    expect(Array.from(m.groupPages().cached)).toEqual([0, 0, 1, 1, 1, 1]);
     // A second request with the same prompt: M = 8190 -> floor(8190/2176) = 3 full blocks (6528 tokens),
     // and every KDA group has the state at 6528 (its checkpoint): the hit is 6528 tokens.
     const again = m.createSequence("again", prompt);

@@ -13,6 +13,7 @@ export type {
   DestinationReservation,
   KvEvent,
   PoolMetrics,
+  GroupPages,
   PrefillChunking,
   KvCacheManagerApi,
 } from "./contract.js";

@@ -184,6 +184,8 @@ function checkInvariants(m: KvCacheManager, layout: Layout, live: readonly Live[
   if (met.usedPages + met.freePages !== pool.numPages - 1) errors.push(`used ${met.usedPages} + free ${met.freePages} != ${pool.numPages - 1}`);
   // Reference counts equal the references held by live sequences (tables and checkpoints).
   const refs = new Int32Array(pool.numPages);
+  // The group whose tables reference each block (+1), for the per-group counters.
+  const ownerOf = new Int32Array(pool.numPages);
   for (const l of live) {
     const s = l.seq;
     if (!(s instanceof Sequence)) throw new Error("not a pool sequence");
@@ -193,6 +195,7 @@ function checkInvariants(m: KvCacheManager, layout: Layout, live: readonly Live[
       st.blocks.forEach((blk, i) => {
         if (blk === NULL_BLOCK) return;
         refs[blk]!++;
+        ownerOf[blk] = g + 1;
         if (!pool.isHashed(blk)) return;
         // Cache-visible only once computed, and under this sequence's own key.
         if ((i + 1) * b > l.committed) errors.push(`${s.id} g${g}[${i}] cached before computed (${l.committed})`);
@@ -200,6 +203,7 @@ function checkInvariants(m: KvCacheManager, layout: Layout, live: readonly Live[
       });
       st.checkpoints.forEach((blk, j) => {
         refs[blk]!++;
+        ownerOf[blk] = g + 1;
         const i = st.checkpointHashIdx[j]!;
         if (pool.isHashed(blk) && !pool.holds(blk, g, chain.ensure(i + 1).blockHash(i))) errors.push(`${s.id} g${g} checkpoint ${j} holds a foreign key`);
       });
@@ -214,6 +218,14 @@ function checkInvariants(m: KvCacheManager, layout: Layout, live: readonly Live[
   }
   if (pool.isFree(NULL_BLOCK)) errors.push("the null block is free");
   if (met.cachedEvictablePages !== hashedFree) errors.push(`cached-evictable ${met.cachedEvictablePages} != ${hashedFree}`);
+  // Per group: used pages are the distinct blocks its tables hold; cached ones add up to the pool's.
+  const gp = m.groupPages();
+  const usedOf = new Array<number>(layout.groups.length).fill(0);
+  for (let b = 1; b < pool.numPages; b++) if (ownerOf[b]! > 0) usedOf[ownerOf[b]! - 1]!++;
+  if (Array.from(gp.used).join() !== usedOf.join()) errors.push(`group used ${Array.from(gp.used).join()} != ${usedOf.join()}`);
+  let cachedSum = 0;
+  for (const c of Array.from(gp.cached)) cachedSum += c;
+  if (cachedSum !== hashedFree) errors.push(`group cached sum ${cachedSum} != ${hashedFree}`);
   if (Math.abs(met.usage - (1 - met.freePages / (pool.numPages - 1))) > 1e-12) errors.push(`usage ${met.usage}`);
   expect(errors).toEqual([]);
 }

@@ -9,6 +9,7 @@ import type {
   KvPoolOptions,
   KvSequence,
   PoolMetrics,
+  GroupPages,
   PrefillChunking,
   PrefixHit,
   PromptTokens,
@@ -262,7 +263,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     if (p.checkpoints !== undefined) {
       p.checkpoints.forEach((cp, g) => {
         const st = s.groups[g]!;
-        st.checkpoints = this.pool.takeFree(cp.length);
+        st.checkpoints = this.pool.takeFree(cp.length, g);
         st.checkpointHashIdx = cp;
       });
     }
@@ -334,7 +335,7 @@ export class KvCacheManager implements KvCacheManagerApi {
       const st = s.groups[g]!;
       const m = this.managers[g]!;
       const fresh = plan.reduce((n, b) => n + (b === FRESH ? 1 : 0), 0);
-      const taken = this.pool.takeFree(fresh);
+      const taken = this.pool.takeFree(fresh, g);
       let k = 0;
       st.blocks = plan.map((b) => (b === FRESH ? taken[k++]! : b));
       st.real = st.blocks.reduce((n, b) => n + (b === NULL_BLOCK ? 0 : 1), 0);
@@ -368,5 +369,9 @@ export class KvCacheManager implements KvCacheManagerApi {
 
   metrics(): PoolMetrics {
     return this.pool.metrics();
+  }
+
+  groupPages(): GroupPages {
+    return this.pool.groupPages();
   }
 }

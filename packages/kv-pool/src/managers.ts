@@ -177,7 +177,7 @@ abstract class AttentionManager implements SingleTypeManager {
   allocateNewBlocks(state: GroupState, numTokens: number): void {
     const n = cdiv(numTokens, this.blockSize) - state.blocks.length;
     if (n <= 0) return;
-    this.pool.takeFreeInto(n, state.blocks);
+    this.pool.takeFreeInto(n, state.blocks, this.groupIndex);
     state.real += n;
   }
 
@@ -417,7 +417,7 @@ export class MambaManager implements SingleTypeManager {
     // block starts from it, so it is kept until the computed prefix has passed it.
     if (len > 0 && state.blocks[len - 1] !== NULL_BLOCK) state.prevStateIdx = len - 1;
     for (let i = len; i < required - 1; i++) state.blocks.push(NULL_BLOCK);
-    this.pool.takeFreeInto(1, state.blocks);
+    this.pool.takeFreeInto(1, state.blocks, this.groupIndex);
     state.real++;
   }
 
@@ -568,7 +568,7 @@ export class SingleBlockStateManager implements SingleTypeManager {
 
   allocateNewBlocks(state: GroupState): void {
     if (state.blocks.length > 0) return;
-    this.pool.takeFreeInto(1, state.blocks);
+    this.pool.takeFreeInto(1, state.blocks, this.groupIndex);
     state.real = 1;
   }
 

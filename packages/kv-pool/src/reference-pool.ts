@@ -26,7 +26,7 @@ export class ReferencePool implements PoolOps {
 
   constructor(
     readonly numPages: number,
-    _numGroups: number,
+    private readonly numGroups: number,
     collectEvents: boolean,
   ) {
     this.refs = new Array<number>(numPages).fill(0);
@@ -59,17 +59,31 @@ export class ReferencePool implements PoolOps {
   findFirst(group: number, _prev: number, hi: number, lo: number): number {
     return this.copies.get(keyOf(group, hi, lo))?.[0] ?? NULL_BLOCK;
   }
-  takeFree(n: number): number[] {
+  private readonly owner = new Map<number, number>();
+  takeFree(n: number, group = -1): number[] {
     const out: number[] = [];
-    this.takeFreeInto(n, out);
+    this.takeFreeInto(n, out, group);
     return out;
   }
-  takeFreeInto(n: number, out: number[]): void {
+  /** Straightforward: scans every page. */
+  groupPages(): { used: Int32Array; cached: Int32Array } {
+    const used = new Int32Array(this.numGroups);
+    const cached = new Int32Array(this.numGroups);
+    this.refs.forEach((r, id) => {
+      const g = this.owner.get(id);
+      if (r > 0 && g !== undefined && g >= 0) used[g]!++;
+      const k = this.hashOf.get(id);
+      if (r === 0 && k !== undefined) cached[k.group]!++;
+    });
+    return { used, cached };
+  }
+  takeFreeInto(n: number, out: number[], group = -1): void {
     if (n > this.queue.length) throw new Error(`pool invariant: ${n} blocks asked, ${this.queue.length} free`);
     for (let i = 0; i < n; i++) {
       const id = this.queue.shift()!;
       if (this.hashOf.has(id)) this.evict(id);
       this.refs[id] = 1;
+      this.owner.set(id, group);
       out.push(id);
     }
   }

@@ -8,6 +8,8 @@
 //   aggregated kv-aware      the same with the kv_aware router
 //   P/D GLM                  2 prefill + 2 decode workers, the GLM-5.3-Flash grouped profile
 //   P/D GLM, shared NICs     the same with its handoffs on kv_transfer.network (the network model's cost)
+//   ... + time series        agg-rr-ts, pd-ts: the same replays sampling time series at the
+//                            default interval (what sampling costs; compare with agg-rr, pd)
 //
 // The 8x trace is 8 copies of the public trace one after another in time, each copy's hash ids
 // moved to a range of its own (no prefix shared between copies): the same load for 8x as long,
@@ -89,6 +91,8 @@ const SCENARIOS = {
     label: "P/D GLM 2+2, shared NICs",
     spec: () => ({ ...SCENARIOS.pd.spec(), kv_transfer: { mode: "destination_missing", network: { nic: { send: "50 GB/s", receive: "50 GB/s" } } } }),
   },
+  "agg-rr-ts": { label: "aggregated round robin + time series", spec: () => linear("round_robin"), timeseries: {} },
+  "pd-ts": { label: "P/D GLM 2+2 + time series", spec: () => SCENARIOS.pd.spec(), timeseries: {} },
 };
 
 /** One replay in this process; prints one JSON line with its figures. */
@@ -100,7 +104,8 @@ async function runOne(name, traceFile) {
   const records = readTrace(lines, { format: "mooncake", file: traceFile, traceBlockSize: spec.workload.trace_block_size });
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
-  const result = await runReplay({ spec, records, traceFile });
+  const timeseries = SCENARIOS[name].timeseries;
+  const result = await runReplay({ spec, records, traceFile, ...(timeseries === undefined ? {} : { timeseries }) });
   const wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   if (!result.ok) {

@@ -19,6 +19,7 @@ export {
   type DataParallelReport,
   type DataParallelPool,
   type DataParallelWorker,
+  type LatencyQuantiles,
 } from "./report.js";
 export { SATURATION_RATE_RATIO, SATURATION_TTFT_GROWTH, SATURATION_MIN_REQUESTS, type SaturationCheck } from "./saturation.js";
 export { FairShareNetwork, type Flow, type LinkStats } from "./fair-share.js";
@@ -32,3 +33,12 @@ export {
   type NetworkHandoffStats,
   type TransferPath,
 } from "./transfer-network.js";
+export {
+  timeSeriesTable,
+  timeSeriesRecords,
+  DEFAULT_START_MS,
+  MAX_ADAPTIVE_SAMPLES,
+  type TimeSeries,
+  type WorkerSeries,
+  type DeploymentSeries,
+} from "./timeseries.js";

@@ -1,4 +1,4 @@
-import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
+import { createPromptTokens, poolGroupsForProfile, type PromptTokens } from "@kvsim/kv-pool";
 import {
   checkPdTopology,
   InputError,
@@ -34,7 +34,8 @@ import { HandoffCoordinator, type CommandAction, type HandoffAction, type Handof
 import { EventQueue, Phase, Stage } from "./event-queue.js";
 import { PassLog, TokenTrack } from "./itl.js";
 import { createPlacement, type Placement } from "./placement.js";
-import { MetricsCollector, type DataParallelPool, type DataParallelReport, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
+import { MetricsCollector, type LatencyQuantiles, type DataParallelPool, type DataParallelReport, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
+import { Sampler, type TimeSeries } from "./timeseries.js";
 import { placeOnNodes, TransferNetwork, type NetworkTransfer } from "./transfer-network.js";
 import { lowerTrace, syntheticRequests, type ReplayRequest } from "./workload.js";
 
@@ -69,6 +70,13 @@ export interface ReplayInput {
    * either way; false runs every pass on its own (tests compare the two).
    */
   readonly fastDecode?: boolean;
+  /**
+   * Sample time series on the virtual clock (outside the report and its digest). `sampleMs`:
+   * the interval; absent, it starts at 10 ms and doubles to keep 2,049 to 4,097 samples.
+   */
+  readonly timeseries?: { readonly sampleMs?: number };
+  /** Return this many quantiles of each latency metric (for CDF plots; outside the report). */
+  readonly quantiles?: number;
 }
 
 /** A request the replay could not move, where it sits and why. */
@@ -79,7 +87,7 @@ export interface StuckRequest {
 }
 
 export type ReplayResult =
-  | { readonly ok: true; readonly report: ReplayReport; readonly records: readonly RequestRecord[] }
+  | { readonly ok: true; readonly report: ReplayReport; readonly records: readonly RequestRecord[]; readonly timeseries?: TimeSeries; readonly quantiles?: LatencyQuantiles }
   | { readonly ok: false; readonly reason: string; readonly stuck: readonly StuckRequest[]; readonly atMs: number };
 
 /** Profile paths a spec references (base, prefill and decode), for the caller to load. */
@@ -103,6 +111,10 @@ interface Worker {
   /** The lockstep group it steps with (expert parallelism with D > 1); undefined: it steps alone. */
   readonly group: LockstepGroup | undefined;
   readonly rank: Rank;
+  /** Its index among every rank of the replay, in creation order (the time series' worker index). */
+  readonly sampleIndex: number;
+  /** Its pool's cache group names. */
+  readonly cacheGroups: readonly string[];
   busy: boolean;
   /** When busy: the end of its pass (or decode run) in flight. */
   passEndMs: number;
@@ -225,6 +237,11 @@ class ReplayEngine {
   private readonly progressEvery: number;
   private nextProgress: number;
   private now = 0;
+  /** Time series, when asked for. */
+  private sampler: Sampler | undefined;
+  private readonly quantilePoints: number | undefined;
+  /** Every rank, in creation order (the sampled workers). */
+  private readonly allRanks: Worker[] = [];
   /** The arrival time of the next request not yet released (Infinity when none is left). */
   private nextArrivalMs = Infinity;
   private readonly fastDecode: boolean;
@@ -239,6 +256,7 @@ class ReplayEngine {
     this.specFile = input.specFile ?? "<spec>";
     this.collector = new MetricsCollector(spec.sla, input.percentiles === undefined ? {} : { percentiles: input.percentiles });
     this.onProgress = input.onProgress;
+    this.quantilePoints = input.quantiles;
     this.fastDecode = input.fastDecode ?? true;
     this.progressEvery = Math.max(1, input.progressEvery ?? 256);
     this.nextProgress = this.progressEvery;
@@ -311,6 +329,19 @@ class ReplayEngine {
     this.firstPlacement = createPlacement(spec.router, targets(this.firstPool));
     this.decodePlacement = this.disaggregated ? createPlacement(spec.router, targets(this.decodePool)) : undefined;
     this.requests = this.requestStream(input);
+    if (input.timeseries !== undefined) {
+      const dpSizes = new Map<Worker, boolean>();
+      for (const w of this.allRanks) dpSizes.set(w, this.allRanks.some((o) => o !== w && o.role === w.role && o.id === w.id));
+      const probes = this.allRanks.map((w) => ({
+        role: w.role,
+        id: w.id,
+        ...(dpSizes.get(w) === true ? { label: `${w.role === "aggregated" ? "W" : w.role === "prefill" ? "P" : "D"}${w.id}.${w.dp}` } : {}),
+        groups: w.cacheGroups,
+        load: () => w.rank.load(),
+        groupPages: () => w.rank.kvGroupPages(),
+      }));
+      this.sampler = new Sampler(probes, input.timeseries.sampleMs);
+    }
   }
 
   /** The shared network of `kv_transfer.network`, with workers placed on nodes when it has `nodes`. */
@@ -350,7 +381,9 @@ class ReplayEngine {
     }
     const d = config.engine.data_parallel_size;
     const label = d > 1 ? `${config.role} worker ${id} DP rank ${dp}` : `${config.role} worker ${id}`;
-    const w: Worker = { role: config.role, stage, id, dp, order: id * d + dp, label, group, rank, busy: false, passEndMs: 0, dirty: false, idlePasses: 0, metrics: undefined, passLog: new PassLog() };
+    const cacheGroups = poolGroupsForProfile(config.profile, config.engine).map((g) => g.name);
+    const w: Worker = { role: config.role, stage, id, dp, order: id * d + dp, label, group, rank, sampleIndex: this.allRanks.length, cacheGroups, busy: false, passEndMs: 0, dirty: false, idlePasses: 0, metrics: undefined, passLog: new PassLog() };
+    this.allRanks.push(w);
     if (group === undefined) this.workers.push(w);
     else group.ranks.push(w);
     return w;
@@ -384,10 +417,10 @@ class ReplayEngine {
             if (p.kind === "pass") this.completePass(p.worker, p.step, undefined);
             else if (p.kind === "run") this.completeRun(p.worker, p.run);
             else if (p.kind === "group") this.completeGroupStep(p.group, p.steps, p.counted);
-            else this.feed(p.live, { type: "transfer_completed", atMs: this.now });
+            else this.transferDone(p.live);
           }
           if (this.network?.nextTimeMs() === this.now) {
-            for (const live of this.network.settle(this.now)) this.feed(live, { type: "transfer_completed", atMs: this.now });
+            for (const live of this.network.settle(this.now)) this.transferDone(live);
           }
           while (next !== undefined && next.arrivalMs <= this.now) {
             this.arrive(next);
@@ -402,6 +435,8 @@ class ReplayEngine {
         const heapNext = netNext === undefined ? queueNext : queueNext === undefined ? netNext : Math.min(queueNext, netNext);
         const t = next === undefined ? heapNext : heapNext === undefined ? next.arrivalMs : Math.min(heapNext, next.arrivalMs);
         if (t === undefined) break;
+        // The state now holds until t (or the cap): the samples due before then see it.
+        this.sampler?.advance(cap !== undefined && t > cap ? cap : t);
         if (cap !== undefined && t > cap) {
           stoppedAtCap = true;
           break;
@@ -430,7 +465,17 @@ class ReplayEngine {
     this.onProgress?.({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: this.now });
     this.records.sort((a, b) => a.index - b.index);
     this.collector.dataParallel = this.dataParallelReport();
-    return { ok: true, report: this.collector.report(), records: this.records.map((r) => r.record) };
+    const records = this.records.map((r) => r.record);
+    const report = this.collector.report();
+    const quantiles = this.quantilePoints === undefined ? undefined : this.collector.quantiles(this.quantilePoints);
+    this.sampler?.finish(stoppedAtCap ? cap! : this.now);
+    return {
+      ok: true,
+      report,
+      records,
+      ...(this.sampler === undefined ? {} : { timeseries: this.sampler.result() }),
+      ...(quantiles === undefined ? {} : { quantiles }),
+    };
   }
 
   /** Block conservation at the end: with every request terminal, no rank holds a request or a page. */
@@ -467,8 +512,15 @@ class ReplayEngine {
     return next;
   }
 
+  /** A handoff's last byte arrived. */
+  private transferDone(live: LiveRequest): void {
+    this.sampler?.onTransferDone(live.handoff?.priced?.payloadBytes ?? 0);
+    this.feed(live, { type: "transfer_completed", atMs: this.now });
+  }
+
   private arrive(req: ReplayRequest): void {
     this.collector.onArrival(req.arrivalMs);
+    this.sampler?.onArrival();
     const live: LiveRequest = {
       req,
       prompt: req.prompt ?? createPromptTokens(req.tokens),
@@ -547,16 +599,23 @@ class ReplayEngine {
     if (step !== undefined && (!(step.endMs >= this.now) || !Number.isFinite(step.endMs))) {
       throw new Error(`${w.label} planned a pass ending at ${step.endMs} ms, before now (${this.now} ms)`);
     }
+    if (step !== undefined) this.sampler?.onPass(w.sampleIndex, step.scheduledTokens, step.durationMs);
     return step;
   }
 
   private startPass(w: Worker): void {
     if (this.fastDecode && w.role !== "prefill") {
       w.dirty = false;
-      const run = w.rank.decodeRun(this.now, { startBeforeMs: this.runHorizon(w), endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS) });
+      // With time series, a run with a sample before its last step records its pages at each step
+      // that moves them: the rank's state moves to the run's end when it starts, and a sample
+      // inside it must see its step's (most runs have no sample and record nothing).
+      const horizon = this.runHorizon(w);
+      const before = this.sampler !== undefined && this.sampler.nextSampleMs < horizon ? this.sampler.pagesNow(w.sampleIndex) : undefined;
+      const run = w.rank.decodeRun(this.now, { ...(before === undefined ? {} : { recordPages: true }), startBeforeMs: horizon, endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS) });
       if (run !== undefined) {
         w.busy = true;
         w.passEndMs = run.endMs;
+        this.sampler?.onRunStarted(w.sampleIndex, run.startMs, run.stepEndsMs, run.steps, run.requestIds.length, before, run.pageSteps);
         this.queue.push(run.endMs, Phase.passCompletion, w.stage, w.order, { kind: "run", worker: w, run });
         return;
       }
@@ -664,6 +723,7 @@ class ReplayEngine {
 
   /** A decode run's steps ended: each gave one token to every request of its batch. */
   private completeRun(w: Worker, run: DecodeRun): void {
+    this.sampler?.onRunDone(w.sampleIndex);
     w.busy = false;
     w.dirty = true;
     w.idlePasses = 0;
@@ -731,6 +791,7 @@ class ReplayEngine {
         }
         this.recordToken(live, t.index, atMs, w.passLog, entry);
       }
+      this.sampler?.onOutputTokens(e.tokens.length);
     }
     for (const r of e.rejections) {
       const live = this.live.get(r.requestId);
@@ -755,7 +816,10 @@ class ReplayEngine {
     for (const fact of e.lifecycle) {
       const live = this.live.get(fact.requestId);
       if (live === undefined) throw new Error(`${w.label} reported ${fact.type} for unknown request ${fact.requestId}`);
-      if (fact.type === "source_held") this.feed(live, { type: "source_held", atMs: this.now, terms: fact.terms });
+      if (fact.type === "source_held") {
+        this.sampler?.onPrefillDone(live.req.inputTokens);
+        this.feed(live, { type: "source_held", atMs: this.now, terms: fact.terms });
+      }
       else {
         live.decodeHitTokens = fact.hitTokens;
         this.feed(live, { type: "destination_reserved", atMs: this.now, hitTokens: fact.hitTokens });
@@ -769,7 +833,11 @@ class ReplayEngine {
     if (!(atMs >= live.req.arrivalMs) || (live.lastTokenMs !== undefined && !(atMs >= live.lastTokenMs))) {
       throw new Error(`request ${live.req.id}: token ${index} at ${atMs} ms is before its arrival (${live.req.arrivalMs} ms) or its previous token (${live.lastTokenMs ?? "none"} ms)`);
     }
-    if (live.lastTokenMs === undefined) live.firstTokenMs = atMs;
+    if (live.lastTokenMs === undefined) {
+      live.firstTokenMs = atMs;
+      // Aggregated: the first token ends the prefill (in P/D the prefill rank reports it).
+      if (!this.disaggregated) this.sampler?.onPrefillDone(live.req.inputTokens);
+    }
     // Gaps count up to the requested outputs (a token past them would have no gap slot).
     if (index < live.req.outputTokens) live.track.add(log, entry);
     live.lastTokenMs = atMs;
@@ -811,11 +879,13 @@ class ReplayEngine {
         if (this.network !== undefined) {
           // The network times it; the collector counts it now and takes its delay from the network.
           this.collector.onTransferStarted(priced.payloadBytes, 0);
+          this.sampler?.onTransferStarted();
           live.transfer = this.network.request(this.now, live, live.first!.id, live.decode!.id, priced.payloadBytes);
           return;
         }
         if (!(action.delayMs >= 0) || !Number.isFinite(action.delayMs)) throw new Error(`request ${id}: transfer delay ${action.delayMs} ms`);
         this.collector.onTransferStarted(priced.payloadBytes, action.delayMs);
+        this.sampler?.onTransferStarted();
         this.queue.push(this.now + action.delayMs, Phase.transferCompletion, Stage.decode, live.decode!.order, { kind: "transfer", live });
         if (this.fastDecode) this.transferTimes.push(this.now + action.delayMs);
         return;
@@ -846,6 +916,7 @@ class ReplayEngine {
     this.live.delete(live.req.id);
     const { req } = live;
     const completed = status === "completed";
+    this.sampler?.onTerminal(completed);
     const terminalMs = live.lastTokenMs ?? this.now;
     this.collector.onTerminal({
       status,

@@ -3,7 +3,15 @@ import stringify from "safe-stable-stringify";
 import type { KvCapacity, Sla, TransferMode } from "@kvsim/profile-schema";
 import { SaturationMonitor, type SaturationCheck } from "./saturation.js";
 import { ItlSample, TokenTrack } from "./itl.js";
-import { percentilesOf, Sample, summarize, type Distribution } from "./stats.js";
+import { percentileRank, percentilesOf, Sample, summarize, type Distribution } from "./stats.js";
+
+/** Latency quantiles for CDF plots: each metric's values at p = 100 k / (n - 1), k = 0..n-1. */
+export interface LatencyQuantiles {
+  readonly ttft: readonly number[];
+  readonly tpot: readonly number[];
+  readonly itl: readonly number[];
+  readonly e2e: readonly number[];
+}
 import type { NetworkHandoffStats, NetworkReport, TransferPath } from "./transfer-network.js";
 
 export type RequestStatus = "completed" | "rejected" | "failed";
@@ -427,6 +435,21 @@ export class MetricsCollector {
       goodNow = e2e_ms !== undefined && ttft_ms === undefined && itl_ms === undefined && f.terminalMs - f.arrivalMs <= e2e_ms;
     }
     if (goodNow) this.good++;
+  }
+
+  /**
+   * `points` quantiles of TTFT, TPOT, ITL and E2E over the completed requests, at
+   * p = 100 k / (points - 1) for k = 0..points-1, exact nearest rank as the report's percentiles
+   * (for CDF plots; empty arrays when no request completed).
+   */
+  quantiles(points: number): LatencyQuantiles {
+    if (!Number.isInteger(points) || points < 2) throw new RangeError(`quantiles need at least 2 points, got ${points}`);
+    const ps = Array.from({ length: points }, (_, k) => (100 * k) / (points - 1));
+    const of = (s: Sample) => {
+      const sorted = s.values().sort();
+      return sorted.length === 0 ? [] : ps.map((p) => sorted[percentileRank(sorted.length, p)]!);
+    };
+    return { ttft: of(this.ttft), tpot: of(this.tpot), itl: this.itl.length === 0 ? [] : this.itl.percentiles(ps), e2e: of(this.e2e) };
   }
 
   /** The report over everything seen; requests not terminal count as in flight. */

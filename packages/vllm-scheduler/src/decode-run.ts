@@ -34,6 +34,16 @@ export interface DecodeRunLimits {
   readonly endByMs: number;
   /** At most this many steps (unbounded when absent). */
   readonly maxSteps?: number;
+  /** Record the pool's per-group pages after each step that touches the pool (`pageSteps`), for time series. */
+  readonly recordPages?: boolean;
+}
+
+/** The pool's per-group pages (kv-pool's `groupPages`, copied) after a step of a run that touched the pool. */
+export interface DecodeRunPages {
+  /** The step (0-based in the run). */
+  readonly step: number;
+  readonly used: Int32Array;
+  readonly cached: Int32Array;
 }
 
 /** Decode-only steps run back to back from `startMs`; each gave every request of the batch one token. */
@@ -52,6 +62,8 @@ export interface DecodeRun {
   readonly clampedTimingQueries: number;
   /** The rank's metrics after the last step. */
   readonly metrics: RankMetrics;
+  /** With `recordPages`: the pages after each step that touched the pool and moved a count, in step order (the others change none). */
+  readonly pageSteps?: readonly DecodeRunPages[];
 }
 
 /** A batch object reused across steps (the timing models only read it). */
@@ -132,6 +144,7 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
   let t = nowMs;
   let steps = 0;
   let clamped = 0;
+  const pageSteps: DecodeRunPages[] | undefined = limits.recordPages === true ? [] : undefined;
   const startBefore = limits.startBeforeMs;
   const endBy = limits.endByMs;
   // The model's shortcut for a decode-only step, when it has one (same number, no objects).
@@ -158,8 +171,10 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
 
     // Blocks for the requests at a boundary: all of them must fit, or the step path decides.
     let need = 0;
+    let touches = false;
     for (let i = 0; i < n; i++) {
       if (quiet[i] === 0) {
+        touches = true;
         const req = running[i]!;
         need += pool.pagesNeeded(req.seq, { computedTokens: req.computed, newTokens: 1 });
       }
@@ -187,6 +202,14 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
         quiet[i] = pool.quietDecodeSteps(req.seq, req.computed);
       } else quiet[i]!--;
     }
+    if (pageSteps !== undefined && touches) {
+      // Recorded only when a count moved (a touch may only hash a block or shift a state).
+      const gp = pool.groupPages();
+      const last = pageSteps.length === 0 ? undefined : pageSteps[pageSteps.length - 1]!;
+      let moved = last === undefined;
+      for (let g = 0; !moved && g < gp.used.length; g++) moved = gp.used[g] !== last!.used[g] || gp.cached[g] !== last!.cached[g];
+      if (moved) pageSteps.push({ step: steps, used: Int32Array.from(gp.used), cached: Int32Array.from(gp.cached) });
+    }
     sumSequenceTokens += n;
     if (steps === scratch.ends.length) {
       const grown = new Float64Array(scratch.ends.length * 2);
@@ -210,5 +233,6 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
     firstTokenIndex,
     clampedTimingQueries: clamped,
     metrics: state.metrics(),
+    ...(pageSteps === undefined ? {} : { pageSteps }),
   };
 }

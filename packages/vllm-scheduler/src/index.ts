@@ -12,7 +12,7 @@ export {
   type LinearTimingCoefficients,
 } from "./timing-model.js";
 export { sampledTokenId } from "./token-ids.js";
-export type { DecodeRun, DecodeRunLimits } from "./decode-run.js";
+export type { DecodeRun, DecodeRunLimits, DecodeRunPages } from "./decode-run.js";
 export { TimingRefusedError } from "./grid.js";
 export type {
   RankRole,

@@ -6,7 +6,7 @@
  * admission (admission.ts), the step (step.ts), async scheduling (async-scheduling.ts) and the
  * P/D handoff commands (handoff-commands.ts).
  */
-import type { PromptTokens } from "@kvsim/kv-pool";
+import type { GroupPages, PromptTokens } from "@kvsim/kv-pool";
 import { AsyncScheduling } from "./async-scheduling.js";
 import type { Command, CommandOutcome, RankConfig, RankMetrics, RankRole, RequestInput, StepResult } from "./contract.js";
 import {
@@ -72,6 +72,14 @@ export class Rank {
 
   metrics(): RankMetrics {
     return this.state.metrics();
+  }
+
+  /**
+   * Per cache group of the pool (the profile's group order; one for a linear profile): pages its
+   * tables reference and free pages still caching its keys. Live O(1) counters: read, do not keep.
+   */
+  kvGroupPages(): GroupPages {
+    return this.state.pool.groupPages();
   }
 
   // ---------------------------------------------------------------------------------------------

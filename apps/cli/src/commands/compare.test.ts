@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -55,5 +55,27 @@ describe("kvsim compare", () => {
     expect(await runCli(["compare", "--measured", path("measured.jsonl"), "--requests", path("sim.jsonl"), "--from-request", "1", "--after-ms", "5"], io)).toBe(2);
     expect(await runCli(["compare", "--measured", path("measured.jsonl")], io)).toBe(2);
     expect(io.stderr).toContain("--requests <file> is required");
+  });
+
+  it("--html writes the figures and measured-against-simulated CDFs on one page", async () => {
+    const io = captureIo();
+    expect(await runCli(["compare", "--measured", path("measured.jsonl"), "--requests", path("sim.jsonl"), "--html", path("c.html")], io)).toBe(0);
+    const html = readFileSync(path("c.html"), "utf8");
+    const m = /<script type="application\/json" id="kvsim-charts">(.*?)<\/script>/s.exec(html);
+    const charts = JSON.parse(m![1]!) as { id: string; x: number[]; series: { label: string; values: (number | null)[] }[] }[];
+    // No per-token times on either side: no ITL chart.
+    expect(charts.map((c) => c.id)).toEqual(["cdf-ttft", "cdf-tpot", "cdf-e2e"]);
+    // TTFT: measured 100, 200; simulated 110, 180. On x = 100, 110, 180, 200 the measured CDF is
+    // 0.5, 0.5, 0.5, 1 and the simulated one 0, 0.5, 1, 1.
+    const ttft = charts[0]!;
+    expect(ttft.x).toEqual([100, 110, 180, 200]);
+    expect(ttft.series.map((s) => [s.label, s.values])).toEqual([
+      ["measured (2)", [0.5, 0.5, 0.5, 1]],
+      ["simulated (2)", [0, 0.5, 1, 1]],
+    ]);
+    expect(html).toContain("<td>TTFT</td><td>mean</td>");
+    // An existing file needs --force (checked before reading the runs).
+    expect(await runCli(["compare", "--measured", path("measured.jsonl"), "--requests", path("sim.jsonl"), "--html", path("c.html")], io)).toBe(2);
+    expect(existsSync(path("c.html"))).toBe(true);
   });
 });

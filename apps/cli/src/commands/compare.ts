@@ -1,5 +1,7 @@
-import { compareRuns, parseMeasured, type CompareSelection, type Comparison, type CompareValue, type MeasuredRun } from "@kvsim/calibrate";
-import { readText, UsageError, type CliIo } from "../io.js";
+import { compareRuns, parseMeasured, selectRequests, type CompareSelection, type Comparison, type CompareValue, type MeasuredRun } from "@kvsim/calibrate";
+import { renderCompareHtml, type CompareSamples } from "@kvsim/report-html";
+import { chartAssets } from "../html-assets.js";
+import { checkOutputs, readText, UsageError, writeOutputs, type CliIo } from "../io.js";
 import type { RegisterCommand } from "./index.js";
 
 export interface CompareOptions {
@@ -8,6 +10,8 @@ export interface CompareOptions {
   readonly fromRequest?: string;
   readonly afterMs?: string;
   readonly format: string;
+  readonly html?: string;
+  readonly force?: boolean;
 }
 
 /** Reads and parses a measured run (any format parseMeasured detects). */
@@ -75,15 +79,55 @@ export function formatComparison(c: Comparison, measuredLabel: string, simulated
   return `${lines.join("\n")}\n`;
 }
 
+/** The compared requests' values on both sides (the selection's measured requests the simulation completed too). */
+function compareSamples(measured: MeasuredRun, simulated: MeasuredRun, selection: CompareSelection): CompareSamples {
+  const simById = new Map(simulated.requests.map((r) => [r.requestId, r]));
+  const pairs = selectRequests(measured, selection).flatMap((m) => {
+    const s = simById.get(m.requestId);
+    return s === undefined ? [] : [[m, s] as const];
+  });
+  const side = (k: 0 | 1) => {
+    const rs = pairs.map((p) => p[k]);
+    return {
+      ttft: rs.map((r) => r.ttftMs),
+      tpot: rs.flatMap((r) => (r.tpotMs === null ? [] : [r.tpotMs])),
+      // Per-token gaps only where every request has them (as the comparison's ITL percentiles).
+      itl: rs.every((r) => r.itlsMs !== undefined) ? rs.flatMap((r) => r.itlsMs!) : [],
+      e2e: rs.map((r) => r.e2eMs),
+    };
+  };
+  const m = side(0);
+  const s = side(1);
+  return { ttft: { measured: m.ttft, simulated: s.ttft }, tpot: { measured: m.tpot, simulated: s.tpot }, itl: { measured: m.itl, simulated: s.itl }, e2e: { measured: m.e2e, simulated: s.e2e } };
+}
+
 /** `kvsim compare`: a measured run against a simulated one, request by request id. */
 export function compareCommand(io: CliIo, opts: CompareOptions): number {
   if (opts.format !== "table" && opts.format !== "json") throw new UsageError(`--format must be table or json, got "${opts.format}"`);
   if (opts.measured === undefined) throw new UsageError("--measured <file> is required (vLLM per-request stats JSONL, a vllm bench serve --save-detailed JSON, or kvsim records)");
   if (opts.requests === undefined) throw new UsageError("--requests <file> is required (the per-request records of kvsim replay --requests)");
   const selection = parseSelection(opts);
+  checkOutputs([{ flag: "--html", path: opts.html }], opts.force === true);
+  const assets = opts.html === undefined ? undefined : chartAssets();
   const measured = readMeasured(opts.measured);
   const simulated = readMeasured(opts.requests);
   const c = compareRuns(measured, simulated, selection);
+  if (opts.html !== undefined && assets !== undefined) {
+    const labels = [`measured ${measured.file} (${measured.format})`, `simulated ${simulated.file} (${simulated.format})`];
+    const html = renderCompareHtml({
+      assets,
+      title: "kvsim compare",
+      subtitle: [...labels, `requests: ${c.selected} selected (${describeSelection(c.selection)}), ${c.matched} compared`],
+      figures: [
+        ...c.latency.map((l) => ({ name: METRIC_NAMES[l.metric], stat: l.stat, measured: l.measured, simulated: l.simulated, error: l.error })),
+        { name: "throughput", stat: "req/s", ...c.throughput[0]! },
+        { name: "throughput", stat: "tok/s", ...c.throughput[1]! },
+      ],
+      samples: compareSamples(measured, simulated, selection),
+      notes: c.notes,
+    });
+    writeOutputs([{ flag: "--html", path: opts.html, text: html }], opts.force === true);
+  }
   if (opts.format === "json") {
     io.out(`${JSON.stringify({ measured: { file: measured.file, format: measured.format, lacks: measured.lacks }, simulated: { file: simulated.file, format: simulated.format }, ...c }, null, 2)}\n`);
     return 0;
@@ -103,6 +147,8 @@ export const registerCompare: RegisterCommand = (program, ctx) => {
     .option("--from-request <K>", "compare only the measured requests from position K on, by arrival (0-based): the held-out part")
     .option("--after-ms <T>", "compare only the requests arriving T ms or more after the measured run's first arrival")
     .option("--format <format>", "table or json", "table")
+    .option("--html <file>", "also write a self-contained HTML page: the figures and measured against simulated CDFs of TTFT, TPOT, ITL and E2E")
+    .option("--force", "overwrite an existing --html file", false)
     .addHelpText(
       "after",
       `

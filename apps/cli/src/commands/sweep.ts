@@ -13,6 +13,7 @@ export const registerSweep: RegisterCommand = (program, ctx) => {
     .option("--grid <file>", "grid file: spec paths and their values (lists, {from, to, step}, {values, zip})")
     .option("--out <file>", "write the rows as JSON lines")
     .option("--csv <file>", "write the rows as CSV")
+    .option("--html <file>", "write a self-contained HTML page: latency against the swept variables, goodput against GPUs, a search's SLA frontier")
     .option("--jobs <n>", "points run at once, in worker threads (default: every core)")
     .option("--format <format>", "table or json", "table")
     .option("--find <search>", "max-rate or min-workers")

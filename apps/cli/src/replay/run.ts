@@ -1,7 +1,11 @@
+import { extname } from "node:path";
 import { performance } from "node:perf_hooks";
+import { stringify as csvStringify } from "csv-stringify/sync";
 import { readTrace, type Profile, type Spec } from "@kvsim/profile-schema";
-import { runReplay, withWallTime, type ReplayReport, type RequestRecord } from "@kvsim/replay-engine";
-import { checkOutputs, RunError, UsageError, writeOutputs } from "../io.js";
+import { runReplay, timeSeriesRecords, timeSeriesTable, withWallTime, type ReplayReport, type ReplayResult, type RequestRecord, type TimeSeries } from "@kvsim/replay-engine";
+import { renderReplayHtml, type ChartAssets } from "@kvsim/report-html";
+import { chartAssets } from "../html-assets.js";
+import { checkOutputs, numberOption, RunError, UsageError, writeOutputs } from "../io.js";
 import { openTrace } from "../lines.js";
 import { loadCheckedSpec, shown } from "../spec-check.js";
 import { documentText, parseSetFlags, type StdinIo } from "../spec-input.js";
@@ -15,6 +19,9 @@ export interface ReplayOptions {
   readonly format: string;
   readonly report?: string;
   readonly requests?: string;
+  readonly timeseries?: string;
+  readonly html?: string;
+  readonly sampleMs?: string;
   readonly force: boolean;
   /** No progress bar. */
   readonly quiet?: boolean;
@@ -63,14 +70,22 @@ function describe(spec: Spec, profiles: ReadonlyMap<string, Profile>): RunSummar
 export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<number> {
   if (opts.format !== "table" && opts.format !== "json") throw new UsageError(`--format must be table or json, got "${opts.format}"`);
   const percentiles = opts.percentiles === undefined ? undefined : parsePercentiles(opts.percentiles);
+  const seriesFormat = opts.timeseries === undefined ? undefined : timeSeriesFormat(opts.timeseries);
+  // Below a microsecond or beyond the virtual time limit an interval samples nothing meaningful.
+  const sampleMs = opts.sampleMs === undefined ? undefined : numberOption("--sample-ms", opts.sampleMs, { min: 0.001, max: 1e13, maxText: "10^13" });
+  if (sampleMs !== undefined && opts.timeseries === undefined && opts.html === undefined) throw new UsageError("--sample-ms needs --timeseries or --html (it sets the interval of the time series)");
   // Every output path is checked before any work; after the run they are written all or nothing.
   checkOutputs(
     [
       { flag: "--report", path: opts.report },
       { flag: "--requests", path: opts.requests },
+      { flag: "--timeseries", path: opts.timeseries },
+      { flag: "--html", path: opts.html },
     ],
     opts.force,
   );
+  // The charting library is read before the run: a broken install fails before any work.
+  const assets = opts.html === undefined ? undefined : chartAssets();
 
   // The checks validate runs, with its messages: what validate accepts, the replay starts.
   const { spec, profiles, doc } = await loadCheckedSpec(io, opts.spec ?? defaultSpecPath(), opts.set);
@@ -88,6 +103,8 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
       specFile,
       profiles,
       ...(percentiles === undefined ? {} : { percentiles }),
+      ...(seriesFormat === undefined && opts.html === undefined ? {} : { timeseries: sampleMs === undefined ? {} : { sampleMs } }),
+      ...(opts.html === undefined ? {} : { quantiles: HTML_QUANTILES }),
       ...(traceFile === undefined || trace === undefined
         ? {}
         : { records: readTrace(traceFile.lines, { format: spec.workload.format ?? "kvsim", file: trace, traceBlockSize: spec.workload.trace_block_size, speedup: spec.workload.speedup }), traceFile: trace }),
@@ -121,6 +138,10 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
     [
       ...(opts.report === undefined ? [] : [{ flag: "--report", path: opts.report, text: `${JSON.stringify(report, null, 2)}\n` }]),
       ...(opts.requests === undefined ? [] : [{ flag: "--requests", path: opts.requests, text: recordsJsonl(result.records) }]),
+      ...(opts.timeseries === undefined || result.timeseries === undefined
+        ? []
+        : [{ flag: "--timeseries", path: opts.timeseries, text: timeSeriesText(result.timeseries, seriesFormat!) }]),
+      ...(opts.html === undefined || assets === undefined ? [] : [{ flag: "--html", path: opts.html, text: replayHtml(assets, spec, profiles, report, result) }]),
     ],
     opts.force,
   );
@@ -141,6 +162,42 @@ export function parsePercentiles(text: string): number[] {
   });
   if (new Set(values).size !== values.length) throw new UsageError(`--percentiles lists a percentile twice: "${text}"`);
   return values.sort((a, b) => a - b);
+}
+
+/** Quantiles per latency metric in an HTML report's CDFs (every 0.1 %). */
+const HTML_QUANTILES = 1001;
+
+function replayHtml(assets: ChartAssets, spec: Spec, profiles: ReadonlyMap<string, Profile>, report: ReplayReport, result: Extract<ReplayResult, { ok: true }>): string {
+  const d = describe(spec, profiles);
+  return renderReplayHtml({
+    assets,
+    title: "kvsim replay",
+    subtitle: [`${d.topology}; ${d.profile}; router ${d.router}`, `workload: ${d.workload}`],
+    settings: spec,
+    report,
+    records: result.records,
+    quantiles: result.quantiles ?? { ttft: [], tpot: [], itl: [], e2e: [] },
+    ...(result.timeseries === undefined ? {} : { timeseries: result.timeseries }),
+    ...(spec.sla === undefined ? {} : { sla: spec.sla }),
+  });
+}
+
+/** The time series file's format, from its extension. */
+function timeSeriesFormat(file: string): "csv" | "jsonl" {
+  const ext = extname(file).toLowerCase();
+  if (ext === ".csv") return "csv";
+  if (ext === ".jsonl") return "jsonl";
+  throw new UsageError(`--timeseries ${file}: the file name must end in .csv or .jsonl (it picks the format)`);
+}
+
+function timeSeriesText(ts: TimeSeries, format: "csv" | "jsonl"): string {
+  if (format === "jsonl") {
+    let out = "";
+    for (const r of timeSeriesRecords(ts)) out += `${JSON.stringify(r)}\n`;
+    return out;
+  }
+  const t = timeSeriesTable(ts);
+  return csvStringify([t.columns, ...t.rows.map((r) => r.map((c) => c ?? ""))]);
 }
 
 function recordsJsonl(records: readonly RequestRecord[]): string {

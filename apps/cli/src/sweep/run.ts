@@ -13,6 +13,7 @@ import {
   meetsSla,
   parseGrid,
   parseSla,
+  parseSpecPath,
   pointTask,
   rowsTable,
   SlaSyntaxError,
@@ -28,6 +29,8 @@ import {
   type TraceRef,
   type WorkerCounts,
 } from "@kvsim/sweep";
+import { renderSweepHtml, type ChartAssets } from "@kvsim/report-html";
+import { chartAssets } from "../html-assets.js";
 import { checkOutputs, InvalidInputs, numberOption, readText, UsageError, writeOutputs } from "../io.js";
 import { checkSpec, fromInputError, printWarnings, type CheckedSpec } from "../spec-check.js";
 import { defaultSpecPath } from "../replay/examples.js";
@@ -43,6 +46,7 @@ export interface SweepOptions {
   readonly grid?: string;
   readonly out?: string;
   readonly csv?: string;
+  readonly html?: string;
   readonly jobs?: string;
   readonly format: string;
   readonly force: boolean;
@@ -187,7 +191,16 @@ async function openExecutor(io: StdinIo, opts: SweepOptions, jobs: number): Prom
  */
 export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<number> {
   const { sla, jobs, tolerance, maxWorkers } = parseOptions(opts);
-  checkOutputs([{ flag: "--out", path: opts.out }, { flag: "--csv", path: opts.csv }], opts.force);
+  checkOutputs(
+    [
+      { flag: "--out", path: opts.out },
+      { flag: "--csv", path: opts.csv },
+      { flag: "--html", path: opts.html },
+    ],
+    opts.force,
+  );
+  // The charting library is read before any point runs: a broken install fails first.
+  const assets = opts.html === undefined ? undefined : chartAssets();
   const sets = parseSetFlags(opts.set);
   const doc = await readDocument(io, opts.spec ?? defaultSpecPath());
   const builder = new TaskBuilder(doc, sets, sla === undefined ? [] : slaPercentiles(sla));
@@ -266,6 +279,9 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
     const t = rowsTable(rows);
     outputs.push({ path: opts.csv, text: csvStringify([t.columns, ...t.cells.map((r) => r.map((c) => c ?? ""))]), flag: "--csv" });
   }
+  if (opts.html !== undefined && assets !== undefined) {
+    outputs.push({ path: opts.html, text: sweepHtml(assets, rows, builder, { sla, find: opts.find, searches, describe, wallMs }), flag: "--html" });
+  }
   writeOutputs(outputs, opts.force);
   const summary = { points: rows.length, ok: rows.filter((r) => r.status === "ok").length, refused: rows.filter((r) => r.status === "refused").length, failed: rows.filter((r) => r.status === "failed").length };
   if (opts.format === "json") {
@@ -282,6 +298,41 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
     io.out(searches === undefined ? formatSweepTable(rows, { describe, wallMs, sla }) : formatSearchTable(rows, searches, { describe, wallMs, sla: sla!, find: opts.find! }));
   }
   return 0;
+}
+
+/** The sweep's HTML page: each row's GPUs come from its spec (workers x TP of each pool). */
+function sweepHtml(
+  assets: ChartAssets,
+  rows: readonly SweepRow[],
+  builder: TaskBuilder,
+  run: { sla: readonly SlaTerm[] | undefined; find: string | undefined; searches: readonly SearchOutcome[] | undefined; describe: string; wallMs: number },
+): string {
+  const axes = [...new Set(rows.flatMap((r) => Object.keys(r.settings)))];
+  const gpus = rows.map((r) => {
+    try {
+      const spec = builder.spec(Object.entries(r.settings).map(([k, v]) => ({ path: parseSpecPath(k) ?? k.split("."), value: v, source: `--html (${k})` })));
+      const t = spec.topology;
+      if (t.kind === "aggregated") return t.workers * profileTp(spec.profile);
+      return t.prefill.workers * profileTp(spec.prefill?.profile ?? spec.profile) + t.decode.workers * profileTp(spec.decode?.profile ?? spec.profile);
+    } catch {
+      // A refused point's settings may not make a spec: no GPU count.
+      return null;
+    }
+  });
+  const counts = `${rows.length} points (${run.describe}) in ${(run.wallMs / 1000).toFixed(1)} s`;
+  return renderSweepHtml({
+    assets,
+    title: run.find === undefined ? "kvsim sweep" : `kvsim sweep --find ${run.find}`,
+    subtitle: [counts],
+    rows,
+    axes,
+    gpus,
+    ...(run.sla === undefined ? {} : { sla: run.sla.map((t) => ({ metric: t.metric, op: t.op, value: t.value })) }),
+    ...(run.find === "max-rate" || run.find === "min-workers" ? { find: run.find } : {}),
+    ...(run.searches === undefined
+      ? {}
+      : { searches: run.searches.map((s) => ({ variable: s.variable, answer: s.answer, failing: s.failing ?? null, gpus: s.gpus ?? null, settings: s.settings, rows: s.rows })) }),
+  });
 }
 
 /** The searched variable of max-rate: a synthetic workload's rate, or a trace's speedup. */
