@@ -14,6 +14,10 @@ describe("bandwidth and delay", () => {
     expect(checkBandwidth(-3)).toBe("bandwidth must be greater than 0 GB/s (leave it unset for no modelled delay), got -3");
     expect(checkBandwidth(Number.NaN)).toBe("bandwidth must be a finite number of GB/s, got NaN");
     expect(checkBandwidth(Number.POSITIVE_INFINITY)).toBe("bandwidth must be a finite number of GB/s, got Infinity");
+    // The range is [10^-3, 10^5] GB/s (1 MB/s to 100 TB/s): both ends are usable, just outside is refused.
+    expect([checkBandwidth(1e-3), checkBandwidth(1e5)]).toEqual([undefined, undefined]);
+    const range = (got: string) => `bandwidth must be at least 0.001 and at most 100000 GB/s (1 MB/s to 100 TB/s), got ${got}`;
+    expect([checkBandwidth(9e-4), checkBandwidth(100_001)]).toEqual([range("0.0009"), range("100001")]);
     expect(() => delayMsForBytes(bytes(1), 0)).toThrow(new RangeError(checkBandwidth(0)));
     expect(() => sourceTerms(glmProfile("0.31.0"), tokens(10), { mode: "full_prompt", bandwidthGbps: -1 })).toThrow(RangeError);
   });
