@@ -1,27 +1,14 @@
+import { CANONICAL_KEYS } from "@kvsim/replay-engine";
 import type { PointReport } from "./rows.js";
 
-/** The report's numeric metrics an SLA may name (nested ones dotted). */
-export const REPORT_METRICS: readonly string[] = [
-  "num_requests",
-  "completed_requests",
-  "rejected_requests",
-  "failed_requests",
-  "in_flight_requests",
-  "total_input_tokens",
-  "total_output_tokens",
-  "duration_ms",
-  "request_throughput_rps",
-  "input_throughput_tok_s",
-  "output_throughput_tok_s",
-  ...["ttft", "tpot", "itl", "e2e"].flatMap((m) => ["mean", "p50", "p90", "p99"].map((s) => `${s}_${m}_ms`)),
-  "prefix_cache_reused_ratio",
-  "preemptions",
-  "goodput_requests",
-  "goodput_rps",
-  "handoffs.count",
-  "handoffs.payload_bytes",
-  "handoffs.mean_delay_ms",
-];
+/** The numeric fields of the report's `handoffs` object an SLA may name. */
+const HANDOFF_METRICS = ["handoffs.count", "handoffs.payload_bytes", "handoffs.mean_delay_ms"];
+
+/**
+ * The report's numeric metrics an SLA may name (nested ones dotted): the digest's keys, as
+ * replay-engine lists them, with the `handoffs` object opened into its numeric fields.
+ */
+export const REPORT_METRICS: readonly string[] = CANONICAL_KEYS.flatMap((k): readonly string[] => (k === "handoffs" ? HANDOFF_METRICS : [k]));
 
 /** vLLM's benchmark names the report also carries (`vllm bench serve`). */
 const VLLM_NAMES = ["duration", "completed", "failed", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput"];
