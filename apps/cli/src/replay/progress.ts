@@ -1,5 +1,6 @@
 import { SingleBar } from "cli-progress";
 import type { CliIo } from "../io.js";
+import { progressStream } from "../progress-stream.js";
 
 /** A progress display: `update` as the replay advances, `stop` before printing results. */
 export interface Progress {
@@ -56,20 +57,11 @@ export function progressLine(s: ProgressState, columns: number): string {
  */
 export function createProgress(io: CliIo, opts: { readonly quiet?: boolean; readonly totalRequests?: number } = {}): Progress {
   if (!io.stderrIsTTY || opts.quiet === true) return NONE;
-  const stream = {
-    isTTY: true,
-    get columns(): number {
-      return process.stderr.columns || 80;
-    },
-    write(text: string): boolean {
-      io.err(text);
-      return true;
-    },
-  };
+  const stream = progressStream(io);
   let state: ProgressState = { fraction: 0, terminal: 0, totalRequests: opts.totalRequests, virtualMs: 0, elapsedMs: 0 };
   const started = Date.now();
   const bar = new SingleBar({
-    stream: stream as unknown as NodeJS.WritableStream,
+    stream,
     format: () => progressLine({ ...state, elapsedMs: Date.now() - started }, stream.columns),
     hideCursor: true,
     clearOnComplete: true,

@@ -1,5 +1,6 @@
 import { SingleBar } from "cli-progress";
 import type { CliIo } from "../io.js";
+import { progressStream } from "../progress-stream.js";
 
 /** Progress over points: `done` after each row; `stop` before printing results. */
 export interface SweepProgress {
@@ -14,18 +15,8 @@ const NONE: SweepProgress = { done: () => undefined, setTotal: () => undefined, 
 /** One bar over points on stderr (done, failed, elapsed, ETA), drawn only when stderr is a terminal and not `quiet`. */
 export function createSweepProgress(io: CliIo, total: number, label = "sweep", quiet = false): SweepProgress {
   if (!io.stderrIsTTY || quiet) return NONE;
-  const stream = {
-    isTTY: true,
-    get columns(): number {
-      return process.stderr.columns || 80;
-    },
-    write(text: string): boolean {
-      io.err(text);
-      return true;
-    },
-  };
   const bar = new SingleBar({
-    stream: stream as unknown as NodeJS.WritableStream,
+    stream: progressStream(io),
     format: `${label} [{bar}] {value}/{total} points | {failed} refused or failed | elapsed {duration_formatted} | ETA {eta_formatted}`,
     hideCursor: true,
     clearOnComplete: true,
