@@ -80,7 +80,8 @@ describe("what is not a regular file is refused before it is opened (no read unt
     const r = await kvsim("engine", "--stdio", "--profile", path("linear.json"), "--role", "aggregated", "--engine", "/dev/zero");
     expect(r).toEqual({ code: 2, stdout: "", stderr: "error: invalid input\n/dev/zero: cannot read the file: it is a character device, not a regular file\n" });
     const spec = write("zero-profile.yaml", specYaml().replace("./linear.json", "/dev/zero"));
-    const expected = "error: invalid input\n/dev/zero: cannot read the file: it is a character device, not a regular file\n";
+    // Reported where the spec names it: line 2 (`profile: /dev/zero`), column 1.
+    const expected = `error: invalid input\n${spec}:2:1: profile: /dev/zero: cannot read the file: it is a character device, not a regular file\n`;
     expect((await kvsim("validate", spec)).stderr).toBe(expected);
     expect((await kvsim("replay", "--spec", spec)).stderr).toBe(expected);
   });

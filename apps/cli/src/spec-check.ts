@@ -48,7 +48,11 @@ export interface LoadedProfile {
 
 /** A profile file, parsed, checked to be a profile, validated, and able to locate its fields. */
 export function loadProfileFile(path: string, file = path): LoadedProfile {
-  const doc = parseDocumentText(readText(path), file);
+  return profileFromText(readText(path), file);
+}
+
+function profileFromText(text: string, file: string): LoadedProfile {
+  const doc = parseDocumentText(text, file);
   assertDocumentKind(doc, "profile");
   return { profile: validateDocument(ProfileSchema, doc), file: doc.file, prefix: "", locate: (p) => doc.locate(parsePath(p)) };
 }
@@ -63,20 +67,34 @@ export function fromInputError(e: InputError): Problem[] {
   return e.issues.map((issue) => ({ file: e.file, issue }));
 }
 
-/** Loads every profile a spec names (once per file), collecting problems instead of stopping. */
-function profileLoader(specDoc: LocatedDocument, problems: Problem[]) {
+/**
+ * Loads every profile a spec names (once per file), collecting problems instead of stopping. A
+ * profile file that cannot be read at all is reported at the spec field that names it (`at` points
+ * to its line, or to the `--set` flag that set it); problems inside a readable profile stay at
+ * their own file and line.
+ */
+function profileLoader(specDoc: LocatedDocument, problems: Problem[], at: (path: readonly string[], message: string) => Problem) {
   const byFile = new Map<string, LoadedProfile | undefined>();
-  return (ref: string | Profile, at: readonly string[]): LoadedProfile | undefined => {
+  return (ref: string | Profile, path: readonly string[]): LoadedProfile | undefined => {
     if (typeof ref !== "string") {
-      return { profile: ref, file: specDoc.file, prefix: `${at.join(".")}.`, locate: (path) => specDoc.locate([...at, ...parsePath(path)]) };
+      return { profile: ref, file: specDoc.file, prefix: `${path.join(".")}.`, locate: (p) => specDoc.locate([...path, ...parsePath(p)]) };
     }
     if (byFile.has(ref)) return byFile.get(ref);
     let loaded: LoadedProfile | undefined;
+    let text: string | undefined;
     try {
-      loaded = loadProfileFile(ref, shown(ref));
+      text = readText(ref);
     } catch (e) {
       if (!(e instanceof InputError)) throw e;
-      problems.push(...fromInputError(e.file === ref ? new InputError(shown(ref), e.issues) : e));
+      problems.push(...e.issues.map((i) => at(path, `${shown(ref)}: ${i.message}`)));
+    }
+    if (text !== undefined) {
+      try {
+        loaded = profileFromText(text, shown(ref));
+      } catch (e) {
+        if (!(e instanceof InputError)) throw e;
+        problems.push(...fromInputError(e));
+      }
     }
     byFile.set(ref, loaded);
     return loaded;
@@ -125,7 +143,7 @@ export function checkSpec(doc: LocatedDocument, overrides: readonly SpecOverride
     if (owner !== undefined) return { file: owner.source, issue: { path: path.join("."), message } };
     return { file: doc.file, issue: { path: path.join("."), message, ...(doc.locate(path) ?? {}) } };
   };
-  const load = profileLoader(doc, problems);
+  const load = profileLoader(doc, problems, at);
   const base = load(spec.profile, ["profile"]);
   const roles: { role: PdRole; loaded: LoadedProfile | undefined }[] = [];
   const gate = (loaded: LoadedProfile, p: PdGateProblem): Problem[] => profileProblems(loaded, [{ path: p.path, message: p.message }]);

@@ -7,9 +7,9 @@ import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
 
 
-async function validate(file: string) {
+async function validate(file: string, ...flags: string[]) {
   const io = captureIo();
-  const code = await runCli(["validate", file], io);
+  const code = await runCli(["validate", file, ...flags], io);
   return { code, stdout: io.stdout, stderr: io.stderr };
 }
 
@@ -314,8 +314,14 @@ describe("kvsim validate: specs", () => {
     const r = await validate(file);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
-      ["error: invalid input", `${join(dir, "missing.json")}: cannot read the file: no such file`, `${join(dir, "bad-trace.jsonl")}:2: input_length: must be at least 1 (got -3)`, ""].join("\n"),
+      // The unreadable profile is reported where the spec names it: line 2, `profile: missing.json`, column 1.
+      ["error: invalid input", `${file}:2:1: profile: ${join(dir, "missing.json")}: cannot read the file: no such file`, `${join(dir, "bad-trace.jsonl")}:2: input_length: must be at least 1 (got -3)`, ""].join("\n"),
     );
+    // A --set that names a missing profile is blamed on the flag, not on the spec's line; its
+    // relative path is taken from the working folder, as the README says for --set.
+    const gone = join(dir, "gone.json");
+    const viaFlag = await validate(file, "--set", `profile=${gone}`);
+    expect(viaFlag.stderr.split("\n")[1]).toBe(`--set profile=${gone}: profile: ${gone}: cannot read the file: no such file`);
     write("no-tables.json", profileText());
     const noTables = write("no-tables.yaml", spec(["profile: no-tables.json", ...disagg.slice(0, 4), "timing: { type: profile }", "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }"]));
     // Line 1 version, 2 profile, 3-6 topology, 7 `timing: { type: profile }`: "type" is at column 11.
