@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { Profile } from "@kvsim/profile-schema";
 import type { StepResult } from "./contract.js";
 import { expectOk, glmProfile, makeRank, rangePrompt, request, runToIdle, scheduledOf } from "./test-helpers.js";
 
@@ -151,5 +152,37 @@ describe("async scheduling: preempting a request whose last token is in flight",
     expect(passes.map((p) => p.effects.finished.map((x) => x.requestId))).toEqual([["f"], [], ["a"]]);
     expect(passes.flatMap((p) => p.effects.tokens.map((t) => `${t.requestId}#${t.index}@${t.atMs}`))).toEqual(["a#0@12", "f#0@12", "a#1@14", "a#2@16"]);
     expect([rank.hasWork(), rank.isDrained(), rank.metrics().pagesUsed]).toEqual([false, true, 0]);
+  });
+});
+
+describe("a resumed request's recompute is not cut to Mamba-type blocks", () => {
+  it("after eviction took its cached state, it recomputes prompt and output in one chunk", () => {
+    // One Mamba-type state group (vLLM 0.31.0 align mode), B 4, prefix caching on, 3 pages (2
+    // usable), budget 8. a: prompt [0..3], 3 outputs; r: prompt [100..103], 2 outputs.
+    const profile: Profile = {
+      schema_version: 1,
+      model: "test/mamba",
+      vllm_version: "0.31.0",
+      tensor_parallel_size: 1,
+      page_size_bytes: 100,
+      kv_cache_groups: [{ name: "mamba", kind: "state", num_layers: 1, block_size_tokens: 4, prefix_cacheable: true }],
+    };
+    const rank = makeRank({ profile, engine: { num_gpu_blocks: 3, max_num_batched_tokens: 8 } });
+    expectOk(rank.submit({ type: "submit", request: request("a", rangePrompt(0, 4), 3) }));
+    expectOk(rank.submit({ type: "submit", request: request("r", rangePrompt(100, 4), 2) }));
+    const passes = runToIdle(rank);
+    // Pass 1: a and r each prefill 4 tokens (the last block boundary, so alignment keeps 4) into
+    // one state block, cached at 4 tokens: both pages used. Each samples an output: 5 tokens each.
+    // Pass 2: a's token 4 needs cdiv(5, 4) = 2 table entries, a new state block, none free: the
+    // tail r is preempted (1 output, 5 tokens) and its block, the only free page, goes to a,
+    // evicting r's cached state. Waiting admission is skipped after a preemption.
+    // Pass 3: a's token 5 releases its previous state (cached, free); r's prefix hit is 0 (its
+    // state at 4 tokens was evicted), so it recomputes all 5 tokens in one chunk: a resumed
+    // request is not aligned (aligned, the chunk would stop at the boundary, 4 tokens, as its
+    // prompt's first chunk would). It takes the 1 free page (needs 1: the running state) and
+    // samples its 2nd and last output; a samples its 3rd and last.
+    expect(schedules(passes)).toEqual([{ a: 4, r: 4 }, { a: 1 }, { a: 1, r: 5 }]);
+    expect(passes[1]!.effects.preemptions).toEqual([{ requestId: "r" }]);
+    expect(passes[2]!.effects.admissions).toEqual([{ requestId: "r", reusedTokens: 0, resumed: true }]);
   });
 });

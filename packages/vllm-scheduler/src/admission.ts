@@ -19,11 +19,9 @@ export function alignChunk(state: RankState, req: Req, computedBefore: number, n
   const b = state.alignBlock;
   // Equivalent mutants (Stryker): n <= 0 written n < 0 or dropped; n = 0 gives 0 on every path
   // below and a negative n stays <= 0, which every caller treats as nothing to schedule.
-  // Not killed (Stryker): req.outputs > 0 dropped. A resumed request recomputing its outputs
-  // starts from its own prefix hit, which ends on the last block boundary it computed, so the
-  // alignment usually cuts nothing; it differs after eviction took that hit, or (0.32.0) when a
-  // long_prefill_token_threshold below the block leaves the chunk short of the end. No test sets
-  // either up yet.
+  // A resumed request (outputs > 0) is not aligned. Its recompute usually starts from its own
+  // prefix hit, on the last block boundary it computed, so alignment would cut nothing; it differs
+  // after eviction took that hit (admission-preemption.test.ts, "a resumed request's recompute").
   if (b === undefined || req.outputs > 0 || n <= 0) return n;
   const total = req.seq.numTokens;
   if (state.chunking === "whole_blocks_before_final") {
