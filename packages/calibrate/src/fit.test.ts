@@ -11,6 +11,7 @@ import {
   replayWith,
   simulatedRun,
   type LinearCoefficients,
+  type ScalarCoefficient,
   type MeasuredRun,
 } from "./index.js";
 
@@ -78,7 +79,7 @@ describe("fitTiming", () => {
     const result = await fitTiming({ spec: spec(), records, fit, maxEvaluations: 30 });
     // The per-step constant and the per-prompt-token cost dominate this workload's step times:
     // within 10%; the smaller terms within 35%.
-    const off = (k: keyof LinearCoefficients) => Math.abs(result.coefficients[k] / TRUE[k] - 1);
+    const off = (k: ScalarCoefficient) => Math.abs(result.coefficients[k] / TRUE[k] - 1);
     expect(off("step_ms")).toBeLessThan(0.1);
     expect(off("per_prompt_token_us")).toBeLessThan(0.1);
     expect(off("per_sequence_ms")).toBeLessThan(0.35);
@@ -98,6 +99,26 @@ describe("fitTiming", () => {
     const b = await fitTiming({ spec: spec(), records, fit: fitPart(run, 0.5), maxEvaluations: 8 });
     expect(b.coefficients).toEqual(a.coefficients);
     expect(b.evaluations).toBe(a.evaluations);
+  });
+
+  it("fits the experts term when the spec's timing names the model's experts, keeping their routing", async () => {
+    // The true model spends half its per-step constant on expert weights (16 experts, top 2: one
+    // token touches 1/8 of them, 8 tokens 1 - (7/8)^8 = 66%), so small batches are cheaper.
+    const experts = { num_experts: 16, num_experts_per_tok: 2, all_experts_ms: 6 };
+    const moe: LinearCoefficients = { ...TRUE, step_ms: 6, experts };
+    const moeSpec = (): Spec => ({ ...spec(), timing: { type: "linear", ...TRUE, step_ms: 6, experts } });
+    const records = workload();
+    const simulated = await replayWith({ spec: moeSpec(), records }, moe);
+    const run: MeasuredRun = { ...simulatedRun(simulated!, "measured.jsonl"), format: "kvsim-requests" };
+    const result = await fitTiming({ spec: moeSpec(), records, fit: fitPart(run, 0.5), maxEvaluations: 30 });
+    expect(result.coefficients.experts).toMatchObject({ num_experts: 16, num_experts_per_tok: 2 });
+    expect(result.start.experts).toMatchObject({ num_experts: 16, num_experts_per_tok: 2 });
+    const replayed = await replayWith({ spec: moeSpec(), records }, result.coefficients);
+    const held = compareRuns(run, simulatedRun(replayed!), { kind: "from_request", index: 40 });
+    for (const metric of ["tpot", "ttft"] as const) {
+      const mean = held.latency.find((l) => l.metric === metric && l.stat === "mean")!;
+      expect(Math.abs(mean.error!)).toBeLessThan(0.03);
+    }
   });
 
   it("refuses a fit part of fewer than 10 requests", async () => {

@@ -18,9 +18,26 @@ export interface LinearCoefficients {
   readonly per_prompt_token_us: number;
   readonly per_cached_token_us: number;
   readonly prompt_step_ms: number;
+  /** The MoE expert-loading term, when the spec's timing names the model's experts (fitted: all_experts_ms). */
+  readonly experts?: ExpertsTerm;
 }
 
-export const COEFFICIENT_NAMES: readonly (keyof LinearCoefficients)[] = ["step_ms", "per_sequence_ms", "per_kv_token_us", "per_prompt_token_us", "per_cached_token_us", "prompt_step_ms"];
+/** The `linear` timing's `experts` term: the model's routing and the fitted cost of touching every expert. */
+export interface ExpertsTerm {
+  readonly num_experts: number;
+  readonly num_experts_per_tok: number;
+  readonly all_experts_ms: number;
+}
+
+/** The expected share of `experts` experts that `tokens` tokens touch, each routed to `perToken` of them. */
+function shareTouched(tokens: number, experts: number, perToken: number): number {
+  return tokens <= 0 ? 0 : 1 - Math.pow(1 - perToken / experts, tokens);
+}
+
+/** The plain-number coefficients (all but the optional `experts` term). */
+export type ScalarCoefficient = Exclude<keyof LinearCoefficients, "experts">;
+
+export const COEFFICIENT_NAMES: readonly ScalarCoefficient[] = ["step_ms", "per_sequence_ms", "per_kv_token_us", "per_prompt_token_us", "per_cached_token_us", "prompt_step_ms"];
 
 /** Fewest measured requests `fitTiming` fits on. */
 export const MIN_FIT_REQUESTS = 10;
@@ -91,11 +108,13 @@ export function simulatedRun(records: readonly RequestRecord[], file = "<simulat
  * Requests outside the fit part are not seen, so late in the window the load is underestimated;
  * the simulation stage corrects the scale.
  */
-export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number): LinearCoefficients {
+export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number, experts?: Omit<ExpertsTerm, "all_experts_ms">): LinearCoefficients {
   const reqs = fit.requests.filter((r) => r.arrivalMs !== null);
   const tpots = reqs.map((r) => r.tpotMs).filter((t): t is number => t !== null).sort((a, b) => a - b);
   const medianTpot = tpots.length === 0 ? 20 : tpots[Math.floor(tpots.length / 2)]!;
-  const fallback: LinearCoefficients = { step_ms: medianTpot, per_sequence_ms: 0, per_kv_token_us: 0, per_prompt_token_us: 0, per_cached_token_us: 0, prompt_step_ms: 0 };
+  const withExperts = (c: Omit<LinearCoefficients, "experts">, allExpertsMs: number): LinearCoefficients =>
+    experts === undefined ? c : { ...c, experts: { num_experts: experts.num_experts, num_experts_per_tok: experts.num_experts_per_tok, all_experts_ms: allExpertsMs } };
+  const fallback = withExperts({ step_ms: medianTpot, per_sequence_ms: 0, per_kv_token_us: 0, per_prompt_token_us: 0, per_cached_token_us: 0, prompt_step_ms: 0 }, 0);
   if (reqs.length < 2 || tpots.length < 2) return fallback;
   const dt = 5;
   const end = Math.max(...reqs.map((r) => r.arrivalMs! + r.e2eMs));
@@ -140,8 +159,11 @@ export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number): 
       if (hi <= lo) continue;
       const share = (hi - lo) / (full - lo);
       if (share < minShare) continue;
-      let sr = 0, skv = 0, sp = 0, sc = 0, sa = 0;
+      let sr = 0, skv = 0, sp = 0, sc = 0, sa = 0, se = 0;
       for (let k = lo; k < hi; k++) {
+        // Experts touched: every one in a step with prompt work; else the share the running
+        // sequences' tokens touch (all ranks' decode rows reach every expert-parallel rank).
+        if (experts !== undefined) se += promptActive[k]! === 1 ? 1 : shareTouched(running[k]!, experts.num_experts, experts.num_experts_per_tok);
         sr += running[k]!;
         skv += kv[k]!;
         sp += promptRate[k]!;
@@ -152,6 +174,7 @@ export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number): 
       const steps = Math.max(1, (cells * dt) / r.tpotMs);
       // Per step: c0 + c_seq R + c_kv KV / 1000 + c_pstep share + (c_ptok prompt + c_ctx context) / 1000 / steps.
       const row = [1, sr / cells, skv / cells / 1000, sp / steps / 1000, sc / steps / 1000, sa / cells];
+      if (experts !== undefined) row.push(se / cells);
       // Relative errors (each row over its TPOT), weighted by the observed share of the interval.
       rows.push(row.map((x) => (x * share) / r.tpotMs!));
       ys.push(share);
@@ -162,8 +185,8 @@ export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number): 
   if (rows.length < 8) ({ rows, ys } = build(0));
   if (rows.length < 6) return fallback;
   const x = nonNegativeLeastSquares(rows, ys);
-  if (x === undefined || x[0]! + x[1]! + x[2]! <= 0) return fallback;
-  return { step_ms: x[0]!, per_sequence_ms: x[1]!, per_kv_token_us: x[2]!, per_prompt_token_us: x[3]!, per_cached_token_us: x[4]!, prompt_step_ms: x[5]! };
+  if (x === undefined || x[0]! + x[1]! + x[2]! + (x[6] ?? 0) <= 0) return fallback;
+  return withExperts({ step_ms: x[0]!, per_sequence_ms: x[1]!, per_kv_token_us: x[2]!, per_prompt_token_us: x[3]!, per_cached_token_us: x[4]!, prompt_step_ms: x[5]! }, x[6] ?? 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -215,13 +238,22 @@ function scaled(c: LinearCoefficients, decode: number, prompt: number, kv: numbe
     per_prompt_token_us: c.per_prompt_token_us * prompt,
     per_cached_token_us: c.per_cached_token_us * prompt,
     prompt_step_ms: c.prompt_step_ms * prompt,
+    ...(c.experts === undefined ? {} : { experts: { ...c.experts, all_experts_ms: c.experts.all_experts_ms * decode } }),
   };
 }
 
 /** Rounds to 4 significant digits, so written specs read well and refits are stable. */
 export function roundCoefficients(c: LinearCoefficients): LinearCoefficients {
   const r = (v: number) => (v === 0 ? 0 : Number(v.toPrecision(4)));
-  return { step_ms: r(c.step_ms), per_sequence_ms: r(c.per_sequence_ms), per_kv_token_us: r(c.per_kv_token_us), per_prompt_token_us: r(c.per_prompt_token_us), per_cached_token_us: r(c.per_cached_token_us), prompt_step_ms: r(c.prompt_step_ms) };
+  return {
+    step_ms: r(c.step_ms),
+    per_sequence_ms: r(c.per_sequence_ms),
+    per_kv_token_us: r(c.per_kv_token_us),
+    per_prompt_token_us: r(c.per_prompt_token_us),
+    per_cached_token_us: r(c.per_cached_token_us),
+    prompt_step_ms: r(c.prompt_step_ms),
+    ...(c.experts === undefined ? {} : { experts: { ...c.experts, all_experts_ms: r(c.experts.all_experts_ms) } }),
+  };
 }
 
 /** Replays the spec with the given coefficients; the records of every request (completed or not). */
@@ -257,7 +289,9 @@ export async function fitTiming(input: FitInput): Promise<FitResult> {
   if (fit.requests.length < MIN_FIT_REQUESTS) {
     throw new InputError(fit.file, [{ path: "", message: `has ${fit.requests.length} requests in its fit part, fewer than the ${MIN_FIT_REQUESTS} kvsim calibrate needs (raise --fit-fraction or measure more requests)` }]);
   }
-  const start = regressionStart(fit, input.spec.engine.max_num_batched_tokens ?? 8192);
+  const timing = input.spec.timing;
+  const experts = timing.type === "linear" ? timing.experts : undefined;
+  const start = regressionStart(fit, input.spec.engine.max_num_batched_tokens ?? 8192, experts);
   // Replays stop a while after the fit part's last measured token: later events cannot change it.
   const lastMs = Math.max(...fit.requests.map((r) => (r.arrivalMs ?? 0) + r.e2eMs));
   const cap = lastMs * 1.5 + 1000;

@@ -28,6 +28,8 @@ export {
   type FitInput,
   type FitResult,
   type LinearCoefficients,
+  type ExpertsTerm,
+  type ScalarCoefficient,
 } from "./fit.js";
 export { nelderMead, type NelderMeadOptions, type NelderMeadResult } from "./nelder-mead.js";
 export { nonNegativeLeastSquares } from "./nnls.js";

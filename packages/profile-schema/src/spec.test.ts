@@ -140,6 +140,15 @@ describe("linear timing", () => {
       ': Unrecognized key: "per_token_ms"',
     ]);
   });
+  it("takes an optional experts term whose cost defaults to 0, and refuses more experts per token than experts", () => {
+    expect(TimingSchema.parse({ type: "linear", experts: { num_experts: 128, num_experts_per_tok: 8 } })).toMatchObject({
+      experts: { num_experts: 128, num_experts_per_tok: 8, all_experts_ms: 0 },
+    });
+    const r = TimingSchema.safeParse({ type: "linear", experts: { num_experts: 4, num_experts_per_tok: 5, all_experts_ms: 1 } });
+    expect(r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toEqual(["experts.num_experts_per_tok: num_experts_per_tok must be at most num_experts"]);
+    const zero = TimingSchema.safeParse({ type: "linear", experts: { num_experts: 0, num_experts_per_tok: 1 } });
+    expect(zero.success ? [] : zero.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toEqual(["experts.num_experts: must be at least 1"]);
+  });
 });
 
 describe("size limits that keep a typo from exhausting memory", () => {

@@ -138,6 +138,17 @@ export function specDeprecations(value: unknown): Deprecation[] {
   ];
 }
 
+/**
+ * The expert weight loading of a mixture-of-experts model in the `linear` timing: a step reads the
+ * weights of each expert its tokens are routed to once, so the cost grows with the number of
+ * distinct experts touched and saturates when every expert is (vllm-scheduler README).
+ */
+export const LinearExpertsSchema = z.strictObject({
+  num_experts: positiveInt().max(65536, { error: "must be at most 65536", abort: true }).describe("Routed experts per MoE layer (the model's config.json num_experts, or n_routed_experts)."),
+  num_experts_per_tok: positiveInt().max(65536, { error: "must be at most 65536", abort: true }).describe("Experts each token is routed to (config.json num_experts_per_tok); at most num_experts."),
+  all_experts_ms: coefficient().describe("Per step whose tokens touch every expert (reading all of this rank's expert weights once), ms; a step pays the expected share it touches."),
+}).refine((e) => e.num_experts_per_tok <= e.num_experts, { error: "num_experts_per_tok must be at most num_experts", path: ["num_experts_per_tok"] });
+
 export const TimingSchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("fixed"),
@@ -161,6 +172,9 @@ export const TimingSchema = z.discriminatedUnion("type", [
     per_prompt_token_us: perTokenUs().describe("Per prompt token computed by a prompt row (a prefill chunk, or a recompute after preemption), microseconds."),
     per_cached_token_us: perTokenUs().describe("Per token a prompt row already holds before its chunk (prefix-cache hit and earlier chunks), microseconds."),
     prompt_step_ms: coefficient().describe("Once per step that carries prompt work (mixed steps run piecewise CUDA graphs, decode-only steps whole graphs), ms."),
+    experts: LinearExpertsSchema.optional().describe(
+      "Mixture-of-experts weight loading (optional; absent, the step has no such term): all_experts_ms x the expected share of the experts a step's tokens touch, 1 - (1 - num_experts_per_tok / num_experts)^N, N = the step's tokens x data_parallel_size with enable_expert_parallel (the ranks' tokens go to every rank's experts).",
+    ),
   }),
 ], {
   error: (iss) =>

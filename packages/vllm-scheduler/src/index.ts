@@ -3,6 +3,7 @@ export { RankConfigError, type RankConfigProblem } from "./rank-config.js";
 export {
   createTimingModel,
   paddedBatchSize,
+  expertShareTouched,
   type TimingModel,
   type StepBatch,
   type StepTiming,

@@ -2,6 +2,7 @@ import { engineSettings, type Profile } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
 import {
   createTimingModel,
+  expertShareTouched,
   polynomialDecodeMs,
   paddedBatchSize,
   polynomialPrefillMs,
@@ -210,6 +211,61 @@ describe("linear timing", () => {
 
   it("charges nothing for an empty step", () => {
     expect(model.step(EMPTY_STEP)).toEqual({ prefillMs: 0, decodeMs: 0, clamped: 0 });
+  });
+});
+
+describe("linear timing with the experts term", () => {
+  // 4 experts, each token routed to 2: a token misses a given expert with probability 1/2, so t
+  // tokens touch the share 1 - (1/2)^t of the experts; touching all of them costs 8 ms.
+  const experts = { num_experts: 4, num_experts_per_tok: 2, all_experts_ms: 8 };
+  const base = { step_ms: 5, per_sequence_ms: 0, per_kv_token_us: 0, per_prompt_token_us: 100, per_cached_token_us: 0, prompt_step_ms: 0 };
+
+  it("prices the expected share of the experts a decode-only step's padded rows touch", () => {
+    const model = createTimingModel({ type: "linear", ...base, experts }, linear(), engineSettings({ cudagraph_capture_sizes: [1, 2, 4] }));
+    // 1 row: 5 + 8 x (1 - 1/2) = 9 ms; 2 rows: 5 + 8 x (1 - 1/4) = 11 ms.
+    expect(model.step({ ...EMPTY_STEP, decodeRows: 1, decodeKvTokens: 10 }).decodeMs).toBe(9);
+    expect(model.step({ ...EMPTY_STEP, decodeRows: 2, decodeKvTokens: 20 }).decodeMs).toBe(11);
+    // 3 rows run the 4-row graph: 5 + 8 x (1 - 1/16) = 5 + 7.5 = 12.5 ms; the shortcut agrees.
+    expect(model.step({ ...EMPTY_STEP, decodeRows: 3, decodeKvTokens: 30 }).decodeMs).toBe(12.5);
+    expect(model.decodeOnlyMs?.(3, 30)).toBe(12.5);
+  });
+
+  it("counts a mixed step's decode rows and prompt tokens, and reports the term as decode time", () => {
+    const model = createTimingModel({ type: "linear", ...base, experts }, linear(), engineSettings());
+    // 1 decode row + a 2-token chunk = 3 tokens: 5 + 8 x (1 - 1/8) = 12 ms of decode time; the
+    // prompt part is 100 x 2 / 1,000 = 0.2 ms.
+    const t = model.step({ ...EMPTY_STEP, decodeRows: 1, decodeKvTokens: 10, promptRows: 1, promptTokens: 2 });
+    expect(t.decodeMs).toBe(12);
+    expect(t.prefillMs).toBeCloseTo(0.2, 12);
+  });
+
+  it("counts every lockstep rank's tokens with expert parallelism, and only then", () => {
+    const engine = { data_parallel_size: 2, cudagraph_capture_sizes: [1, 2, 4] };
+    const ep = createTimingModel({ type: "linear", ...base, experts }, linear(), engineSettings({ ...engine, enable_expert_parallel: true }));
+    const dense = createTimingModel({ type: "linear", ...base, experts }, linear(), engineSettings(engine));
+    // 1 row on each of 2 ranks reaches this rank's experts as 2 tokens: 5 + 8 x 3/4 = 11 ms;
+    // without expert parallelism a rank sees only its own token: 5 + 8 x 1/2 = 9 ms.
+    expect(ep.step({ ...EMPTY_STEP, decodeRows: 1, decodeKvTokens: 10 }).decodeMs).toBe(11);
+    expect(ep.decodeOnlyMs?.(1, 10)).toBe(11);
+    expect(dense.step({ ...EMPTY_STEP, decodeRows: 1, decodeKvTokens: 10 }).decodeMs).toBe(9);
+  });
+
+  it("is today's linear model when absent or when all_experts_ms is 0", () => {
+    const without = createTimingModel({ type: "linear", ...base }, linear(), engineSettings());
+    const zero = createTimingModel({ type: "linear", ...base, experts: { ...experts, all_experts_ms: 0 } }, linear(), engineSettings());
+    const batch = { ...EMPTY_STEP, decodeRows: 2, decodeKvTokens: 20 };
+    expect(without.step(batch).decodeMs).toBe(5);
+    expect(zero.step(batch).decodeMs).toBe(5);
+  });
+});
+
+describe("expertShareTouched", () => {
+  it("is 1 - (1 - k/E)^tokens, 0 for no tokens, and reaches 1 when every token takes every expert", () => {
+    // 128 experts, top 8: 1 token touches 8/128 = 1/16 of them; 2 tokens 1 - (15/16)^2 = 31/256.
+    expect(expertShareTouched(1, 128, 8)).toBeCloseTo(1 / 16, 15);
+    expect(expertShareTouched(2, 128, 8)).toBeCloseTo(31 / 256, 15);
+    expect(expertShareTouched(0, 128, 8)).toBe(0);
+    expect(expertShareTouched(3, 8, 8)).toBe(1);
   });
 });
 

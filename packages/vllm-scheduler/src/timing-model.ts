@@ -179,28 +179,49 @@ export function paddedBatchSize(n: number, captureSizes: readonly number[] | und
 }
 
 /**
+ * The share of the experts a step's tokens touch, expected when each of `tokens` tokens is routed
+ * to `perToken` of `experts` experts uniformly at random: 1 - (1 - perToken / experts)^tokens
+ * (an expert escapes one token with probability 1 - k/E, all of them with its tokens-th power).
+ */
+export function expertShareTouched(tokens: number, experts: number, perToken: number): number {
+  if (tokens <= 0) return 0;
+  return 1 - Math.pow(1 - perToken / experts, tokens);
+}
+
+/**
  * One formula for the whole step: `step_ms` + `per_sequence_ms` x sequences (padded in a
  * decode-only step) + `per_kv_token_us` x decode KV tokens / 1000, and, when the step has prompt
  * rows, `prompt_step_ms` + (`per_prompt_token_us` x prompt tokens + `per_cached_token_us` x
- * context tokens) / 1000. The prompt terms are reported as prefill time, the rest as decode time.
+ * context tokens) / 1000. With `experts`, + `all_experts_ms` x the expected share of the experts
+ * touched by the step's tokens (sequences in a decode-only step, decode rows + prompt tokens
+ * otherwise) times `tokenScale` (the data-parallel ranks whose tokens reach this rank's experts).
+ * The prompt terms are reported as prefill time, the rest as decode time.
  */
 class LinearTiming implements TimingModel {
   readonly type = "linear";
   readonly decodeOnlyMs = (rows: number, kvTokens: number): number => {
     if (rows === 0) return 0;
     const c = this.c;
-    return c.step_ms + c.per_sequence_ms * paddedBatchSize(rows, this.captureSizes) + (c.per_kv_token_us * kvTokens) / 1000;
+    const padded = paddedBatchSize(rows, this.captureSizes);
+    return c.step_ms + c.per_sequence_ms * padded + (c.per_kv_token_us * kvTokens) / 1000 + this.expertsMs(padded);
   };
   constructor(
     private readonly c: LinearTimingCoefficients,
     private readonly captureSizes: readonly number[] | undefined,
+    private readonly tokenScale: number,
   ) {}
+  private expertsMs(tokens: number): number {
+    const e = this.c.experts;
+    if (e === undefined || e.all_experts_ms === 0) return 0;
+    return e.all_experts_ms * expertShareTouched(tokens * this.tokenScale, e.num_experts, e.num_experts_per_tok);
+  }
   step(batch: StepBatch): StepTiming {
     const rows = batch.promptRows + batch.decodeRows;
     if (rows === 0) return { prefillMs: 0, decodeMs: 0, clamped: 0 };
     const c = this.c;
     const sequences = batch.promptRows === 0 ? paddedBatchSize(rows, this.captureSizes) : rows;
-    const decodeMs = c.step_ms + c.per_sequence_ms * sequences + (c.per_kv_token_us * batch.decodeKvTokens) / 1000;
+    const tokens = batch.promptRows === 0 ? sequences : batch.decodeRows + batch.promptTokens;
+    const decodeMs = c.step_ms + c.per_sequence_ms * sequences + (c.per_kv_token_us * batch.decodeKvTokens) / 1000 + this.expertsMs(tokens);
     const prefillMs =
       batch.promptRows === 0 ? 0 : c.prompt_step_ms + (c.per_prompt_token_us * batch.promptTokens + c.per_cached_token_us * batch.promptContextTokens) / 1000;
     return { prefillMs, decodeMs, clamped: 0 };
@@ -219,7 +240,9 @@ class LinearTiming implements TimingModel {
  *   (batch_size, kv_tokens = Σ sequence length). Outside the grid, `refuse` throws a RangeError
  *   naming the query and the grid range; `clamp` clamps every coordinate and reports it.
  * * `linear`: {@link LinearTiming}; a decode-only step pads its sequence count up to the engine's
- *   next `cudagraph_capture_sizes` entry when the engine lists them.
+ *   next `cudagraph_capture_sizes` entry when the engine lists them. With `experts` and
+ *   `enable_expert_parallel`, a step's tokens count `data_parallel_size` times: every lockstep
+ *   rank sends as many (vLLM pads each rank's batch to the largest) to every rank's experts.
  */
 export function createTimingModel(timing: Timing, profile: Profile, engine: EngineSettings): TimingModel {
   switch (timing.type) {
@@ -248,7 +271,8 @@ export function createTimingModel(timing: Timing, profile: Profile, engine: Engi
       return new ProfileTiming(prefill, decode, timing.outside_grid);
     }
     case "linear": {
-      return new LinearTiming(timing, engine.cudagraph_capture_sizes);
+      const tokenScale = engine.enable_expert_parallel ? engine.data_parallel_size : 1;
+      return new LinearTiming(timing, engine.cudagraph_capture_sizes, tokenScale);
     }
   }
 }

@@ -12,6 +12,7 @@ import {
   simulatedRun,
   type Comparison,
   type LinearCoefficients,
+  type ScalarCoefficient,
 } from "@kvsim/calibrate";
 import { readTrace, type TraceRecord } from "@kvsim/profile-schema";
 import { checkOutputs, RunError, UsageError, writeOutputs, type CliIo } from "../io.js";
@@ -31,7 +32,7 @@ export interface CalibrateOptions {
   readonly force: boolean;
 }
 
-const COEFFICIENT_UNITS: Readonly<Record<keyof LinearCoefficients, string>> = {
+const COEFFICIENT_UNITS: Readonly<Record<ScalarCoefficient, string>> = {
   step_ms: "ms per step",
   per_sequence_ms: "ms per scheduled sequence",
   per_kv_token_us: "µs per KV token a decode row attends",
@@ -180,7 +181,15 @@ export async function calibrateCommand(io: StdinIo & CliIo, opts: CalibrateOptio
     `measured file lacks: ${measured.lacks.length === 0 ? "nothing" : measured.lacks.join("; ")}`,
     "",
     `fitted timing (linear), after ${result.evaluations} replays in ${(wallMs / 1000).toFixed(1)} s:`,
-    table(COEFFICIENT_NAMES.map((k) => [`  ${k}`, String(result.coefficients[k]), COEFFICIENT_UNITS[k], `(regression: ${result.start[k]})`]), 1),
+    table(
+      [
+        ...COEFFICIENT_NAMES.map((k) => [`  ${k}`, String(result.coefficients[k]), COEFFICIENT_UNITS[k], `(regression: ${result.start[k]})`]),
+        ...(result.coefficients.experts === undefined
+          ? []
+          : [[`  experts.all_experts_ms`, String(result.coefficients.experts.all_experts_ms), `ms per step touching all ${result.coefficients.experts.num_experts} experts (top-${result.coefficients.experts.num_experts_per_tok})`, `(regression: ${result.start.experts?.all_experts_ms ?? 0})`]]),
+      ],
+      1,
+    ),
     "",
     errorTable(fitC, heldC),
     "",
@@ -210,7 +219,9 @@ export const registerCalibrate: RegisterCommand = (program, ctx) => {
 Method: a non-negative regression of each fit request's TPOT on the load its timestamps imply
 gives the coefficients' shape; Nelder-Mead over three scale factors (step and sequence terms, the
 KV term, prompt terms) then replays the workload and minimises the squared relative errors of
-TPOT, TTFT and E2E (mean, p90) on the fit part. Deterministic.
+TPOT, TTFT and E2E (mean, p90) on the fit part. Deterministic. A spec whose timing is linear
+with experts: { num_experts, num_experts_per_tok } (a MoE model's routing) also gets
+experts.all_experts_ms fitted (the expert weight loading, saturating once all are touched).
 
 Measured formats and what each lacks:
   vLLM per-request stats  ${MEASURED_FORMAT_LACKS["vllm-requests"].join("; ")}
