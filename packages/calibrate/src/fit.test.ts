@@ -1,4 +1,5 @@
 import { InputError, SpecSchema, type Spec, type TraceRecord } from "@kvsim/profile-schema";
+import type { RequestRecord } from "@kvsim/replay-engine";
 import { linearTestProfile } from "@kvsim/profile-schema/testing";
 import { describe, expect, it } from "vitest";
 import {
@@ -10,6 +11,7 @@ import {
   nonNegativeLeastSquares,
   replayWith,
   simulatedRun,
+  clockStartFor,
   type LinearCoefficients,
   type ScalarCoefficient,
   type MeasuredRun,
@@ -124,6 +126,50 @@ describe("fitTiming", () => {
   it("refuses a fit part of fewer than 10 requests", async () => {
     const { records, run } = await measuredRun();
     await expect(fitTiming({ spec: spec(), records, fit: { ...run, requests: run.requests.slice(0, 9) } })).rejects.toThrow(/9 requests in its fit part, fewer than the 10/);
+  });
+});
+
+describe("simulatedRun", () => {
+  const record = (id: string, arrival: number, admitted: number, first: number, last: number, output: number): RequestRecord => ({
+    request_id: id,
+    status: "completed",
+    arrival_ms: arrival,
+    admitted_ms: admitted,
+    first_token_ms: first,
+    last_token_ms: last,
+    ttft_ms: first - arrival,
+    tpot_ms: (last - first) / (output - 1),
+    e2e_ms: last - arrival,
+    input_tokens: 10,
+    output_tokens: output,
+    requested_output_tokens: output,
+    reused_tokens: 0,
+    preemptions: 0,
+    workers: { aggregated: 0 },
+  });
+  // a arrives at an idle rank (admitted at once), its first step ends at 50; b arrives at 20 and
+  // is admitted at that boundary; c arrives at 30 but waits for a slot until 150.
+  const records = [record("a", 0, 0, 50, 150, 3), record("b", 20, 50, 140, 200, 2), record("c", 30, 150, 260, 300, 2)];
+  const times = (run: MeasuredRun) => run.requests.map((r) => [r.requestId, r.ttftMs, r.e2eMs, r.tpotMs]);
+
+  it("starts TTFT and E2E at the arrival by default", () => {
+    // a: 50 - 0, 150 - 0, (150 - 50) / 2; b: 140 - 20, 200 - 20, 60 / 1; c: 260 - 30, 300 - 30, 40.
+    expect(times(simulatedRun(records))).toEqual([["a", 50, 150, 50], ["b", 120, 180, 60], ["c", 230, 270, 40]]);
+  });
+
+  it("starts them at the engine's pickup for a request admitted at the first step end after its arrival", () => {
+    // The first recorded step end at or after b's arrival (20) is 50 (a's first token) and b was
+    // admitted at 50: its clock starts 30 ms later, TTFT 140 - 50 = 90, E2E 200 - 50 = 150. c was
+    // admitted at 150, after that end: it waited for a slot and keeps its arrival (230, 270). a
+    // was admitted on arrival: no change. TPOT never changes.
+    expect(times(simulatedRun(records, undefined, "engine-pickup"))).toEqual([["a", 50, 150, 50], ["b", 90, 150, 60], ["c", 230, 270, 40]]);
+  });
+
+  it("matches vLLM's per-request stats (TTFT from queued_ts) with the pickup, other formats with the arrival", () => {
+    const run = (format: MeasuredRun["format"]): MeasuredRun => ({ format, file: "m", requests: [], skipped: 0, lacks: [] });
+    expect(clockStartFor(run("vllm-requests"))).toBe("engine-pickup");
+    expect(clockStartFor(run("vllm-bench"))).toBe("arrival");
+    expect(clockStartFor(run("kvsim-requests"))).toBe("arrival");
   });
 });
 

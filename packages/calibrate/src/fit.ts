@@ -71,24 +71,73 @@ export function checkMeasuredAgainstWorkload(run: MeasuredRun, records: readonly
   }
 }
 
-/** kvsim's per-request records as a measured run (completed requests only), for comparisons. */
-export function simulatedRun(records: readonly RequestRecord[], file = "<simulated>"): MeasuredRun {
+/**
+ * Where a simulated request's TTFT and E2E start: at its arrival (what a client sees), or at the
+ * engine's pickup, as vLLM's per-request stats start them. vLLM stamps `queued_ts` when the
+ * engine core takes the request from its input queue, which it does once a step, at a step
+ * boundary, right before it schedules: a request waits there for the running step to end before
+ * its clock starts. A measured run of that format has its arrivals at those pickups, so the
+ * replay's request arrives at that instant but then waits for its own rank's next boundary; its
+ * TTFT from the pickup is what vLLM would report.
+ */
+export type SimulatedClockStart = "arrival" | "engine-pickup";
+
+/** The clock start that matches a measured run's TTFT: the engine's pickup for vLLM's per-request stats. */
+export function clockStartFor(run: MeasuredRun): SimulatedClockStart {
+  return run.format === "vllm-requests" ? "engine-pickup" : "arrival";
+}
+
+/**
+ * kvsim's per-request records as a measured run (completed requests only), for comparisons. With
+ * `engine-pickup`, a request admitted at the first step boundary after its arrival starts its TTFT
+ * and E2E there (its admission): it was admitted no later than the first step end any request
+ * recorded at or after its arrival. A request admitted later waited for a slot; its clock starts
+ * at its arrival, at most a step before the pickup, against a wait of seconds.
+ */
+export function simulatedRun(records: readonly RequestRecord[], file = "<simulated>", clockStart: SimulatedClockStart = "arrival"): MeasuredRun {
   const requests: MeasuredRequest[] = [];
   let skipped = 0;
+  let ends: Float64Array | undefined;
+  if (clockStart === "engine-pickup") {
+    const list: number[] = [];
+    for (const r of records) {
+      if (r.first_token_ms !== null) list.push(r.first_token_ms);
+      if (r.last_token_ms !== null) list.push(r.last_token_ms);
+    }
+    ends = Float64Array.from(list).sort();
+  }
+  /** The first recorded step end at or after t, or Infinity. */
+  const nextEnd = (t: number): number => {
+    const b = ends!;
+    let lo = 0;
+    let hi = b.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (b[mid]! < t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < b.length ? b[lo]! : Infinity;
+  };
   records.forEach((r, i) => {
     if (r.status !== "completed" || r.ttft_ms === null || r.e2e_ms === null) {
       skipped++;
       return;
     }
+    let wait = 0;
+    if (ends !== undefined && r.admitted_ms !== null && r.admitted_ms <= nextEnd(r.arrival_ms)) {
+      wait = Math.max(0, Math.min(r.admitted_ms - r.arrival_ms, r.ttft_ms));
+    }
+    const ttft = r.ttft_ms - wait;
+    const e2e = r.e2e_ms - wait;
     requests.push({
       line: i + 1,
       requestId: r.request_id,
       arrivalMs: r.arrival_ms,
       inputTokens: r.input_tokens,
       outputTokens: r.output_tokens,
-      ttftMs: r.ttft_ms,
-      e2eMs: r.e2e_ms,
-      tpotMs: r.output_tokens >= 2 ? (r.e2e_ms - r.ttft_ms) / (r.output_tokens - 1) : null,
+      ttftMs: ttft,
+      e2eMs: e2e,
+      tpotMs: r.output_tokens >= 2 ? (e2e - ttft) / (r.output_tokens - 1) : null,
     });
   });
   const first = requests.reduce((a, r) => Math.min(a, r.arrivalMs!), Infinity);
@@ -308,7 +357,7 @@ export async function fitTiming(input: FitInput): Promise<FitResult> {
     let f = 1e6;
     let c: Comparison | undefined;
     if (records !== undefined) {
-      c = compareRuns(fit, simulatedRun(records));
+      c = compareRuns(fit, simulatedRun(records, undefined, clockStartFor(fit)));
       f = objectiveOf(c);
     }
     best = Math.min(best, f);

@@ -20,6 +20,8 @@ export {
   regressionStart,
   replayWith,
   simulatedRun,
+  clockStartFor,
+  type SimulatedClockStart,
   checkMeasuredAgainstWorkload,
   roundCoefficients,
   COEFFICIENT_NAMES,

@@ -3,6 +3,7 @@ import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { Document, isScalar, visit } from "yaml";
 import {
   checkMeasuredAgainstWorkload,
+  clockStartFor,
   compareRuns,
   COEFFICIENT_NAMES,
   fitPart,
@@ -141,7 +142,7 @@ export async function calibrateCommand(io: StdinIo & CliIo, opts: CalibrateOptio
   if (io.stderrIsTTY) io.err("\n");
   const full = await replayWith(base, result.coefficients);
   if (full === undefined) throw new RunError("the replay with the fitted coefficients could not finish (run kvsim replay on the written spec to see why)");
-  const sim = simulatedRun(full);
+  const sim = simulatedRun(full, undefined, clockStartFor(measured));
   const fitC = compareRuns(fit, sim);
   const heldC = nFit < measured.requests.length ? compareRuns(measured, sim, { kind: "from_request", index: nFit }) : undefined;
   const preemptions = full.reduce((a, r) => a + r.preemptions, 0);
