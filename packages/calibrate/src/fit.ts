@@ -212,7 +212,7 @@ export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number, e
       for (let k = lo; k < hi; k++) {
         // Experts touched: every one in a step with prompt work; else the share the running
         // sequences' tokens touch (all ranks' decode rows reach every expert-parallel rank).
-        if (experts !== undefined) se += promptActive[k]! === 1 ? 1 : shareTouched(running[k]!, experts.num_experts, experts.num_experts_per_tok);
+        if (experts !== undefined) se += promptActive[k] === 1 ? 1 : shareTouched(running[k]!, experts.num_experts, experts.num_experts_per_tok);
         sr += running[k]!;
         skv += kv[k]!;
         sp += promptRate[k]!;
