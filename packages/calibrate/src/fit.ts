@@ -9,6 +9,7 @@ import { compareRuns, type Comparison } from "./compare.js";
 import type { MeasuredRequest, MeasuredRun } from "./measured.js";
 import { nelderMead } from "./nelder-mead.js";
 import { nonNegativeLeastSquares } from "./nnls.js";
+import { pickupWaits, type SimulatedClockStart } from "./pickup.js";
 
 /** The `linear` timing's coefficients, in its units (ms per step, ms per sequence, µs per token). */
 export interface LinearCoefficients {
@@ -71,17 +72,6 @@ export function checkMeasuredAgainstWorkload(run: MeasuredRun, records: readonly
   }
 }
 
-/**
- * Where a simulated request's TTFT and E2E start: at its arrival (what a client sees), or at the
- * engine's pickup, as vLLM's per-request stats start them. vLLM stamps `queued_ts` when the
- * engine core takes the request from its input queue, which it does once a step, at a step
- * boundary, right before it schedules: a request waits there for the running step to end before
- * its clock starts. A measured run of that format has its arrivals at those pickups, so the
- * replay's request arrives at that instant but then waits for its own rank's next boundary; its
- * TTFT from the pickup is what vLLM would report.
- */
-export type SimulatedClockStart = "arrival" | "engine-pickup";
-
 /** The clock start that matches a measured run's TTFT: the engine's pickup for vLLM's per-request stats. */
 export function clockStartFor(run: MeasuredRun): SimulatedClockStart {
   return run.format === "vllm-requests" ? "engine-pickup" : "arrival";
@@ -97,36 +87,13 @@ export function clockStartFor(run: MeasuredRun): SimulatedClockStart {
 export function simulatedRun(records: readonly RequestRecord[], file = "<simulated>", clockStart: SimulatedClockStart = "arrival"): MeasuredRun {
   const requests: MeasuredRequest[] = [];
   let skipped = 0;
-  let ends: Float64Array | undefined;
-  if (clockStart === "engine-pickup") {
-    const list: number[] = [];
-    for (const r of records) {
-      if (r.first_token_ms !== null) list.push(r.first_token_ms);
-      if (r.last_token_ms !== null) list.push(r.last_token_ms);
-    }
-    ends = Float64Array.from(list).sort();
-  }
-  /** The first recorded step end at or after t, or Infinity. */
-  const nextEnd = (t: number): number => {
-    const b = ends!;
-    let lo = 0;
-    let hi = b.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (b[mid]! < t) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo < b.length ? b[lo]! : Infinity;
-  };
+  const waits = clockStart === "engine-pickup" ? pickupWaits(records.map((r) => ({ arrivalMs: r.arrival_ms, admittedMs: r.admitted_ms, firstTokenMs: r.first_token_ms, lastTokenMs: r.last_token_ms }))) : undefined;
   records.forEach((r, i) => {
     if (r.status !== "completed" || r.ttft_ms === null || r.e2e_ms === null) {
       skipped++;
       return;
     }
-    let wait = 0;
-    if (ends !== undefined && r.admitted_ms !== null && r.admitted_ms <= nextEnd(r.arrival_ms)) {
-      wait = Math.max(0, Math.min(r.admitted_ms - r.arrival_ms, r.ttft_ms));
-    }
+    const wait = Math.min(waits?.[i] ?? 0, r.ttft_ms);
     const ttft = r.ttft_ms - wait;
     const e2e = r.e2e_ms - wait;
     requests.push({

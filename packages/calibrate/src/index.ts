@@ -21,7 +21,6 @@ export {
   replayWith,
   simulatedRun,
   clockStartFor,
-  type SimulatedClockStart,
   checkMeasuredAgainstWorkload,
   roundCoefficients,
   COEFFICIENT_NAMES,
@@ -36,3 +35,4 @@ export {
 export { nelderMead, type NelderMeadOptions, type NelderMeadResult } from "./nelder-mead.js";
 export { nonNegativeLeastSquares } from "./nnls.js";
 export { measuredToTrace, parsePromptTokens, type PromptTokens } from "./trace-from.js";
+export { pickupWaits, fromEnginePickup, type PickupTimes, type SimulatedClockStart } from "./pickup.js";

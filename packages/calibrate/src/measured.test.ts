@@ -1,6 +1,6 @@
 import { InputError } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
-import { detectMeasuredFormat, parseMeasured } from "./index.js";
+import { detectMeasuredFormat, fromEnginePickup, parseMeasured } from "./index.js";
 
 const vllmLine = (id: string, o: Partial<Record<string, number>> = {}) =>
   JSON.stringify({ request_id: id, input_toks: 100, output_toks: 11, arrival_time: 1e9, queued_ts: 10, scheduled_ts: 10.01, first_token_ts: 10.2, last_token_ts: 10.7, ...o });
@@ -67,6 +67,17 @@ describe("kvsim replay --requests records", () => {
   });
   it("refuses a file with no completed request", () => {
     expect(issue(() => parseMeasured(rec("a", { status: "failed" }), "sim.jsonl"))).toMatchObject({ path: "", message: "holds no completed request" });
+  });
+  it("places each request's engine pickup from the records' admissions and step ends, for fromEnginePickup", () => {
+    // a arrives at an idle rank at 0 (admitted at once), its first step ends at 50; b arrives at
+    // 20 and is admitted at that boundary (wait 30); c arrives at 30 and is admitted at 150, after
+    // the first step end at or after its arrival (50): it waited for a slot, its wait counts 0.
+    const times = (id: string, arrival: number, admitted: number, first: number, last: number) =>
+      rec(id, { arrival_ms: arrival, admitted_ms: admitted, first_token_ms: first, last_token_ms: last, ttft_ms: first - arrival, e2e_ms: last - arrival });
+    const run = parseMeasured([times("a", 0, 0, 50, 150), times("b", 20, 50, 140, 200), times("c", 30, 150, 260, 300)].join("\n"), "sim.jsonl");
+    expect(run.requests.map((r) => [r.requestId, r.pickupWaitMs])).toEqual([["a", 0], ["b", 30], ["c", 0]]);
+    // From the pickup: b's TTFT 120 - 30 = 90 and E2E 180 - 30 = 150; TPOT (150 - 90) / 2 = 30 as before.
+    expect(fromEnginePickup(run).requests.map((r) => [r.requestId, r.ttftMs, r.e2eMs, r.tpotMs])).toEqual([["a", 50, 150, 50], ["b", 90, 150, 30], ["c", 230, 270, 20]]);
   });
 });
 

@@ -2,6 +2,7 @@
  * Measured runs: per-request latencies from a real (or simulated) run, in one shape whatever file
  * they came from. Pure: the caller reads the file and passes its text.
  */
+import { pickupWaits, type PickupTimes } from "./pickup.js";
 import { InputError, type InputIssue } from "@kvsim/profile-schema";
 
 /** The formats `parseMeasured` reads. */
@@ -24,6 +25,8 @@ export interface MeasuredRequest {
   readonly queueMs?: number;
   /** Every gap between two output tokens, when the file has them (vllm-bench). */
   readonly itlsMs?: readonly number[];
+  /** Arrival to the engine's pickup (kvsim records with admitted_ms and token times; see pickup.ts). */
+  readonly pickupWaitMs?: number;
 }
 
 export interface MeasuredRun {
@@ -143,9 +146,15 @@ function parseVllmRequests(text: string, file: string): MeasuredRun {
 function parseKvsimRequests(text: string, file: string): MeasuredRun {
   const requests: MeasuredRequest[] = [];
   let skipped = 0;
+  // Every record's times that place an engine pickup (optional fields; absent, no pickup wait).
+  const times: PickupTimes[] = [];
+  /** For each request, its index in times. */
+  const timeIndex: number[] = [];
+  const optionalMs = (o: Record<string, unknown>, key: string): number | null => (typeof o[key] === "number" && Number.isFinite(o[key]) ? o[key] : null);
   for (const { line, text: t } of jsonLines(text)) {
     const o = parseJsonLine(file, line, t);
     const id = requestId(file, line, o);
+    if (typeof o.arrival_ms === "number") times.push({ arrivalMs: o.arrival_ms, admittedMs: optionalMs(o, "admitted_ms"), firstTokenMs: optionalMs(o, "first_token_ms"), lastTokenMs: optionalMs(o, "last_token_ms") });
     if (o.status !== "completed") {
       if (typeof o.status !== "string") fail(file, [{ line, path: "status", message: "is required (completed, rejected, failed or in_flight)" }]);
       skipped++;
@@ -158,10 +167,14 @@ function parseKvsimRequests(text: string, file: string): MeasuredRun {
     const output = count(file, line, o, "output_tokens", 1);
     if (ttft < 0) fail(file, [{ line, path: "ttft_ms", message: `must not be negative: the first token came before the request arrived (got ${ttft})` }]);
     if (e2e < ttft) fail(file, [{ line, path: "e2e_ms", message: `is less than ttft_ms: the request finished before its first token (${e2e} < ${ttft})` }]);
+    timeIndex.push(times.length - 1);
     requests.push({ line, requestId: id, arrivalMs: arrival, inputTokens: input, outputTokens: output, ttftMs: ttft, e2eMs: e2e, tpotMs: tpot(ttft, e2e, output) });
   }
   checkUniqueIds(file, requests);
-  return { format: "kvsim-requests", file, requests: byArrival(requests), skipped, lacks: MEASURED_FORMAT_LACKS["kvsim-requests"] };
+  // The waits need every record's step ends, so they are placed once all lines are read.
+  const waits = pickupWaits(times);
+  const withWaits = requests.map((r, j) => (times[timeIndex[j]!]!.admittedMs === null ? r : { ...r, pickupWaitMs: waits[timeIndex[j]!]! }));
+  return { format: "kvsim-requests", file, requests: byArrival(withWaits), skipped, lacks: MEASURED_FORMAT_LACKS["kvsim-requests"] };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { compareRuns, parseMeasured, selectRequests, type CompareSelection, type Comparison, type CompareValue, type MeasuredRun } from "@kvsim/calibrate";
+import { clockStartFor, compareRuns, fromEnginePickup, parseMeasured, selectRequests, type CompareSelection, type Comparison, type CompareValue, type MeasuredRun } from "@kvsim/calibrate";
 import { renderCompareHtml, type CompareSamples } from "@kvsim/report-html";
 import { chartAssets } from "../html-assets.js";
 import { checkOutputs, readText, UsageError, writeOutputs, type CliIo } from "../io.js";
@@ -110,7 +110,9 @@ export function compareCommand(io: CliIo, opts: CompareOptions): number {
   checkOutputs([{ flag: "--html", path: opts.html }], opts.force === true);
   const assets = opts.html === undefined ? undefined : chartAssets();
   const measured = readMeasured(opts.measured);
-  const simulated = readMeasured(opts.requests);
+  const read = readMeasured(opts.requests);
+  // Against vLLM's per-request stats, a simulated request's clock starts at the engine's pickup.
+  const simulated = read.format === "kvsim-requests" && clockStartFor(measured) === "engine-pickup" ? fromEnginePickup(read) : read;
   const c = compareRuns(measured, simulated, selection);
   if (opts.html !== undefined && assets !== undefined) {
     const labels = [`measured ${measured.file} (${measured.format})`, `simulated ${simulated.file} (${simulated.format})`];
@@ -154,7 +156,9 @@ export const registerCompare: RegisterCommand = (program, ctx) => {
       `
 Measured formats (detected from their fields):
   vLLM per-request stats  JSONL: request_id, input_toks, output_toks, queued_ts, scheduled_ts,
-                          first_token_ts, last_token_ts (engine seconds; TTFT from queued_ts).
+                          first_token_ts, last_token_ts (engine seconds; TTFT from queued_ts,
+                          when the engine picks the request up at a step boundary: the simulated
+                          TTFT and E2E start at that pickup too, from the records' admitted_ms).
                           Lacks per-token times: ITL percentiles are "-" (mean ITL is exact).
   vllm bench JSON         --save-result --save-detailed: input_lens, output_lens, ttfts, itls,
                           errors, start_times. Client-side times; entry N is request bench-N;
