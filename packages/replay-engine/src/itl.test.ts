@@ -70,6 +70,48 @@ describe("ItlSample: gaps from pass logs", () => {
   });
 });
 
+describe("ItlSample: counts swept from the runs", () => {
+  it("a report, then more runs, then a report again: the counts follow the runs added", () => {
+    // Passes at 0, 4, 5, 11 ms: entry gaps 4, 1, 6.
+    const log = new PassLog();
+    for (const t of [0, 4, 5, 11]) log.append(t);
+    const a = new TokenTrack();
+    for (const e of [0, 1, 2, 3]) a.add(log, e);
+    const s = new ItlSample();
+    s.addTrack(a);
+    // A alone: gaps 4, 1, 6 -> sorted 1, 4, 6; p50 index round(2 x 0.5) = 1 -> 4.
+    expect(s.distribution()).toMatchObject({ count: 3, min: 1, max: 6, p50: 4 });
+    // B on entries 1, 2 (gap 1) and C on entries 2, 3 (gap 6), after the first report.
+    const b = new TokenTrack();
+    for (const e of [1, 2]) b.add(log, e);
+    const c = new TokenTrack();
+    for (const e of [2, 3]) c.add(log, e);
+    s.addTrack(b);
+    s.addTrack(c);
+    // Gaps 4, 1, 6, 1, 6 -> sorted 1, 1, 4, 6, 6: p50 index 2 -> 4; p90 round(3.6) = 4 -> 6;
+    // percentile 25: round(1) = 1 -> 1; mean 18 / 5 = 3.6.
+    expect(s.distribution()).toMatchObject({ count: 5, mean: 18 / 5, min: 1, max: 6, p50: 4, p90: 6 });
+    expect(s.percentiles([0, 25, 100])).toEqual([1, 1, 6]);
+  });
+
+  it("runs that start and end on the same entries and a run split by a skipped pass", () => {
+    // Passes at 0, 2, 3, 7, 8 ms: entry gaps 2, 1, 4, 1.
+    const log = new PassLog();
+    for (const t of [0, 2, 3, 7, 8]) log.append(t);
+    // D: entries 0, 1, 3, 4 (skipped pass 2): runs 0..1 (gap 2) and 3..4 (gap 1), and the jump
+    // between them, 7 - 2 = 5. E: entries 0, 1 (gap 2).
+    const d = new TokenTrack();
+    for (const e of [0, 1, 3, 4]) d.add(log, e);
+    const e = new TokenTrack();
+    for (const k of [0, 1]) e.add(log, k);
+    const s = new ItlSample();
+    s.addTrack(d);
+    s.addTrack(e);
+    // Gaps 2, 5, 1, 2 -> sorted 1, 2, 2, 5: mean 10 / 4 = 2.5; p50 round(1.5) = 2 -> 2; p99 round(2.97) = 3 -> 5.
+    expect(s.distribution()).toMatchObject({ count: 4, mean: 2.5, min: 1, max: 5, p50: 2, p99: 5 });
+  });
+});
+
 describe("weightedRanks", () => {
   it("[3 x 2, 1 x 1, 7 x 3] is 1, 3, 3, 7, 7, 7: rank 0 -> 1, ranks 1-2 -> 3, ranks 3-5 -> 7", () => {
     expect(weightedRanks(arrayEntries(Float64Array.from([3, 1, 7]), Float64Array.from([2, 1, 3])), 3, [0, 1, 2, 3, 4, 5])).toEqual([1, 3, 3, 7, 7, 7]);

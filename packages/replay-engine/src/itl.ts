@@ -5,10 +5,11 @@
  * that got a token in two consecutive passes of a worker are one value: the difference of the two
  * pass times. A worker keeps a `PassLog` of the times of its passes that emitted tokens; a request
  * keeps a `TokenTrack`, the runs of consecutive log entries its tokens fell on (one run, unless a
- * pass skipped it or it was preempted). A completed request adds +1 over its runs to the log's
- * per-entry counts (a difference array): the ITL sample is then the compact (gap, count) data of
- * the log entries plus the few gaps that jump between runs. Memory is one double and one int per
- * pass, not per token; nothing is allocated per token.
+ * pass skipped it or it was preempted). A completed request's runs are kept (three ints each);
+ * when the report is made, each log entry's count (how many completed requests have its gap) is
+ * swept from the runs' sorted starts and ends, so the ITL sample is the compact (gap, count) data
+ * of the log entries plus the few gaps that jump between runs. Memory is one double per pass and
+ * three ints per completed run, not one double per token; nothing is allocated per token.
  *
  * Exactness: a gap is `time[j] - time[j - 1]` on the very doubles the tokens were stamped with, so
  * it is the value the token-by-token computation gives; the mean is summed in the same order
@@ -24,11 +25,9 @@ const CHUNK_BITS = 13;
 const CHUNK = 1 << CHUNK_BITS;
 const MASK = CHUNK - 1;
 
-/** The times of one worker's passes that emitted tokens, and the completed-request counts per entry. */
+/** The times of one worker's passes that emitted tokens. */
 export class PassLog {
   private readonly times: Float64Array[] = [];
-  /** counts[j] - counts[j - 1] (entry j counts the gaps time[j] - time[j - 1] of completed requests). */
-  private readonly diff: Int32Array[] = [];
   private n = 0;
 
   get length(): number {
@@ -47,33 +46,34 @@ export class PassLog {
     return this.n++;
   }
 
-  private addDiff(index: number, d: number): void {
-    const c = index >>> CHUNK_BITS;
-    while (this.diff.length <= c) this.diff.push(new Int32Array(CHUNK));
-    this.diff[c]![index & MASK]! += d;
-  }
-
-  /** Counts the gaps ending at entries first + 1 .. last once more. */
-  countRun(first: number, last: number): void {
-    if (last <= first) return;
-    this.addDiff(first + 1, 1);
-    this.addDiff(last + 1, -1);
-  }
-
-  /** Calls `f(gap, count)` for every entry whose gap was counted (count > 0). */
-  forEachCounted(f: (gap: number, count: number) => void): void {
-    let count = 0;
+  /**
+   * Calls `f(gap, count)` for every entry j >= 1 whose count is positive: the count of entry j is
+   * how many of `starts` are <= j less how many of `ends` are (both ascending). A run over entries
+   * first .. last counts the gaps of entries first + 1 .. last: its start is first + 1, its end
+   * last + 1.
+   */
+  forEachCounted(starts: Int32Array, ends: Int32Array, f: (gap: number, count: number) => void): void {
     const n = this.n;
     if (n === 0) return;
+    let count = 0;
+    let si = 0;
+    let ei = 0;
     let prev = this.times[0]![0]!;
     // Chunk by chunk: the gap of entry j is time[j] - time[j - 1], read in order.
     for (let c = 0; c * CHUNK < n; c++) {
       const times = this.times[c]!;
-      const d = this.diff[c];
       const end = Math.min(CHUNK, n - c * CHUNK);
       for (let k = c === 0 ? 1 : 0; k < end; k++) {
+        const j = c * CHUNK + k;
+        while (si < starts.length && starts[si]! <= j) {
+          count++;
+          si++;
+        }
+        while (ei < ends.length && ends[ei]! <= j) {
+          count--;
+          ei++;
+        }
         const t = times[k]!;
-        if (d !== undefined) count += d[k]!;
         if (count > 0) f(t - prev, count);
         prev = t;
       }
@@ -163,6 +163,8 @@ export class ItlSample {
   /** Completion order: [log index, first, last] for a run, [-1, index in `single`, 0] for a value. */
   private order = new Int32Array(96);
   private orderLength = 0;
+  /** Per log, its runs' sorted starts and ends (see PassLog.forEachCounted); undefined: runs were added since. */
+  private counted: { readonly starts: Int32Array; readonly ends: Int32Array }[] | undefined;
 
   /** Adds gaps given as values, in order. */
   addValues(values: Float64Array): void {
@@ -179,7 +181,6 @@ export class ItlSample {
       // The same additions, in the same order, as summing the gaps one token at a time.
       this.sum = log.addGaps(first, last, this.sum);
       this.count += last - first;
-      log.countRun(first, last);
       let li = this.logIndex.get(log);
       if (li === undefined) {
         li = this.logs.length;
@@ -198,6 +199,7 @@ export class ItlSample {
   }
 
   private record(a: number, b: number, c: number): void {
+    this.counted = undefined;
     if (this.orderLength + 3 > this.order.length) {
       const grown = new Int32Array(this.order.length * 2);
       grown.set(this.order);
@@ -228,13 +230,39 @@ export class ItlSample {
   private entries(): [Visit, number] {
     const single = this.single.values();
     const logs = this.logs;
+    const counted = this.countedRuns();
     const visit: Visit = (f) => {
       for (const v of single) f(v, 1);
-      for (const log of logs) log.forEachCounted(f);
+      logs.forEach((log, li) => {
+        log.forEachCounted(counted[li]!.starts, counted[li]!.ends, f);
+      });
     };
     let size = 0;
     visit(() => size++);
     return [visit, size];
+  }
+
+  /** Each log's runs as sorted starts (first + 1) and ends (last + 1), made once per set of runs. */
+  private countedRuns(): { readonly starts: Int32Array; readonly ends: Int32Array }[] {
+    if (this.counted !== undefined) return this.counted;
+    const o = this.order;
+    const sizes = new Array<number>(this.logs.length).fill(0);
+    for (let k = 0; k < this.orderLength; k += 3) if (o[k]! >= 0) sizes[o[k]!]!++;
+    const out = sizes.map((n) => ({ starts: new Int32Array(n), ends: new Int32Array(n) }));
+    const filled = new Array<number>(this.logs.length).fill(0);
+    for (let k = 0; k < this.orderLength; k += 3) {
+      const li = o[k]!;
+      if (li < 0) continue;
+      const i = filled[li]!++;
+      out[li]!.starts[i] = o[k + 1]! + 1;
+      out[li]!.ends[i] = o[k + 2]! + 1;
+    }
+    for (const r of out) {
+      r.starts.sort();
+      r.ends.sort();
+    }
+    this.counted = out;
+    return out;
   }
 
   /** Mean and std exactly as a one-double-per-gap sample gives them, exact nearest-rank percentiles, min and max. */

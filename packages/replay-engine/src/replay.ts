@@ -36,6 +36,7 @@ import { PassLog, TokenTrack } from "./itl.js";
 import { createPlacement, type Placement } from "./placement.js";
 import { MetricsCollector, type LatencyQuantiles, type DataParallelPool, type DataParallelReport, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
 import { Sampler, type TimeSeries } from "./timeseries.js";
+import { RecordStore } from "./record-store.js";
 import { placeOnNodes, TransferNetwork, type NetworkTransfer } from "./transfer-network.js";
 import { lowerTrace, syntheticRequests, type ReplayRequest } from "./workload.js";
 
@@ -221,8 +222,8 @@ class ReplayEngine {
   private readonly disaggregated: boolean;
   private readonly queue = new EventQueue<QueuedPayload>();
   private readonly live = new Map<string, LiveRequest>();
-  /** Terminal records with their workload index, sorted by it at the end. */
-  private readonly records: { readonly index: number; readonly record: RequestRecord }[] = [];
+  /** Terminal records, kept compactly by their workload index and built again when read. */
+  private readonly records = new RecordStore<RequestRecord>();
   private readonly collector: MetricsCollector;
   private readonly price: TransferPricer;
   private readonly fallbackLatencyMs: number;
@@ -463,16 +464,17 @@ class ReplayEngine {
     }
     if (!stoppedAtCap) this.checkDrained();
     this.onProgress?.({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: this.now });
-    this.records.sort((a, b) => a.index - b.index);
     this.collector.dataParallel = this.dataParallelReport();
-    const records = this.records.map((r) => r.record);
     const report = this.collector.report();
     const quantiles = this.quantilePoints === undefined ? undefined : this.collector.quantiles(this.quantilePoints);
     this.sampler?.finish(stoppedAtCap ? cap! : this.now);
+    const readRecords = lazyRecords(this.records);
     return {
       ok: true,
       report,
-      records,
+      get records() {
+        return readRecords();
+      },
       ...(this.sampler === undefined ? {} : { timeseries: this.sampler.result() }),
       ...(quantiles === undefined ? {} : { quantiles }),
     };
@@ -952,7 +954,7 @@ class ReplayEngine {
       ...(this.dpRoles.size === 0 ? {} : { dp_ranks: this.dpRanksOf(live) }),
       ...(live.handoff === undefined ? {} : { handoff: this.handoffRecord(live, live.handoff) }),
     };
-    this.records.push({ index: req.index, record });
+    this.records.add(req.index, record);
     if (this.onProgress !== undefined && this.collector.terminalCount >= this.nextProgress) {
       this.nextProgress += this.progressEvery;
       this.onProgress({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: this.now });
@@ -1046,6 +1048,22 @@ class ReplayEngine {
         };
     }
   }
+}
+
+/**
+ * The records, built from the store when first read (most callers read only the report), then
+ * kept (the store is dropped). Outside the engine, so the result keeps only the store alive.
+ */
+function lazyRecords(store: RecordStore<RequestRecord>): () => readonly RequestRecord[] {
+  let from: RecordStore<RequestRecord> | undefined = store;
+  let records: readonly RequestRecord[] | undefined;
+  return () => {
+    if (records === undefined) {
+      records = from!.toArray();
+      from = undefined;
+    }
+    return records;
+  };
 }
 
 /** A handoff record's network fields; its delay runs from the request to the last byte. */
