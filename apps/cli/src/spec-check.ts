@@ -20,7 +20,7 @@ import {
   type Spec,
 } from "@kvsim/profile-schema";
 import { applyOverrides, SpecInputError, specWithOverrides, type SpecOverride } from "@kvsim/sweep";
-import { checkRankConfig, type RankConfig, type RankRole } from "@kvsim/vllm-scheduler";
+import { checkRankConfig, type RankConfig, type RankConfigProblem, type RankRole } from "@kvsim/vllm-scheduler";
 import { InvalidInputs, readText, type CliIo, type Problem } from "./io.js";
 import { parseSetFlags, readDocument, type StdinIo } from "./spec-input.js";
 
@@ -67,35 +67,73 @@ export function fromInputError(e: InputError): Problem[] {
   return e.issues.map((issue) => ({ file: e.file, issue }));
 }
 
+/** What became of a profile file: loaded, unreadable (the read's error), or readable but bad (its error). */
+type ProfileOutcome = { readonly loaded: LoadedProfile } | { readonly unreadable: InputError } | { readonly bad: InputError };
+
 /**
- * Loads every profile a spec names (once per file), collecting problems instead of stopping. A
- * profile file that cannot be read at all is reported at the spec field that names it (`at` points
- * to its line, or to the `--set` flag that set it); problems inside a readable profile stay at
- * their own file and line.
+ * What checking many variations of one spec (a sweep's points) may share: each profile file is
+ * read, parsed and validated once, and each rank setting is checked once per profile. Without
+ * it, every check reads its profiles again.
  */
-function profileLoader(specDoc: LocatedDocument, problems: Problem[], at: (path: readonly string[], message: string) => Problem) {
+export class SpecCheckCache {
+  /** What became of each profile file, by path. */
+  readonly profiles = new Map<string, ProfileOutcome>();
+  /** What the ranks refuse, per loaded profile, by the rest of the rank's settings. */
+  private readonly ranks = new WeakMap<Profile, Map<string, readonly RankConfigProblem[]>>();
+
+  rankProblems(config: RankConfig): readonly RankConfigProblem[] {
+    let byConfig = this.ranks.get(config.profile);
+    if (byConfig === undefined) {
+      byConfig = new Map();
+      this.ranks.set(config.profile, byConfig);
+    }
+    const key = JSON.stringify({ ...config, profile: undefined }, (_, v: unknown) => (typeof v === "number" && !Number.isFinite(v) ? String(v) : v));
+    let problems = byConfig.get(key);
+    if (problems === undefined) {
+      problems = checkRankConfig(config);
+      byConfig.set(key, problems);
+    }
+    return problems;
+  }
+}
+
+function loadProfileOutcome(ref: string): ProfileOutcome {
+  let text: string;
+  try {
+    text = readText(ref);
+  } catch (e) {
+    if (!(e instanceof InputError)) throw e;
+    return { unreadable: e };
+  }
+  try {
+    return { loaded: profileFromText(text, shown(ref)) };
+  } catch (e) {
+    if (!(e instanceof InputError)) throw e;
+    return { bad: e };
+  }
+}
+
+/**
+ * Loads every profile a spec names (once per file, or once per `cache`), collecting problems
+ * instead of stopping. A profile file that cannot be read at all is reported at the spec field
+ * that names it (`at` points to its line, or to the `--set` flag that set it); problems inside a
+ * readable profile stay at their own file and line.
+ */
+function profileLoader(specDoc: LocatedDocument, problems: Problem[], at: (path: readonly string[], message: string) => Problem, cache: SpecCheckCache | undefined) {
   const byFile = new Map<string, LoadedProfile | undefined>();
   return (ref: string | Profile, path: readonly string[]): LoadedProfile | undefined => {
     if (typeof ref !== "string") {
       return { profile: ref, file: specDoc.file, prefix: `${path.join(".")}.`, locate: (p) => specDoc.locate([...path, ...parsePath(p)]) };
     }
     if (byFile.has(ref)) return byFile.get(ref);
-    let loaded: LoadedProfile | undefined;
-    let text: string | undefined;
-    try {
-      text = readText(ref);
-    } catch (e) {
-      if (!(e instanceof InputError)) throw e;
-      problems.push(...e.issues.map((i) => at(path, `${shown(ref)}: ${i.message}`)));
+    let outcome = cache?.profiles.get(ref);
+    if (outcome === undefined) {
+      outcome = loadProfileOutcome(ref);
+      cache?.profiles.set(ref, outcome);
     }
-    if (text !== undefined) {
-      try {
-        loaded = profileFromText(text, shown(ref));
-      } catch (e) {
-        if (!(e instanceof InputError)) throw e;
-        problems.push(...fromInputError(e));
-      }
-    }
+    if ("unreadable" in outcome) problems.push(...outcome.unreadable.issues.map((i) => at(path, `${shown(ref)}: ${i.message}`)));
+    if ("bad" in outcome) problems.push(...fromInputError(outcome.bad));
+    const loaded = "loaded" in outcome ? outcome.loaded : undefined;
     byFile.set(ref, loaded);
     return loaded;
   };
@@ -133,7 +171,7 @@ function enginePath(spec: Spec, role: RankRole, field: string): string[] {
  * InputError (a SpecInputError when an override is to blame) when the spec itself does not
  * validate, since nothing else can be checked then; otherwise returns every problem found.
  */
-export function checkSpec(doc: LocatedDocument, overrides: readonly SpecOverride[] = []): CheckedSpec {
+export function checkSpec(doc: LocatedDocument, overrides: readonly SpecOverride[] = [], cache?: SpecCheckCache): CheckedSpec {
   assertDocumentKind(doc, "spec");
   const spec: Spec = specWithOverrides(doc, overrides);
   const problems: Problem[] = [];
@@ -143,7 +181,7 @@ export function checkSpec(doc: LocatedDocument, overrides: readonly SpecOverride
     if (owner !== undefined) return { file: owner.source, issue: { path: path.join("."), message } };
     return { file: doc.file, issue: { path: path.join("."), message, ...(doc.locate(path) ?? {}) } };
   };
-  const load = profileLoader(doc, problems, at);
+  const load = profileLoader(doc, problems, at, cache);
   const base = load(spec.profile, ["profile"]);
   const roles: { role: PdRole; loaded: LoadedProfile | undefined }[] = [];
   const gate = (loaded: LoadedProfile, p: PdGateProblem): Problem[] => profileProblems(loaded, [{ path: p.path, message: p.message }]);
@@ -228,7 +266,7 @@ export function checkSpec(doc: LocatedDocument, overrides: readonly SpecOverride
       if (loaded === undefined) continue;
       const rankConfig = config(loaded.profile);
       if (rankConfig === undefined) continue;
-      for (const p of checkRankConfig(rankConfig)) {
+      for (const p of cache === undefined ? checkRankConfig(rankConfig) : cache.rankProblems(rankConfig)) {
         const message = p.message.startsWith(role) ? p.message : `${role} rank: ${p.message}`;
         if (p.path.startsWith("engine.")) out.push(at(enginePath(s, role, p.path.slice("engine.".length)), message));
         else if (p.path.startsWith("profile.")) out.push(...profileProblems(loaded, [{ path: p.path.slice("profile.".length), message }]));

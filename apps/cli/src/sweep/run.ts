@@ -32,7 +32,7 @@ import {
 import { renderSweepHtml, type ChartAssets } from "@kvsim/report-html";
 import { chartAssets } from "../html-assets.js";
 import { checkOutputs, InvalidInputs, numberOption, readText, UsageError, writeOutputs } from "../io.js";
-import { checkSpec, fromInputError, printWarnings, type CheckedSpec } from "../spec-check.js";
+import { checkSpec, fromInputError, printWarnings, SpecCheckCache, type CheckedSpec } from "../spec-check.js";
 import { defaultSpecPath } from "../replay/examples.js";
 import { parseSetFlags, readDocument, type StdinIo } from "../spec-input.js";
 import { defaultJobs, localExecutor, type PointExecutor } from "./executor.js";
@@ -68,6 +68,8 @@ export interface SweepOptions {
  */
 class TaskBuilder {
   private readonly traces = new Map<string, Promise<string>>();
+  /** Profiles and rank checks shared by the points: each profile file is read once per sweep. */
+  private readonly cache = new SpecCheckCache();
 
   constructor(
     private readonly doc: LocatedDocument,
@@ -77,7 +79,7 @@ class TaskBuilder {
 
   /** The checked spec of a point (InputError when its settings make it invalid). */
   check(overrides: readonly SpecOverride[]): CheckedSpec {
-    return checkSpec(this.doc, [...this.base, ...overrides]);
+    return checkSpec(this.doc, [...this.base, ...overrides], this.cache);
   }
 
   /** The spec of a point (InputError or InvalidInputs when it is invalid). */

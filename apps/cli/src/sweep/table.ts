@@ -17,7 +17,17 @@ export interface SearchOutcome {
   readonly rows: readonly number[];
 }
 
-const num = (v: number | undefined, digits = 2): string => (v === undefined ? "-" : v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+/** One formatter per number of digits: `toLocaleString` with options builds a new one per call, which a table of many rows feels. */
+const formats = new Map<number, Intl.NumberFormat>();
+const num = (v: number | undefined, digits = 2): string => {
+  if (v === undefined) return "-";
+  let f = formats.get(digits);
+  if (f === undefined) {
+    f = new Intl.NumberFormat("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+    formats.set(digits, f);
+  }
+  return f.format(v);
+};
 const value = (v: unknown): string => (typeof v === "string" ? v : JSON.stringify(v));
 
 function pad(rows: readonly (readonly string[])[], leftColumns: number): string {
