@@ -1,16 +1,41 @@
 import { defineConfig } from "tsup";
 
-export default defineConfig({
-  // point-worker: the entry of the sweep pool's worker threads, loaded beside cli.js.
-  entry: { cli: "src/cli.ts", "point-worker": "src/sweep/point-worker.ts" },
-  format: ["esm"],
-  dts: false,
-  sourcemap: true,
-  clean: true,
-  target: "node20",
-  banner: { js: "#!/usr/bin/env node" },
-  // The workspace packages are bundled in, so the packed CLI installs alone (`npm pack`, then
-  // `npm install -g ./kvsim-<version>.tgz`); their npm dependencies stay external and are the
-  // CLI's own dependencies (package.json; a test checks the two lists agree).
-  noExternal: [/^@kvsim\//],
-});
+const WORKER = ["point-worker.js", "point-worker.js.map"];
+
+export default defineConfig([
+  {
+    entry: { cli: "src/cli.ts" },
+    format: ["esm"],
+    dts: false,
+    sourcemap: true,
+    // The worker below is built beside the CLI at the same time: cleaning must leave it alone.
+    clean: WORKER.map((f) => `!${f}`),
+    target: "node20",
+    banner: { js: "#!/usr/bin/env node" },
+    // The workspace packages are bundled in, so the packed CLI installs alone (`npm pack`, then
+    // `npm install -g ./kvsim-<version>.tgz`); their npm dependencies stay external and are the
+    // CLI's own dependencies (package.json; a test checks the two lists agree).
+    noExternal: [/^@kvsim\//],
+  },
+  {
+    // The entry of the sweep pool's worker threads, loaded beside cli.js. A thread loads one
+    // file with only what a point needs: the workspace packages from their sources (so modules a
+    // point does not use are left out: they have no side effects) and their npm dependencies
+    // bundled in, which halves a thread's loading time against resolving and loading each
+    // package's own files. @node-rs/xxhash is a native addon and stays external.
+    entry: { "point-worker": "src/sweep/point-worker.ts" },
+    format: ["esm"],
+    dts: false,
+    sourcemap: true,
+    clean: false,
+    target: "node20",
+    noExternal: [/^(?!@node-rs\/)/],
+    external: [/^@node-rs\//],
+    esbuildOptions(options) {
+      options.conditions = ["@kvsim/source"];
+      options.mainFields = ["module", "main"];
+      // Some bundled dependencies are CommonJS and require Node's builtins.
+      options.banner = { js: 'import { createRequire as __kvsimRequire } from "node:module";\nconst require = __kvsimRequire(import.meta.url);' };
+    },
+  },
+]);

@@ -4,11 +4,14 @@ import { pathToFileURL } from "node:url";
 import { Piscina } from "piscina";
 import { runPoint, type PointTask, type SweepRow } from "@kvsim/sweep";
 import { fileHost } from "./host.js";
+import { CLAIM_FREE, CLAIM_MAIN, WORKER_LOADED, type WorkerTask } from "./worker-protocol.js";
 
 /** Runs points: in this thread, in a pool of worker threads, or on a queue. */
 export interface PointExecutor {
   /** How many points it runs at once. */
   readonly parallelism: number;
+  /** How many points to hand it at once to keep every thread busy (at least `parallelism`). */
+  readonly queueDepth?: number;
   run(task: PointTask): Promise<SweepRow>;
   close(): Promise<void>;
 }
@@ -33,39 +36,173 @@ function workerEntry(): { filename: string; execArgv: string[] } {
   return { filename: new URL("./point-worker.ts", here).href, execArgv: ["--import", pathToFileURL(tsx).href, "--conditions=@kvsim/source"] };
 }
 
-/** Up to `jobs` points at once, each in a worker thread (piscina). */
-export function poolExecutor(jobs: number): PointExecutor {
+function newPool(threads: number, tasksPerThread: number): Piscina<WorkerTask, SweepRow | null> {
   const { filename, execArgv } = workerEntry();
-  // Threads start at once, so they load while the sweep reads its inputs.
-  const pool = new Piscina<PointTask, SweepRow>({ filename, execArgv, minThreads: jobs, maxThreads: jobs, idleTimeout: 1000 });
+  return new Piscina<WorkerTask, SweepRow | null>({ filename, execArgv, minThreads: threads, maxThreads: threads, concurrentTasksPerWorker: tasksPerThread, idleTimeout: 1000 });
+}
+
+/** Up to `jobs` points at once, each in a worker thread (piscina); `kvsim worker` runs its points so. */
+export function poolExecutor(jobs: number): PointExecutor {
+  const pool = newPool(jobs, 1);
   return {
     parallelism: jobs,
-    run: (task) => pool.run(task),
+    run: async (task) => (await pool.run({ task }))!,
     close: () => pool.destroy(),
   };
 }
 
+/** Points a worker thread is handed before it finishes the one it runs, so it never waits for the main thread. */
+const TASKS_PER_THREAD = 2;
+
+interface Pending {
+  readonly task: PointTask;
+  readonly claim: Int32Array;
+  readonly resolve: (row: SweepRow) => void;
+  readonly reject: (e: unknown) => void;
+}
+
+export interface LocalExecutor extends PointExecutor {
+  /** Where the points ran: in this thread (taken back from the pool included), in worker threads, and how many were taken back. */
+  readonly counts: { inline: number; worker: number; takenBack: number };
+  /** Resolves when a worker thread has loaded (starting the pool if it has not started). */
+  workerLoaded(): Promise<void>;
+}
+
 /**
- * Up to `jobs` points at once: one in this thread, the others in `jobs - 1` worker threads. This
- * thread is otherwise idle during a local sweep, and each thread pays its own module loading and
- * JIT warm-up, so one thread fewer is that much less work. The same `runPoint` runs everywhere,
- * so the rows do not depend on where a point ran.
+ * Up to `jobs` points at once: one in this thread, the others in `jobs - 1` worker threads that
+ * share one queue with it.
+ *
+ * * This thread is otherwise idle during a local sweep, so it runs points too, from the first
+ *   moment; each worker thread pays its own loading and JIT warm-up.
+ * * The pool starts when `eager` (a grid: the threads load while the spec, profiles and trace are
+ *   read), or else when a point first waits for a thread (so a search that probes one point at a
+ *   time never starts one). A worker thread gets points only once it has loaded.
+ * * A worker thread is handed its next point while it runs one; until it starts that point, this
+ *   thread, when idle, may take it back (a shared flag decides who runs it). So no point waits on
+ *   a thread that is still loading or busy while another thread is idle, and a sweep too small to
+ *   pay for the threads runs as fast as in this thread alone.
+ *
+ * The same `runPoint` runs everywhere, so the rows do not depend on where a point ran. With
+ * `inline: false` (tests) every point runs in one of `jobs` worker threads.
  */
-export function localExecutor(jobs: number): PointExecutor {
-  if (jobs === 1) return inlineExecutor();
-  const pool = poolExecutor(jobs - 1);
+export function localExecutor(jobs: number, options: { eager?: boolean; inline?: boolean } = {}): LocalExecutor {
+  const useInline = options.inline ?? true;
+  if (jobs === 1 && useInline) {
+    const inline = inlineExecutor();
+    const counts = { inline: 0, worker: 0, takenBack: 0 };
+    return { ...inline, counts, run: (task) => (counts.inline++, inline.run(task)), workerLoaded: () => Promise.resolve() };
+  }
+  const threads = useInline ? jobs - 1 : jobs;
+  const counts = { inline: 0, worker: 0, takenBack: 0 };
+  const loadedWaiters: (() => void)[] = [];
+  let pool: Piscina<WorkerTask, SweepRow | null> | undefined;
+  let loaded = 0;
   let inlineBusy = false;
-  return {
-    parallelism: jobs,
-    async run(task) {
-      if (inlineBusy) return pool.run(task);
-      inlineBusy = true;
-      try {
-        return await runPoint(task, fileHost);
-      } finally {
+  let inPool = 0;
+  const waiting: Pending[] = [];
+  /** Handed to the pool, not yet answered: the ones still free may be taken back. */
+  const handed: Pending[] = [];
+
+  const start = () => {
+    if (pool !== undefined) return;
+    pool = newPool(threads, TASKS_PER_THREAD);
+    // A thread that fails to start rejects the points handed to it (none before it has loaded);
+    // the pool's own error event carries nothing more, and this thread runs the points meanwhile.
+    pool.on("error", () => undefined);
+    pool.on("message", (m: unknown) => {
+      if (m !== WORKER_LOADED) return;
+      loaded = Math.min(threads, loaded + 1);
+      for (const w of loadedWaiters.splice(0)) w();
+      pump();
+    });
+  };
+
+  const runInline = (p: Pending) => {
+    inlineBusy = true;
+    counts.inline++;
+    runPoint(p.task, fileHost)
+      .then(p.resolve, p.reject)
+      .finally(() => {
         inlineBusy = false;
+        pump();
+      });
+  };
+
+  /** The point handed last to the pool that no worker thread has started, taken back. */
+  const takeBack = (): Pending | undefined => {
+    for (let i = handed.length - 1; i >= 0; i--) {
+      const p = handed[i]!;
+      if (Atomics.compareExchange(p.claim, 0, CLAIM_FREE, CLAIM_MAIN) === CLAIM_FREE) {
+        handed.splice(i, 1);
+        counts.takenBack++;
+        return p;
       }
+    }
+    return undefined;
+  };
+
+  const toPool = (p: Pending) => {
+    inPool++;
+    handed.push(p);
+    const done = () => {
+      inPool--;
+      const i = handed.indexOf(p);
+      if (i >= 0) handed.splice(i, 1);
+    };
+    pool!.run({ task: p.task, claim: p.claim }).then(
+      (row) => {
+        done();
+        // null: this thread took the point back and answers it.
+        if (row !== null) {
+          counts.worker++;
+          p.resolve(row);
+        }
+        pump();
+      },
+      (e: unknown) => {
+        done();
+        if (Atomics.load(p.claim, 0) !== CLAIM_MAIN) p.reject(e);
+        pump();
+      },
+    );
+  };
+
+  function pump(): void {
+    for (;;) {
+      if (useInline && !inlineBusy) {
+        const p = waiting.shift() ?? takeBack();
+        if (p === undefined) break;
+        runInline(p);
+        continue;
+      }
+      if (waiting.length > 0 && pool !== undefined && inPool < loaded * TASKS_PER_THREAD) {
+        toPool(waiting.shift()!);
+        continue;
+      }
+      break;
+    }
+    if (waiting.length > 0) start();
+  }
+
+  if (options.eager === true) start();
+  return {
+    counts,
+    workerLoaded() {
+      if (loaded > 0) return Promise.resolve();
+      start();
+      return new Promise<void>((resolve) => loadedWaiters.push(resolve));
     },
-    close: () => pool.close(),
+    parallelism: jobs,
+    // One in this thread, TASKS_PER_THREAD per worker thread, and one waiting for whichever frees first.
+    queueDepth: (useInline ? 1 : 0) + threads * TASKS_PER_THREAD + 1,
+    run(task) {
+      return new Promise<SweepRow>((resolve, reject) => {
+        waiting.push({ task, claim: new Int32Array(new SharedArrayBuffer(4)), resolve, reject });
+        pump();
+      });
+    },
+    close: async () => {
+      await pool?.destroy();
+    },
   };
 }

@@ -156,7 +156,9 @@ function parseOptions(opts: SweepOptions) {
 /** Opens the executor: the queue, a pool of worker threads, or this thread for --jobs 1. */
 async function openExecutor(io: StdinIo, opts: SweepOptions, jobs: number): Promise<{ executor: PointExecutor; sweepId?: string; describe: string }> {
   if (opts.queue === undefined) {
-    return { executor: localExecutor(jobs), describe: `${jobs} job${jobs === 1 ? "" : "s"}` };
+    // A grid starts its worker threads now, so they load while the inputs are read; a search
+    // starts them when a second point waits (a single max-rate search probes one rate at a time).
+    return { executor: localExecutor(jobs, { eager: opts.find === undefined }), describe: `${jobs} job${jobs === 1 ? "" : "s"}` };
   }
   // BullMQ loads only for --queue: nothing else needs Redis.
   const { SweepQueue, checkQueueUrl, QueueError, SWEEP_ID } = await import("@kvsim/sweep-queue");
@@ -203,6 +205,20 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
   );
   // The charting library is read before any point runs: a broken install fails first.
   const assets = opts.html === undefined ? undefined : chartAssets();
+  // The local executor opens first: its worker threads load while the inputs are read.
+  const local = opts.queue === undefined ? await openExecutor(io, opts, jobs) : undefined;
+  try {
+    return await sweepWith(io, opts, { sla, jobs, tolerance, maxWorkers, assets, local });
+  } finally {
+    await local?.executor.close();
+  }
+}
+
+async function sweepWith(
+  io: StdinIo,
+  opts: SweepOptions,
+  { sla, jobs, tolerance, maxWorkers, assets, local }: ReturnType<typeof parseOptions> & { assets: ChartAssets | undefined; local: Awaited<ReturnType<typeof openExecutor>> | undefined },
+): Promise<number> {
   const sets = parseSetFlags(opts.set);
   const doc = await readDocument(io, opts.spec ?? defaultSpecPath());
   const builder = new TaskBuilder(doc, sets, sla === undefined ? [] : slaPercentiles(sla));
@@ -218,7 +234,7 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
   const points: GridPoint[] = grid === undefined ? [{ index: 0, settings: {}, overrides: [] }] : expandGrid(grid);
 
   const started = performance.now();
-  const { executor, sweepId, describe } = await openExecutor(io, opts, jobs);
+  const { executor, sweepId, describe } = local ?? (await openExecutor(io, opts, jobs));
   const annotate = (row: SweepRow): SweepRow => (sla === undefined ? row : { ...row, sla_met: meetsSla(row.report, sla) });
   const runTask = async (point: number, settings: Readonly<Record<string, unknown>>, overrides: readonly SpecOverride[]): Promise<SweepRow> => {
     const t = await builder.task(point, settings, overrides);
@@ -231,7 +247,7 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
     if (opts.find === undefined) {
       const progress = createSweepProgress(io, points.length, "sweep", opts.quiet === true);
       try {
-        const limit = Number.isFinite(executor.parallelism) ? executor.parallelism : points.length;
+        const limit = Number.isFinite(executor.parallelism) ? (executor.queueDepth ?? executor.parallelism) : points.length;
         rows = await mapLimit(points, limit, async (p) => {
           const row = await runTask(p.index, p.settings, p.overrides);
           progress.done(row.status !== "ok");
@@ -270,7 +286,8 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
       }
     }
   } finally {
-    await executor.close();
+    // The local executor is closed by the caller, which opened it.
+    if (local === undefined) await executor.close();
   }
   rows.sort((a, b) => a.point - b.point);
   const wallMs = performance.now() - started;
