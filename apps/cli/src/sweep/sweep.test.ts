@@ -126,6 +126,23 @@ describe("kvsim sweep over a grid", () => {
     expect(existsSync(path("rows.csv"))).toBe(false);
   });
 
+  it("reads each profile once per sweep, yet refuses every point naming an unreadable one at its grid line", async () => {
+    const grid = write("grid.yaml", "engine.max_num_seqs: [1, 2]\nprofile: [./linear.json, ./missing.json]\n");
+    const r = await run("sweep", "--spec", path("spec.yaml"), "--grid", grid, "--jobs", "1", "--format", "json");
+    expect(r.code).toBe(0);
+    const rows = (JSON.parse(r.stdout) as { rows: SweepRow[] }).rows;
+    // Settings show the paths resolved against the grid's folder.
+    expect(rows.map((x) => [x.settings["engine.max_num_seqs"], x.settings.profile, x.status])).toEqual([
+      [1, path("linear.json"), "ok"],
+      [1, path("missing.json"), "refused"],
+      [2, path("linear.json"), "ok"],
+      [2, path("missing.json"), "refused"],
+    ]);
+    // The second refusal comes from the sweep's cache of profile outcomes, and is located as the first.
+    expect(rows[1]!.reason).toMatch(new RegExp(`^${grid.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:2: profile: .*missing\\.json: `));
+    expect(rows[3]!.reason).toBe(rows[1]!.reason);
+  });
+
   it("refuses a grid path that is no spec field, and a bad grid, before running", async () => {
     const typo = await run("sweep", "--spec", path("spec.yaml"), "--grid", write("g1.yaml", "engine.max_num_seq: [1, 2]\n"));
     expect(typo.code).toBe(2);
