@@ -1,3 +1,22 @@
-import { runCli } from "./main.js";
+import { sweepThreadsToPrestart } from "./sweep/prestart.js";
 
-process.exitCode = await runCli(process.argv.slice(2));
+const argv = process.argv.slice(2);
+// A local grid sweep on several cores starts its worker threads now, so they load while this
+// thread loads the CLI's modules (see sweep/pool.ts); no other command loads the pool's code.
+const threads = sweepThreadsToPrestart(argv);
+const pool = threads > 0 ? import("./sweep/pool.js") : undefined;
+void pool?.then(
+  (m) => {
+    m.prestartPool(threads);
+  },
+  () => undefined, // the sweep reports a broken install when it starts its own pool
+);
+const { runCli } = await import("./main.js");
+try {
+  process.exitCode = await runCli(argv);
+} finally {
+  await pool?.then(
+    (m) => m.discardPrestartedPool(),
+    () => undefined,
+  );
+}

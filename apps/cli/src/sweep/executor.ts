@@ -1,10 +1,8 @@
 import { availableParallelism } from "node:os";
-import { createRequire } from "node:module";
-import { pathToFileURL } from "node:url";
-import { Piscina } from "piscina";
 import { runPoint, type PointTask, type SweepRow } from "@kvsim/sweep";
 import { fileHost } from "./host.js";
-import { CLAIM_FREE, CLAIM_MAIN, WORKER_LOADED, type WorkerTask } from "./worker-protocol.js";
+import { PointPool, TASKS_PER_THREAD, takePrestartedPool } from "./pool.js";
+import { CLAIM_FREE, CLAIM_MAIN } from "./worker-protocol.js";
 
 /** Runs points: in this thread, in a pool of worker threads, or on a queue. */
 export interface PointExecutor {
@@ -24,35 +22,15 @@ export function inlineExecutor(): PointExecutor {
   return { parallelism: 1, run: (task) => runPoint(task, fileHost), close: () => Promise.resolve() };
 }
 
-/**
- * The worker thread's entry: dist/point-worker.js beside the built CLI. Run from source (tests),
- * this file is a .ts module, and the thread gets tsx's loader and the source export condition so
- * it runs the same TypeScript sources as the tests.
- */
-function workerEntry(): { filename: string; execArgv: string[] } {
-  const here = import.meta.url;
-  if (!here.endsWith(".ts")) return { filename: new URL("./point-worker.js", here).href, execArgv: [] };
-  const tsx = createRequire(here).resolve("tsx");
-  return { filename: new URL("./point-worker.ts", here).href, execArgv: ["--import", pathToFileURL(tsx).href, "--conditions=@kvsim/source"] };
-}
-
-function newPool(threads: number, tasksPerThread: number): Piscina<WorkerTask, SweepRow | null> {
-  const { filename, execArgv } = workerEntry();
-  return new Piscina<WorkerTask, SweepRow | null>({ filename, execArgv, minThreads: threads, maxThreads: threads, concurrentTasksPerWorker: tasksPerThread, idleTimeout: 1000 });
-}
-
 /** Up to `jobs` points at once, each in a worker thread (piscina); `kvsim worker` runs its points so. */
 export function poolExecutor(jobs: number): PointExecutor {
-  const pool = newPool(jobs, 1);
+  const pool = new PointPool(jobs, 1);
   return {
     parallelism: jobs,
     run: async (task) => (await pool.run({ task }))!,
     close: () => pool.destroy(),
   };
 }
-
-/** Points a worker thread is handed before it finishes the one it runs, so it never waits for the main thread. */
-const TASKS_PER_THREAD = 2;
 
 interface Pending {
   readonly task: PointTask;
@@ -95,8 +73,7 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
   const threads = useInline ? jobs - 1 : jobs;
   const counts = { inline: 0, worker: 0, takenBack: 0 };
   const loadedWaiters: (() => void)[] = [];
-  let pool: Piscina<WorkerTask, SweepRow | null> | undefined;
-  let loaded = 0;
+  let pool: PointPool | undefined;
   let inlineBusy = false;
   let inPool = 0;
   const waiting: Pending[] = [];
@@ -105,13 +82,9 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
 
   const start = () => {
     if (pool !== undefined) return;
-    pool = newPool(threads, TASKS_PER_THREAD);
-    // A thread that fails to start rejects the points handed to it (none before it has loaded);
-    // the pool's own error event carries nothing more, and this thread runs the points meanwhile.
-    pool.on("error", () => undefined);
-    pool.on("message", (m: unknown) => {
-      if (m !== WORKER_LOADED) return;
-      loaded = Math.min(threads, loaded + 1);
+    // A grid's pool may have started before the CLI loaded (cli.ts).
+    pool = (useInline ? takePrestartedPool(threads) : undefined) ?? new PointPool(threads, TASKS_PER_THREAD);
+    pool.onLoaded(() => {
       for (const w of loadedWaiters.splice(0)) w();
       pump();
     });
@@ -175,7 +148,7 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
         runInline(p);
         continue;
       }
-      if (waiting.length > 0 && pool !== undefined && inPool < loaded * TASKS_PER_THREAD) {
+      if (waiting.length > 0 && pool !== undefined && inPool < pool.loaded * TASKS_PER_THREAD) {
         toPool(waiting.shift()!);
         continue;
       }
@@ -188,8 +161,8 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
   return {
     counts,
     workerLoaded() {
-      if (loaded > 0) return Promise.resolve();
       start();
+      if (pool!.loaded > 0) return Promise.resolve();
       return new Promise<void>((resolve) => loadedWaiters.push(resolve));
     },
     parallelism: jobs,
