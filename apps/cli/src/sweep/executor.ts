@@ -1,6 +1,6 @@
 import { availableParallelism } from "node:os";
 import { runPoint, type PointTask, type SweepRow } from "@kvsim/sweep";
-import { fileHost } from "./host.js";
+import { fileHost, knownHash } from "./host.js";
 import { PointPool, TASKS_PER_THREAD, takePrestartedPool } from "./pool.js";
 import { CLAIM_FREE, CLAIM_MAIN } from "./worker-protocol.js";
 
@@ -122,7 +122,8 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
       const i = handed.indexOf(p);
       if (i >= 0) handed.splice(i, 1);
     };
-    pool!.run({ task: p.task, claim: p.claim }).then(
+    const known = p.task.trace === null ? undefined : knownHash(p.task.trace.path);
+    pool!.run({ task: p.task, claim: p.claim, ...(known === undefined ? {} : { known }) }).then(
       (row) => {
         done();
         // null: this thread took the point back and answers it.

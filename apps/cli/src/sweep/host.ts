@@ -18,17 +18,43 @@ export async function sha256File(path: string): Promise<string> {
   return hash.digest("hex");
 }
 
-/** Hashes already checked in this process, by path, size and modification time. */
+/** Hashes already checked in this thread, by path, size and modification time. */
 const checked = new Map<string, string>();
 
-async function checkedHash(path: string): Promise<string> {
+const stampOf = (path: string): string => {
   const st = statSync(path, { throwIfNoEntry: false });
-  const key = st === undefined ? path : `${path}\0${st.size}\0${st.mtimeMs}`;
+  return st === undefined ? path : `${path}\0${st.size}\0${st.mtimeMs}`;
+};
+
+/** A trace's hash, taken once per thread while the file keeps its size and modification time. */
+export async function checkedHash(path: string): Promise<string> {
+  const key = stampOf(path);
   const known = checked.get(key);
   if (known !== undefined) return known;
   const hash = await sha256File(path);
   checked.set(key, hash);
   return hash;
+}
+
+/** A hash this thread has taken, with the file's stamp then (handed to a worker thread of a local sweep). */
+export interface KnownHash {
+  readonly key: string;
+  readonly sha256: string;
+}
+
+/** What this thread knows of a trace's hash, while the file keeps its stamp. */
+export function knownHash(path: string): KnownHash | undefined {
+  const key = stampOf(path);
+  const sha256 = checked.get(key);
+  return sha256 === undefined ? undefined : { key, sha256 };
+}
+
+/**
+ * Takes another thread's hash of a trace (same machine, same file): the stamp of the file as that
+ * thread saw it is part of the key, so a file changed since is hashed again here.
+ */
+export function rememberHash(known: KnownHash): void {
+  checked.set(known.key, known.sha256);
 }
 
 /**

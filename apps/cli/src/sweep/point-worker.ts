@@ -3,7 +3,7 @@
 // in, one row out. It runs exactly what an in-process point runs.
 import { parentPort } from "node:worker_threads";
 import { runPoint, type SweepRow } from "@kvsim/sweep";
-import { fileHost } from "./host.js";
+import { fileHost, rememberHash } from "./host.js";
 import { CLAIM_FREE, CLAIM_WORKER, WORKER_LOADED, type WorkerTask } from "./worker-protocol.js";
 
 let previous: Promise<unknown> = Promise.resolve();
@@ -14,7 +14,8 @@ let previous: Promise<unknown> = Promise.resolve();
  * first; then the answer is null.
  */
 export default function runTask(message: WorkerTask): Promise<SweepRow | null> {
-  const { task, claim } = message;
+  const { task, claim, known } = message;
+  if (known !== undefined) rememberHash(known);
   const run = previous.then(() => (claim === undefined || Atomics.compareExchange(claim, 0, CLAIM_FREE, CLAIM_WORKER) === CLAIM_FREE ? runPoint(task, fileHost) : null));
   previous = run.catch(() => undefined);
   return run;

@@ -36,7 +36,7 @@ import { checkSpec, fromInputError, printWarnings, SpecCheckCache, type CheckedS
 import { defaultSpecPath } from "../replay/examples.js";
 import { parseSetFlags, readDocument, type StdinIo } from "../spec-input.js";
 import { defaultJobs, localExecutor, type PointExecutor } from "./executor.js";
-import { sha256File } from "./host.js";
+import { checkedHash } from "./host.js";
 import { createSweepProgress } from "./progress.js";
 import { formatSearchTable, formatSweepTable, type SearchOutcome } from "./table.js";
 
@@ -99,7 +99,8 @@ class TaskBuilder {
       if (path !== undefined) {
         let hash = this.traces.get(path);
         if (hash === undefined) {
-          hash = sha256File(path);
+          // Through this thread's hash cache: the points run here and the worker threads (handed it) need not hash the file again.
+          hash = checkedHash(path);
           this.traces.set(path, hash);
         }
         trace = { path, sha256: await hash };

@@ -1,4 +1,5 @@
 import type { PointTask } from "@kvsim/sweep";
+import type { KnownHash } from "./host.js";
 
 /**
  * What the main thread hands a worker thread: the task, and (in a local sweep) a shared flag
@@ -9,6 +10,8 @@ import type { PointTask } from "@kvsim/sweep";
 export interface WorkerTask {
   readonly task: PointTask;
   readonly claim?: Int32Array;
+  /** The main thread's hash of the task's trace, so a worker on the same machine need not hash it again. */
+  readonly known?: KnownHash;
 }
 
 export const CLAIM_FREE = 0;
