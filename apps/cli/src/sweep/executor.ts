@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { runPoint, type PointTask, type SweepRow } from "@kvsim/sweep";
 import { fileHost, knownHash } from "./host.js";
 import { PointPool, TASKS_PER_THREAD, takePrestartedPool } from "./pool.js";
-import { CLAIM_FREE, CLAIM_MAIN } from "./worker-protocol.js";
+import { CLAIM_FREE, CLAIM_MAIN, CLAIM_WORKER } from "./worker-protocol.js";
 
 /** Runs points: in this thread, in a pool of worker threads, or on a queue. */
 export interface PointExecutor {
@@ -37,11 +37,19 @@ interface Pending {
   readonly claim: Int32Array;
   readonly resolve: (row: SweepRow) => void;
   readonly reject: (e: unknown) => void;
+  /** Answered (by whichever thread finished it first). */
+  settled: boolean;
+  /** Also run by this thread while a worker thread runs it (the sweep's tail). */
+  copied: boolean;
 }
 
 export interface LocalExecutor extends PointExecutor {
-  /** Where the points ran: in this thread (taken back from the pool included), in worker threads, and how many were taken back. */
-  readonly counts: { inline: number; worker: number; takenBack: number };
+  /**
+   * Who answered the points: this thread (taken back and copied ones included) or worker threads
+   * (each point is answered once); how many this thread took back before a worker started them,
+   * and how many it ran again while a worker ran them (the tail).
+   */
+  readonly counts: { inline: number; worker: number; takenBack: number; copied: number };
   /** Resolves when a worker thread has loaded (starting the pool if it has not started). */
   workerLoaded(): Promise<void>;
 }
@@ -59,6 +67,10 @@ export interface LocalExecutor extends PointExecutor {
  *   thread, when idle, may take it back (a shared flag decides who runs it). So no point waits on
  *   a thread that is still loading or busy while another thread is idle, and a sweep too small to
  *   pay for the threads runs as fast as in this thread alone.
+ * * At the tail, when nothing is left to take, this thread runs a point a worker thread is still
+ *   running (a worker's first points run cold, several times slower than this thread's warm
+ *   ones), and the first answer counts: the rows are the same either way, and the sweep never
+ *   waits on a slow last point in another thread.
  *
  * The same `runPoint` runs everywhere, so the rows do not depend on where a point ran. With
  * `inline: false` (tests) every point runs in one of `jobs` worker threads.
@@ -67,11 +79,11 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
   const useInline = options.inline ?? true;
   if (jobs === 1 && useInline) {
     const inline = inlineExecutor();
-    const counts = { inline: 0, worker: 0, takenBack: 0 };
+    const counts = { inline: 0, worker: 0, takenBack: 0, copied: 0 };
     return { ...inline, counts, run: (task) => (counts.inline++, inline.run(task)), workerLoaded: () => Promise.resolve() };
   }
   const threads = useInline ? jobs - 1 : jobs;
-  const counts = { inline: 0, worker: 0, takenBack: 0 };
+  const counts = { inline: 0, worker: 0, takenBack: 0, copied: 0 };
   const loadedWaiters: (() => void)[] = [];
   let pool: PointPool | undefined;
   let inlineBusy = false;
@@ -90,14 +102,35 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
     });
   };
 
+  const answer = (p: Pending, row: SweepRow, by: "inline" | "worker") => {
+    if (p.settled) return;
+    p.settled = true;
+    counts[by]++;
+    p.resolve(row);
+  };
+  const fail = (p: Pending, e: unknown) => {
+    if (p.settled) return;
+    p.settled = true;
+    p.reject(e);
+  };
+
   const runInline = (p: Pending) => {
     inlineBusy = true;
-    counts.inline++;
     runPoint(p.task, fileHost)
-      .then(p.resolve, p.reject)
+      .then(
+        (row) => {
+          answer(p, row, "inline");
+        },
+        (e: unknown) => {
+          fail(p, e);
+        },
+      )
       .finally(() => {
         inlineBusy = false;
         pump();
+        // Taking back or copying waits until the sweep has queued its next points (they come a
+        // few promise turns after an answer): only a thread with nothing queued does either.
+        setImmediate(pumpIdle);
       });
   };
 
@@ -127,26 +160,38 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
       (row) => {
         done();
         // null: this thread took the point back and answers it.
-        if (row !== null) {
-          counts.worker++;
-          p.resolve(row);
-        }
+        if (row !== null) answer(p, row, "worker");
         pump();
+        setImmediate(pumpIdle);
       },
       (e: unknown) => {
         done();
-        if (Atomics.load(p.claim, 0) !== CLAIM_MAIN) p.reject(e);
+        // A point taken back or copied is answered here.
+        if (Atomics.load(p.claim, 0) !== CLAIM_MAIN && !p.copied) fail(p, e);
         pump();
       },
     );
   };
 
+  /** This thread idle with nothing queued: take back a point no worker has started, else copy one a worker runs. */
+  function pumpIdle(): void {
+    if (!useInline || inlineBusy || waiting.length > 0) return;
+    const back = takeBack();
+    if (back !== undefined) {
+      runInline(back);
+      return;
+    }
+    const running = handed.find((p) => !p.settled && !p.copied && Atomics.load(p.claim, 0) === CLAIM_WORKER);
+    if (running === undefined) return;
+    running.copied = true;
+    counts.copied++;
+    runInline(running);
+  }
+
   function pump(): void {
     for (;;) {
-      if (useInline && !inlineBusy) {
-        const p = waiting.shift() ?? takeBack();
-        if (p === undefined) break;
-        runInline(p);
+      if (useInline && !inlineBusy && waiting.length > 0) {
+        runInline(waiting.shift()!);
         continue;
       }
       if (waiting.length > 0 && pool !== undefined && inPool < pool.loaded * TASKS_PER_THREAD) {
@@ -171,7 +216,7 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
     queueDepth: (useInline ? 1 : 0) + threads * TASKS_PER_THREAD + 1,
     run(task) {
       return new Promise<SweepRow>((resolve, reject) => {
-        waiting.push({ task, claim: new Int32Array(new SharedArrayBuffer(4)), resolve, reject });
+        waiting.push({ task, claim: new Int32Array(new SharedArrayBuffer(4)), resolve, reject, settled: false, copied: false });
         pump();
       });
     },
