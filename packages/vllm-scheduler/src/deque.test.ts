@@ -33,4 +33,18 @@ describe("Deque", () => {
     waiting.pushFront("B");
     expect([...waiting]).toEqual(["B", "C", "X"]);
   });
+
+  it("grows only when full, at either end", () => {
+    // Capacity 2, 40 pushes at the back: full at 2, 4, 8, 16, 32, so the buffer doubles 5 times to
+    // 64 slots (growing on every push instead would pass 2^32 slots and throw; never growing would
+    // overwrite).
+    const back = new Deque<number>(2);
+    for (let i = 0; i < 40; i++) back.pushBack(i);
+    expect([...back]).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    // The same at the front: the last pushed comes first.
+    const front = new Deque<number>(2);
+    for (let i = 0; i < 40; i++) front.pushFront(i);
+    expect([...front]).toEqual(Array.from({ length: 40 }, (_, i) => 39 - i));
+    expect([front.popFront(), back.popFront(), front.length, back.length]).toEqual([39, 0, 39, 39]);
+  });
 });
