@@ -274,8 +274,12 @@ export class KvCacheManager implements KvCacheManagerApi {
 
   quietDecodeSteps(seq: KvSequence, computedTokens: number): number {
     const s = this.own(seq);
+    // Equivalent mutants (Stryker): the reservation test dropped or written > 0, or joined to the
+    // tracked test with &&: a reserved sequence is untracked, and an untracked sequence without a
+    // reservation holds no block, where every group's bound is 0.
     if (!s.tracked || s.reservedTokens >= 0 || computedTokens !== s.numTokens - 1 || computedTokens > s.allocatedTokens) return 0;
     let quiet = Number.MAX_SAFE_INTEGER;
+    // Equivalent mutants (Stryker): quiet > 0 dropped (true) or written >= 0; a shortcut, no group's bound is negative.
     for (let g = 0; g < this.managers.length && quiet > 0; g++) quiet = Math.min(quiet, this.managers[g]!.quietDecodeSteps(s.groups[g]!, computedTokens));
     return quiet;
   }

@@ -227,6 +227,8 @@ abstract class AttentionManager implements SingleTypeManager {
     // Step k allocates when cdiv(computed + k + 1, B) > len: quiet while computed + k + 1 <= len x B.
     let quiet = len * b - computed;
     // Step k caches (or just moves numCached) once floor((computed + k + 1) / B) passes numCached.
+    // Equivalent mutants (Stryker): numCached < len dropped (true) or written <=. With every block
+    // cached (numCached = len) the bound (len + 1) x B - computed - 1 is never below len x B - computed.
     if (this.caches && state.numCached < len) quiet = Math.min(quiet, (state.numCached + 1) * b - computed - 1);
     return Math.max(0, Math.min(quiet, this.quietSkipSteps(state, computed)));
   }
@@ -309,6 +311,8 @@ export class WindowManager extends AttentionManager {
   protected override quietSkipSteps(state: GroupState, computed: number): number {
     const b = this.blockSize;
     const s = computed - this.window + 1;
+    // Equivalent mutants (Stryker): s > 0 dropped (true) or written s >= 0. For s <= 0,
+    // floor(s / B) <= 0, so the index is -1 or less either way and the check below skips it.
     const idx = s > 0 ? Math.min(Math.floor(s / b), state.blocks.length) - 1 : -1;
     if (idx >= 0 && state.blocks[idx] !== NULL_BLOCK) return 0;
     // S reaches the next multiple of B after k = next - s steps; the walk may then see a block.
@@ -519,6 +523,10 @@ export class MambaManager implements SingleTypeManager {
     quiet = Math.min(quiet, (b - ((computed + 1) % b)) % b);
     const p = state.prevStateIdx;
     // The previous state block is released once cdiv(computed + k, B) - 1 > p.
+    // Equivalent mutants (Stryker): the null test dropped (true), and the bound written with
+    // - 1, (p + 1) / B or (p - 1). A previous state is kept only from the step that passed its
+    // block, so here computed > (p + 1) x B: the bound and every one of these forms are <= 0, and
+    // a kept previous state is never the null block (releasing it resets p to -1).
     if (p >= 0 && state.blocks[p] !== NULL_BLOCK) quiet = Math.min(quiet, (p + 1) * b - computed + 1);
     return Math.max(0, quiet);
   }
@@ -601,6 +609,7 @@ export class SingleBlockStateManager implements SingleTypeManager {
   }
 
   quietDecodeSteps(state: GroupState): number {
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a tracked sequence always holds its ring block and the manager asks only about tracked ones
     return state.blocks.length > 0 ? ALWAYS_QUIET : 0;
   }
 }

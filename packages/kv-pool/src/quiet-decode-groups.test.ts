@@ -146,3 +146,50 @@ describe("quietDecodeSteps of a ring (a non-cacheable state: one block for the r
     expectQuietRun(m, seq, 6, 5, false);
   });
 });
+
+describe("advanceQuietDecode: skipping the quiet steps", () => {
+  it("records the skipped steps, and a position past the allocation is not a decode position", () => {
+    const m = manager(20, [group("full_attention", 4)], { caching: false });
+    // Prompt 5: 2 blocks covering 8 tokens, 5 allocated; after the first output, 6 tokens.
+    const seq = prefilled(m, 5);
+    // The steps computing tokens 5, 6, 7 are quiet (8 - 5 = 3). The caller skips the first two,
+    // appending their sampled tokens: 8 tokens, still 5 allocated.
+    expect(m.quietDecodeSteps(seq, 5)).toBe(3);
+    seq.appendToken(8);
+    seq.appendToken(9);
+    // Computing token 7 needs tokens 5 and 6 recorded first: 7 > 5 allocated, so 0 (the table
+    // alone, 8 - 7 = 1, would say 1).
+    expect(m.quietDecodeSteps(seq, 7)).toBe(0);
+    // Outside [allocated, length] = [5, 8] is refused.
+    expect(() => { m.advanceQuietDecode(seq, 4); }).toThrow(new RangeError("sequence a: cannot advance a quiet decode to 4 tokens (allocated 5 of 8)"));
+    expect(() => { m.advanceQuietDecode(seq, 9); }).toThrow(new RangeError("sequence a: cannot advance a quiet decode to 9 tokens (allocated 5 of 8)"));
+    m.advanceQuietDecode(seq, 7);
+    expect(m.quietDecodeSteps(seq, 7)).toBe(1);
+    // Both ends of the range are allowed: the current allocation again, and the whole sequence.
+    m.advanceQuietDecode(seq, 7);
+    m.advanceQuietDecode(seq, 8);
+    // 8 allocated and computed: token 8 (9 tokens) needs a third block, taken by a real step.
+    seq.appendToken(10);
+    expect(m.quietDecodeSteps(seq, 8)).toBe(0);
+    expect(m.allocateSlots(seq, { computedTokens: 8, newTokens: 1 })).toBe(true);
+    expect(m.heldBlocks(seq)).toEqual([3]);
+  });
+
+  it("refuses a sequence that holds no blocks", () => {
+    const m = manager(20, [group("full_attention", 4)]);
+    const seq = seqOf(m, "b", range(0, 3));
+    expect(() => { m.advanceQuietDecode(seq, 0); }).toThrow(new RangeError("sequence b: cannot advance a quiet decode to 0 tokens (allocated 0 of 3)"));
+  });
+});
+
+describe("quietDecodeSteps of a sequence that is not running", () => {
+  it("a reserved destination is never quiet, even where its reserved table would allow it", () => {
+    const m = manager(20, [group("full_attention", 4)], { caching: false });
+    // A 1-token destination: its reservation holds cdiv(1, 4) = 1 block. At computed 0 (its
+    // length - 1, not past its 0 allocated tokens) the table alone would give 1 x 4 - 0 = 4 steps,
+    // but it runs nothing until activated: 0.
+    const seq = seqOf(m, "d", [5]);
+    expect(m.reserveDestination(seq, 1)).toBeDefined();
+    expect(m.quietDecodeSteps(seq, 0)).toBe(0);
+  });
+});
