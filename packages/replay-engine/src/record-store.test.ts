@@ -23,6 +23,39 @@ describe("RecordStore", () => {
     expect("u" in out[0]!).toBe(true);
   });
 
+  it("32-bit integers and other numbers both come back exactly (the edges of Int32, -0)", () => {
+    const store = new RecordStore<Record<string, number>>();
+    // 2^31 - 1 and -2^31 fit an Int32Array; 2^31, 0.5 and -0 do not (kept as doubles).
+    const r = { max: 2 ** 31 - 1, min: -(2 ** 31), over: 2 ** 31, half: 0.5, negZero: -0, zero: 0 };
+    store.add(0, r);
+    // The second record reuses the first one's shape: a double where the shape has a double.
+    const s = { max: 1, min: 2, over: 3, half: 4, negZero: 5, zero: 6 };
+    store.add(1, s);
+    // Here `max` is not an integer: a shape of its own.
+    const t = { max: 1.25, min: 2, over: 3, half: 4, negZero: -0, zero: 6 };
+    store.add(2, t);
+    const [a, b, c] = store.toArray();
+    expect(a).toEqual(r);
+    expect(b).toEqual(s);
+    expect(c).toEqual(t);
+    expect(Object.is(a!.negZero, -0)).toBe(true);
+    expect(Object.is(c!.negZero, -0)).toBe(true);
+  });
+
+  it("enum strings live in the shape, numbered strings as prefix and number; both come back equal", () => {
+    const store = new RecordStore<{ request_id: string; status: string }>({ enumKeys: ["status"], numberedKeys: ["request_id"] });
+    // Numbered: "trace-0", "trace-17", "42" (prefix ""), "x-1e5" (prefix "x-1e", number 5).
+    // Plain strings: "trace-007" (leading zero), "t-1234567890" (10 digits), "abc" (no digits), "" (empty).
+    const ids = ["trace-0", "trace-17", "42", "x-1e5", "trace-007", "t-1234567890", "abc", ""];
+    const records = ids.map((request_id, i) => ({ request_id, status: i % 2 === 0 ? "completed" : "failed" }));
+    records.forEach((r, i) => {
+      store.add(i, r);
+    });
+    const out = store.toArray();
+    expect(out).toEqual(records);
+    expect(out.map((r) => JSON.stringify(r))).toEqual(records.map((r) => JSON.stringify(r)));
+  });
+
   it("ties keep the order of insertion", () => {
     const store = new RecordStore<{ n: number }>();
     for (const n of [1, 2, 3]) store.add(5, { n });
@@ -56,13 +89,16 @@ describe("RecordStore", () => {
   });
 
   it("round-trips random records of mixed shapes (property, fixed seed)", () => {
-    const leaf = fc.oneof(fc.double(), fc.integer(), fc.string({ maxLength: 4 }), fc.constant(null), fc.boolean(), fc.constant(undefined));
+    const leaf = fc.oneof(fc.double(), fc.integer(), fc.constant(null), fc.boolean(), fc.constant(undefined));
     const keys = fc.constantFrom("request_id", "status", "reason", "arrival_ms", "workers", "prefill", "decode", "0", "7");
-    const inner = fc.dictionary(keys, leaf, { maxKeys: 4, noNullPrototype: true });
-    const record = fc.dictionary(keys, fc.oneof(leaf, inner), { maxKeys: 6, noNullPrototype: true });
+    // Strings that look like request ids (numbered or not) and statuses, and arbitrary ones.
+    const str = fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom("trace-1", "trace-01", "trace-999999999", "trace-1000000000", "7", "completed", "failed"));
+    const inner = fc.dictionary(keys, fc.oneof(leaf, str), { maxKeys: 4, noNullPrototype: true });
+    const record = fc.dictionary(keys, fc.oneof(leaf, str, inner), { maxKeys: 6, noNullPrototype: true });
     fc.assert(
-      fc.property(fc.array(fc.record({ key: fc.integer({ min: 0, max: 5 }), record }), { maxLength: 40 }), (items) => {
-        const store = new RecordStore<object>();
+      fc.property(fc.array(fc.record({ key: fc.integer({ min: 0, max: 5 }), record }), { maxLength: 40 }), fc.boolean(), (items, named) => {
+        // With and without enum and numbered keys (values of other kinds at those keys included).
+        const store = new RecordStore<object>(named ? { enumKeys: ["status", "0"], numberedKeys: ["request_id", "decode"] } : {});
         for (const it of items) store.add(it.key, it.record);
         // The reference: a stable sort by key of the records as they were.
         const expected = items

@@ -223,7 +223,7 @@ class ReplayEngine {
   private readonly queue = new EventQueue<QueuedPayload>();
   private readonly live = new Map<string, LiveRequest>();
   /** Terminal records, kept compactly by their workload index and built again when read. */
-  private readonly records = new RecordStore<RequestRecord>();
+  private readonly records = new RecordStore<RequestRecord>({ enumKeys: ["status", "mode", "unit", "transfer_path"], numberedKeys: ["request_id"] });
   private readonly collector: MetricsCollector;
   private readonly price: TransferPricer;
   private readonly fallbackLatencyMs: number;
@@ -916,6 +916,12 @@ class ReplayEngine {
   private terminate(live: LiveRequest, status: RequestStatus, reason: string | undefined): void {
     if (this.live.get(live.req.id) !== live) return;
     this.live.delete(live.req.id);
+    if (live.handoff !== undefined) {
+      // The replay sends no more commands for its handoff (a terminal request's last action was
+      // its coordinator's `complete`): its ranks drop what they kept of it.
+      live.first?.rank.forgetHandoff(live.req.id);
+      live.decode?.rank.forgetHandoff(live.req.id);
+    }
     const { req } = live;
     const completed = status === "completed";
     this.sampler?.onTerminal(completed);

@@ -1,6 +1,7 @@
 import { InputError, type TraceRecord } from "@kvsim/profile-schema";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { HashIdInterner, lengthOnlyTokens, lowerTrace, seededGenerator, syntheticRequests, TokenArena, type ReplayRequest } from "./workload.js";
+import { HashIdInterner, LineSet, lengthOnlyTokens, lowerTrace, seededGenerator, syntheticRequests, TokenArena, type ReplayRequest } from "./workload.js";
 
 async function collect(it: AsyncIterable<ReplayRequest>): Promise<ReplayRequest[]> {
   const out: ReplayRequest[] = [];
@@ -23,6 +24,15 @@ describe("Mooncake hash ids to tokens", () => {
 });
 
 describe("HashIdInterner at scale", () => {
+  it("2,000 small ids (32-bit table, grown twice), then ids past 2^32 - 2: every id keeps its number", () => {
+    const i = new HashIdInterner();
+    const small = Array.from({ length: 2000 }, (_, k) => k * 7);
+    // Canonical numbers 0..1,999 in order.
+    expect(Array.from(i.canonical(small, 2000, 1))).toEqual(small.map((_, k) => k));
+    // 2^32 - 1 is the 32-bit table's empty mark and 2^32 does not fit: the table widens; both are new (2,000, 2,001).
+    expect(Array.from(i.canonical([2 ** 32 - 1, 7, 2 ** 32, 0, 13_993], 5, 1))).toEqual([2000, 1, 2001, 0, 1999]);
+    expect(Array.from(i.canonical([2 ** 32, 2 ** 32 - 1, 5], 3, 1))).toEqual([2001, 2000, 2002]);
+  });
   it("3,000 distinct ids up to 2^52 (past its first table) keep their first-appearance numbers", () => {
     const i = new HashIdInterner();
     const ids = Array.from({ length: 3000 }, (_, k) => (k % 2 === 0 ? k : 2 ** 52 - k));
@@ -103,6 +113,37 @@ describe("lowerTrace", () => {
     const bad = lowerTrace([rec(1, 0, { requestId: "a" }), rec(2, 0, { requestId: "a" })], opts);
     await expect(collect(bad)).rejects.toThrow(InputError);
     await expect(collect(lowerTrace([rec(1, 0, { requestId: "a" }), rec(2, 0, { requestId: "a" })], opts))).rejects.toThrow(/t\.jsonl:2: request_id: duplicate request id "a"/);
+  });
+  it("a given id equal to a made one (trace-<line>) is a duplicate, either way round", async () => {
+    // Line 2 has no id: it is "trace-2"; line 3 says "trace-2".
+    await expect(collect(lowerTrace([rec(2, 0), rec(3, 0, { requestId: "trace-2" })], opts))).rejects.toThrow(/t\.jsonl:3: request_id: duplicate request id "trace-2"/);
+    // Line 1 says "trace-4"; line 4 has no id.
+    await expect(collect(lowerTrace([rec(1, 0, { requestId: "trace-4" }), rec(4, 0)], opts))).rejects.toThrow(/t\.jsonl:4: request_id: duplicate request id "trace-4"/);
+    // "trace-02" is not "trace-2": no duplicate.
+    expect((await collect(lowerTrace([rec(2, 0), rec(3, 0, { requestId: "trace-02" })], opts))).map((r) => r.id)).toEqual(["trace-2", "trace-02"]);
+  });
+  it("finds the same duplicates as a set of the ids (property, fixed seed)", () => {
+    // Lines: integers in and out of order, repeats, -0, fractions, NaN; given ids that may spell a made one.
+    const line = fc.oneof(fc.integer({ min: 0, max: 12 }), fc.constantFrom(-0, 1.5, Number.NaN, 1e21, -3));
+    const given = fc.constantFrom("trace-0", "trace-3", "trace-03", "trace-1.5", "trace-NaN", "trace-1e+21", "trace--3", "a", "trace-");
+    fc.assert(
+      fc.property(fc.array(fc.record({ line, id: fc.option(given) }), { maxLength: 30 }), (items) => {
+        const ids = new Set<string>();
+        const seen = new Set<string>();
+        const lines = new LineSet();
+        for (const { line: l, id } of items) {
+          const name = id ?? `trace-${l}`;
+          const expected = ids.has(name);
+          ids.add(name);
+          // The check lowerTrace makes.
+          const got = id === null ? lines.has(l) || seen.has(name) : seen.has(name) || lines.hasId(name);
+          expect(got).toBe(expected);
+          if (id === null) lines.add(l);
+          else seen.add(name);
+        }
+      }),
+      { seed: 3131, numRuns: 500 },
+    );
   });
   it("refuses an arrival earlier than the previous one", async () => {
     await expect(collect(lowerTrace([rec(1, 10), rec(2, 9)], opts))).rejects.toThrow(/t\.jsonl:2: arrival: .*sorted by time/);

@@ -69,12 +69,60 @@ export class TokenArena {
 }
 
 /**
+ * The line numbers of records named `trace-<line>`: ascending integers as runs of consecutive
+ * numbers (a trace's lines are one run, or a few), any other number in a Set. Membership is by
+ * SameValueZero, as in a Set of the ids themselves.
+ */
+export class LineSet {
+  private readonly starts: number[] = [];
+  private readonly ends: number[] = [];
+  private readonly others = new Set<number>();
+
+  add(line: number): void {
+    const k = this.ends.length;
+    if (!Number.isInteger(line) || (k > 0 && line <= this.ends[k - 1]!)) this.others.add(line);
+    else if (k > 0 && line === this.ends[k - 1]! + 1) this.ends[k - 1] = line;
+    else {
+      this.starts.push(line);
+      this.ends.push(line);
+    }
+  }
+
+  has(line: number): boolean {
+    if (this.others.has(line)) return true;
+    if (!Number.isInteger(line)) return false;
+    // The last run starting at or before the line.
+    let lo = 0;
+    let hi = this.starts.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.starts[mid]! <= line) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return hi >= 0 && line <= this.ends[hi]!;
+  }
+
+  /** True when `id` is `trace-<line>` of a line in the set (`<line>` as String(line) writes it). */
+  hasId(id: string): boolean {
+    if (!id.startsWith("trace-")) return false;
+    const text = id.slice("trace-".length);
+    const line = Number(text);
+    return String(line) === text && this.has(line);
+  }
+}
+
+/**
  * Hash id -> canonical id (0, 1, 2, ... in first-appearance order), on typed arrays: a trace has a
  * distinct id per prompt block, so a Map would cost several times more per id.
  */
 class IdMap {
-  /** Open addressing, linear probing, at most 3/4 full; -1 marks an empty slot (ids are non-negative integers). */
-  private keys = new Float64Array(1024).fill(-1);
+  /**
+   * Open addressing, linear probing, at most 3/4 full. Keys are 32-bit (EMPTY marks an empty slot)
+   * until an id does not fit; then 64-bit doubles (-1 marks an empty slot: ids are non-negative
+   * integers). Mooncake hash ids are small: the narrow table holds them in half the memory.
+   */
+  private keys: Uint32Array | Float64Array = new Uint32Array(1024).fill(EMPTY);
+  private empty = EMPTY;
   private values = new Uint32Array(1024);
   private count = 0;
 
@@ -84,17 +132,18 @@ class IdMap {
 
   /** The id's canonical number, assigning the next one to a new id. */
   intern(id: number): number {
+    if (this.empty === EMPTY && ((id >>> 0) !== id || id === EMPTY)) this.widen();
     let mask = this.keys.length - 1;
     for (let slot = IdMap.home(id, mask); ; slot = (slot + 1) & mask) {
       const k = this.keys[slot]!;
       if (k === id) return this.values[slot]!;
-      if (k !== -1) continue;
+      if (k !== this.empty) continue;
       if (this.count > 0xffff_ffff) throw new Error("more than 2^32 distinct hash ids");
       if (4 * (this.count + 1) > 3 * this.keys.length) {
-        this.grow();
+        this.rehash(this.keys.length * 2, this.empty === EMPTY);
         mask = this.keys.length - 1;
         slot = IdMap.home(id, mask);
-        while (this.keys[slot] !== -1) slot = (slot + 1) & mask;
+        while (this.keys[slot] !== this.empty) slot = (slot + 1) & mask;
       }
       this.keys[slot] = id;
       this.values[slot] = this.count;
@@ -109,21 +158,31 @@ class IdMap {
     return (h ^ (h >>> 16)) & mask;
   }
 
-  private grow(): void {
+  /** From 32-bit keys to doubles, for an id that does not fit. */
+  private widen(): void {
+    this.rehash(this.keys.length, false);
+  }
+
+  private rehash(size: number, narrow: boolean): void {
     const keys = this.keys;
+    const empty = this.empty;
     const values = this.values;
-    this.keys = new Float64Array(keys.length * 2).fill(-1);
-    this.values = new Uint32Array(keys.length * 2);
-    const mask = this.keys.length - 1;
+    this.keys = narrow ? new Uint32Array(size).fill(EMPTY) : new Float64Array(size).fill(-1);
+    this.empty = narrow ? EMPTY : -1;
+    this.values = new Uint32Array(size);
+    const mask = size - 1;
     for (let i = 0; i < keys.length; i++) {
-      if (keys[i] === -1) continue;
+      if (keys[i] === empty) continue;
       let slot = IdMap.home(keys[i]!, mask);
-      while (this.keys[slot] !== -1) slot = (slot + 1) & mask;
+      while (this.keys[slot] !== this.empty) slot = (slot + 1) & mask;
       this.keys[slot] = keys[i]!;
       this.values[slot] = values[i]!;
     }
   }
 }
+
+/** An empty slot of a 32-bit IdMap table (the one 32-bit value no key takes). */
+const EMPTY = 0xffff_ffff;
 
 /**
  * Mooncake hash ids to prompt tokens (aisimulate-replay.md section 2.3): each distinct id is
@@ -189,7 +248,9 @@ class PathRequest implements ReplayRequest {
 export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable<TraceRecord>, opts: LowerOptions): AsyncGenerator<ReplayRequest> {
   const interner = new HashIdInterner();
   const arena = new TokenArena();
+  // Ids the trace gives; the ids made from line numbers are kept as the numbers, in runs.
   const seen = new Set<string>();
+  const generated = new LineSet();
   let index = 0;
   let first: number | undefined;
   let previous = -Infinity;
@@ -206,8 +267,11 @@ export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable
     const arrivalMs = (r.arrivalMs - first) / opts.speedup;
     if (!(arrivalMs <= MAX_VIRTUAL_TIME_MS)) fail(r.line, "arrival", `arrives ${arrivalMs} ms after the first request, beyond ${MAX_VIRTUAL_TIME_TEXT} of virtual time`);
     const id = r.requestId ?? `trace-${r.line}`;
-    if (seen.has(id)) fail(r.line, "request_id", `duplicate request id "${id}"`);
-    seen.add(id);
+    if (r.requestId === undefined ? generated.has(r.line) || seen.has(id) : seen.has(id) || generated.hasId(id)) {
+      fail(r.line, "request_id", `duplicate request id "${id}"`);
+    }
+    if (r.requestId === undefined) generated.add(r.line);
+    else seen.add(id);
     const common = {
       id,
       index,

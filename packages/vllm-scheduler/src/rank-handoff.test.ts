@@ -60,6 +60,14 @@ describe("GLM-5.3-Flash 0.32.0 source: an 8,192-token prompt on a prefill rank",
     expect(rank.isDrained()).toBe(true);
     expect(expectOk(rank.submit({ type: "release_source", handoffId: "h" })).result).toBe("noop");
     expect(expectOk(rank.submit({ type: "cancel_source", handoffId: "h" })).result).toBe("noop");
+    // Forgotten, the retired handoff is unknown: a late release is refused, the id is free again.
+    expect(rank.forgetHandoff("h")).toBe(true);
+    expect(rank.forgetHandoff("h")).toBe(false);
+    expect(rank.submit({ type: "release_source", handoffId: "h" })).toMatchObject({ ok: false, reason: 'unknown source handoff "h"' });
+    expect(expectOk(rank.submit({ type: "submit_handoff_prefill", handoffId: "h", request: request("r2", rangePrompt(0, 8192), 1) })).result).toBe("submitted");
+    // A live handoff is not forgotten.
+    expect(rank.forgetHandoff("h")).toBe(false);
+    expect(expectOk(rank.submit({ type: "cancel_source", handoffId: "h" })).result).toBe("applied");
   });
 });
 

@@ -82,6 +82,16 @@ export class Rank {
     return this.state.pool.groupPages();
   }
 
+  /**
+   * The caller will send no more commands for handoff `handoffId` (its request has ended): the rank
+   * drops what it kept of the retired handoff (so a long replay does not keep one entry per
+   * handoff ever made). After this a command for the id is refused as unknown and the id may be
+   * used again. A handoff still live on the rank is kept. Returns whether anything was dropped.
+   */
+  forgetHandoff(handoffId: string): boolean {
+    return this.state.retiredHandoffs.delete(handoffId);
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Commands
 
