@@ -1,6 +1,5 @@
 import type { BlockHash, KvEvent, PoolMetrics } from "./contract.js";
 import { BlockHashTable } from "./block-hash-table.js";
-import { FreeQueue } from "./free-queue.js";
 import { hashHi, hashLo, joinHash } from "./hash-halves.js";
 
 /** Block id of the null block: holds nothing, never allocated, freed or cached. */
@@ -58,6 +57,16 @@ const COPY = 4;
 const CHILD = 5;
 /** The group whose table took the block (group + 1; 0 when taken without one). */
 const OWNER = 6;
+/**
+ * The block's entry in the free queue: 0 when it has none; b > 0 for position b of the back
+ * ring, -f for position f of the front ring (see `BlockPool`'s queue fields).
+ */
+const QPOS = 7;
+/** Ring positions stay in [1, POS_LIMIT); the front ring's start in the middle, so it can grow both ways. */
+const POS_LIMIT = 1 << 30;
+const FRONT_BASE = 1 << 29;
+/** Ring slots before any growth (a power of two). */
+const INITIAL_RING = 8;
 
 const GROUP_MASK = 0xff_ffff;
 /** The key's first copy: the block hits use. */
@@ -73,9 +82,9 @@ const INITIAL_BLOCKS = 256;
  * block hash); duplicates of one key are allowed (block tables stay append-only), the first copy
  * cached is the one hits use.
  *
- * Layout: one record of 8 int32 words per block (reference count, hash, copy chain, link) in one
- * typed array, so a block's fields share a cache line; records and free-queue links exist only
- * for blocks taken at least once (the pool's memory grows with use, not with P).
+ * Layout: one record of 8 int32 words per block (reference count, hash, copy chain, link, free
+ * queue entry) in one typed array, so a block's fields share a cache line; records exist only for
+ * blocks taken at least once (the pool's memory grows with use, not with P).
  *
  * Runs: in a *linked* group (full attention), a sequence caches consecutive blocks whose keys
  * chain, and a hit walks them in the same order. A key whose only copy was cached right after
@@ -92,7 +101,29 @@ export class BlockPool {
   private rec: Int32Array;
   /** Block ids with a record (records of higher ids are implicitly zero). */
   private cap: number;
-  private readonly queue: FreeQueue;
+  /**
+   * The free queue (vLLM's FreeKVCacheBlockQueue, eviction from the front) is
+   * `front ++ [untouchedFrom, numPages) ++ back`: blocks never taken yet are implicit (in id
+   * order), pushes to the front go to the front part, pushes to the back to the back part.
+   * Each part is a ring of block ids in queue order with lazy removal: an entry counts only while
+   * its block's QPOS word names its position, so removing a block from the middle (a hit) only
+   * clears that word, and stale entries are skipped when popped or dropped when a ring is
+   * rebuilt. Pushing and popping read and write the ring in order and the block's own record,
+   * which the caller touches anyway: the queue costs no random memory access of its own.
+   */
+  private front: Int32Array = new Int32Array(INITIAL_RING);
+  /** Positions [frontHead, frontTail) of the front ring (slot = position & (length - 1)). */
+  private frontHead = FRONT_BASE;
+  private frontTail = FRONT_BASE;
+  private frontLive = 0;
+  private back: Int32Array = new Int32Array(INITIAL_RING);
+  private backHead = 1;
+  private backTail = 1;
+  private backLive = 0;
+  private untouchedFrom = 1;
+  /** Fresh blocks of one free call (the first `freshCount`), put at the front together in their order when it ends. */
+  private freshBatch: Int32Array = new Int32Array(64);
+  private freshCount = 0;
   /** (group, hash) -> the first block caching it, for keys not reachable through a run link. */
   private readonly cache: BlockHashTable;
   private readonly linked: Uint8Array;
@@ -113,8 +144,8 @@ export class BlockPool {
     if (!Number.isInteger(numGroups) || numGroups < 1 || numGroups > GROUP_MASK - 1) throw new RangeError(`numGroups must be a positive integer, got ${numGroups}`);
     this.cap = Math.min(numPages, INITIAL_BLOCKS);
     this.rec = new Int32Array(this.cap * STRIDE);
-    // Every usable page is free, in id order; none of them is stored until it is first taken.
-    this.queue = new FreeQueue(numPages, [], 1);
+    // Every usable page is free, in id order (the untouched range 1..P - 1); none of them is
+    // stored until it is first taken.
     // Every key is held by at least one of the P - 1 usable pages; the table grows with the keys.
     this.cache = new BlockHashTable(numPages - 1, { grow: true });
     this.linked = Uint8Array.from({ length: numGroups }, (_, g) => (linkedGroups[g] === true ? 1 : 0));
@@ -140,7 +171,139 @@ export class BlockPool {
   }
 
   get numFree(): number {
-    return this.queue.length;
+    return this.frontLive + this.backLive + this.numPages - this.untouchedFrom;
+  }
+
+  /** True when the block is in the free queue. */
+  private queued(id: number): boolean {
+    if (id >= this.untouchedFrom) return id < this.numPages;
+    return id > 0 && id < this.cap && this.rec[id * STRIDE + QPOS] !== 0;
+  }
+
+  /** Pops the front of the free queue (which must not be empty). */
+  private popFront(): number {
+    const r = this.rec;
+    if (this.frontLive > 0) {
+      const mask = this.front.length - 1;
+      for (;;) {
+        const pos = this.frontHead++;
+        const id = this.front[pos & mask]!;
+        if (r[id * STRIDE + QPOS] === -pos) {
+          r[id * STRIDE + QPOS] = 0;
+          this.frontLive--;
+          return id;
+        }
+      }
+    }
+    this.frontHead = this.frontTail;
+    if (this.untouchedFrom < this.numPages) return this.untouchedFrom++;
+    if (this.backLive === 0) throw new Error("pool invariant: the free queue is empty");
+    const mask = this.back.length - 1;
+    for (;;) {
+      const pos = this.backHead++;
+      const id = this.back[pos & mask]!;
+      if (r[id * STRIDE + QPOS] === pos) {
+        r[id * STRIDE + QPOS] = 0;
+        this.backLive--;
+        return id;
+      }
+    }
+  }
+
+  /** Takes a queued block out of the free queue. */
+  private dequeue(id: number): void {
+    if (!this.queued(id)) throw new Error(`pool invariant: block ${id} is not in the free queue`);
+    if (id >= this.untouchedFrom) {
+      // Taken from the middle of the untouched range (never by the pool's own walks): the range
+      // before it moves to the end of the front part, where it was queued.
+      this.reach(id);
+      for (let u = this.untouchedFrom; u < id; u++) {
+        this.untouchedFrom = u + 1;
+        this.pushFrontPartEnd(u);
+      }
+      this.untouchedFrom = id + 1;
+      return;
+    }
+    const at = id * STRIDE + QPOS;
+    if (this.rec[at]! < 0) this.frontLive--;
+    else this.backLive--;
+    this.rec[at] = 0;
+  }
+
+  /** Checks that a block can enter the free queue. */
+  private checkEnqueue(id: number): void {
+    if (id <= 0 || id >= this.numPages || !Number.isInteger(id)) throw new RangeError(`block id ${id} outside 1..${this.numPages - 1}`);
+    if (this.queued(id)) throw new Error(`pool invariant: block ${id} is already in the free queue`);
+  }
+
+  private pushBack(id: number): void {
+    this.checkEnqueue(id);
+    if (this.backTail - this.backHead === this.back.length || this.backTail >= POS_LIMIT) this.rebuildBack();
+    const pos = this.backTail++;
+    this.back[pos & (this.back.length - 1)] = id;
+    this.rec[id * STRIDE + QPOS] = pos;
+    this.backLive++;
+  }
+
+  /** Puts a block at the very front. */
+  private pushFront(id: number): void {
+    this.checkEnqueue(id);
+    if (this.frontTail - this.frontHead === this.front.length || this.frontHead <= 1) this.rebuildFront();
+    const pos = --this.frontHead;
+    this.front[pos & (this.front.length - 1)] = id;
+    this.rec[id * STRIDE + QPOS] = -pos;
+    this.frontLive++;
+  }
+
+  /** Puts a block at the end of the front part (before the untouched range). */
+  private pushFrontPartEnd(id: number): void {
+    this.checkEnqueue(id);
+    if (this.frontTail - this.frontHead === this.front.length || this.frontTail >= POS_LIMIT) this.rebuildFront();
+    const pos = this.frontTail++;
+    this.front[pos & (this.front.length - 1)] = id;
+    this.rec[id * STRIDE + QPOS] = -pos;
+    this.frontLive++;
+  }
+
+  /** Puts the fresh blocks of a free call at the front, keeping their order (vLLM prepends them so). */
+  private flushFresh(): void {
+    const batch = this.freshBatch;
+    const n = this.freshCount;
+    this.freshCount = 0;
+    for (let i = n - 1; i >= 0; i--) this.pushFront(batch[i]!);
+  }
+
+  /** The ring's live entries, in order, at positions from `base`, with their QPOS words; returns the new ring. */
+  private rebuildRing(ring: Int32Array, head: number, tail: number, live: number, base: number, sign: number): Int32Array {
+    const r = this.rec;
+    const mask = ring.length - 1;
+    let size = ring.length;
+    while (2 * live + 2 > size) size *= 2;
+    const out = new Int32Array(size);
+    let k = 0;
+    for (let pos = head; pos < tail; pos++) {
+      const id = ring[pos & mask]!;
+      if (r[id * STRIDE + QPOS] !== sign * pos) continue;
+      const np = base + k++;
+      out[np & (size - 1)] = id;
+      r[id * STRIDE + QPOS] = sign * np;
+    }
+    if (k !== live) throw new Error(`pool invariant: free-queue ring holds ${k} live entries, counted ${live}`);
+    return out;
+  }
+
+  /** Drops the back ring's stale entries (growing it when at least half are live) and renumbers it from 1. */
+  private rebuildBack(): void {
+    this.back = this.rebuildRing(this.back, this.backHead, this.backTail, this.backLive, 1, 1);
+    this.backHead = 1;
+    this.backTail = 1 + this.backLive;
+  }
+
+  /** The same for the front ring, renumbered from FRONT_BASE. */
+  private rebuildFront(): void {
+    this.front = this.rebuildRing(this.front, this.frontHead, this.frontTail, this.frontLive, FRONT_BASE, -1);
+    this.frontHead = FRONT_BASE;
+    this.frontTail = FRONT_BASE + this.frontLive;
   }
 
   refCount(id: number): number {
@@ -213,9 +376,9 @@ export class BlockPool {
 
   /** `takeFree`, appending the blocks to `out`. */
   takeFreeInto(n: number, out: number[], group = -1): void {
-    if (n > this.queue.length) throw new Error(`pool invariant: ${n} blocks asked, ${this.queue.length} free`);
+    if (n > this.numFree) throw new Error(`pool invariant: ${n} blocks asked, ${this.numFree} free`);
     for (let i = 0; i < n; i++) {
-      const id = this.queue.popFront();
+      const id = this.popFront();
       this.reach(id);
       const at = id * STRIDE;
       const meta = this.rec[at + META]!;
@@ -238,7 +401,7 @@ export class BlockPool {
       this.reach(id);
       const at = id * STRIDE;
       if (this.rec[at + REF] === 0) {
-        this.queue.remove(id);
+        this.dequeue(id);
         const meta = this.rec[at + META]!;
         if (meta !== 0) {
           this.freeHashed--;
@@ -257,14 +420,11 @@ export class BlockPool {
    * hashed one to the back, where it stays cached until evicted. Returns how many reached 0.
    */
   free(ids: readonly number[]): number {
-    let lastFresh = -1;
     let released = 0;
-    for (const id of ids) {
-      if (id === NULL_BLOCK) continue;
-      const r = this.release(id, lastFresh);
-      if (r === 0) continue;
-      released++;
-      if (r > 0) lastFresh = id;
+    try {
+      for (const id of ids) if (id !== NULL_BLOCK && this.release(id)) released++;
+    } finally {
+      this.flushFresh();
     }
     return released;
   }
@@ -274,41 +434,46 @@ export class BlockPool {
    * `free([...reversed table, ...then])`, without the array); returns how many reached 0.
    */
   freeTableTailFirst(blocks: readonly number[], then: readonly number[]): number {
-    let lastFresh = -1;
     let released = 0;
-    for (let i = blocks.length + then.length - 1; i >= 0; i--) {
+    try {
       // The table tail first, then `then` in its order (one batch: fresh blocks keep their order).
-      const id = i >= then.length ? blocks[i - then.length]! : then[then.length - 1 - i]!;
-      if (id === NULL_BLOCK) continue;
-      const r = this.release(id, lastFresh);
-      if (r === 0) continue;
-      released++;
-      if (r > 0) lastFresh = id;
+      for (let i = blocks.length - 1; i >= 0; i--) {
+        const id = blocks[i]!;
+        if (id !== NULL_BLOCK && this.release(id)) released++;
+      }
+      for (const id of then) if (id !== NULL_BLOCK && this.release(id)) released++;
+    } finally {
+      this.flushFresh();
     }
     return released;
   }
 
   /**
-   * Drops one reference. Returns 0 when the block is still referenced, -1 when it went to the
-   * back (hashed), 1 when it went to the front after `lastFresh` (unhashed; the batch's earlier
-   * fresh blocks stay before it, as vLLM prepends them in order).
+   * Drops one reference; true when it reached 0. A hashed block then goes to the back of the
+   * free queue, an unhashed one to the free call's fresh batch (`flushFresh` puts the batch at
+   * the front in its order, as vLLM prepends them).
    */
-  private release(id: number, lastFresh: number): number {
+  private release(id: number): boolean {
     const at = id * STRIDE;
     const rc = --this.rec[at + REF]!;
     if (rc < 0) throw new Error(`pool invariant: block ${id} freed more often than taken`);
-    if (rc > 0) return 0;
+    if (rc > 0) return false;
     const owner = this.rec[at + OWNER]!;
     if (owner > 0) this.usedOf[owner - 1]!--;
     const meta = this.rec[at + META]!;
     if (meta !== 0) {
-      this.queue.pushBack(id);
+      this.pushBack(id);
       this.freeHashed++;
       this.cachedOf[(meta & GROUP_MASK) - 1]!++;
-      return -1;
+      return true;
     }
-    this.queue.pushFrontAfter(lastFresh, id);
-    return 1;
+    if (this.freshCount === this.freshBatch.length) {
+      const grown = new Int32Array(2 * this.freshBatch.length);
+      grown.set(this.freshBatch);
+      this.freshBatch = grown;
+    }
+    this.freshBatch[this.freshCount++] = id;
+    return true;
   }
 
   /**
@@ -462,7 +627,7 @@ export class BlockPool {
     const copies: number[] = [];
     for (let id = this.cachedBlock(group, hash); id !== NULL_BLOCK; id = this.rec[id * STRIDE + COPY]!) copies.push(id);
     for (const id of copies) {
-      if (this.queue.has(id)) {
+      if (this.queued(id)) {
         this.freeHashed--;
         this.cachedOf[group]!--;
       }
@@ -485,7 +650,7 @@ export class BlockPool {
 
   metrics(): PoolMetrics {
     const usable = this.numPages - 1;
-    const free = this.queue.length;
+    const free = this.numFree;
     return { usablePages: usable, usedPages: usable - free, cachedEvictablePages: this.freeHashed, freePages: free, usage: 1 - free / usable };
   }
 
@@ -499,11 +664,22 @@ export class BlockPool {
 
   /** Front-to-back free queue (O(P): tests and diagnostics only). */
   freeQueueOrder(): number[] {
-    return this.queue.toArray();
+    const out: number[] = [];
+    const r = this.rec;
+    for (let pos = this.frontHead; pos < this.frontTail; pos++) {
+      const id = this.front[pos & (this.front.length - 1)]!;
+      if (r[id * STRIDE + QPOS] === -pos) out.push(id);
+    }
+    for (let id = this.untouchedFrom; id < this.numPages; id++) out.push(id);
+    for (let pos = this.backHead; pos < this.backTail; pos++) {
+      const id = this.back[pos & (this.back.length - 1)]!;
+      if (r[id * STRIDE + QPOS] === pos) out.push(id);
+    }
+    return out;
   }
 
   isFree(id: number): boolean {
-    return this.queue.has(id);
+    return this.queued(id);
   }
 
   /** Cached keys per group with their copies in caching order, sorted (O(P): tests and determinism checks only). */

@@ -138,6 +138,9 @@ export class PathPrompt extends PromptBase {
   /** P[j] for every id, two words (high, low) each. */
   private readonly pathKeys: Uint32Array;
   private readonly keyViews = new Map<number, PathKeyView>();
+  /** The last tail built (tokens are immutable, so it stays right), and the start it was asked from. */
+  private lastTail: PromptTail | undefined;
+  private lastTailStart = -1;
 
   constructor(
     /** The token value of each unit of tokens. */
@@ -178,10 +181,14 @@ export class PathPrompt extends PromptBase {
 
   tail(start: number): PromptTail {
     if (this.materialized !== undefined) return { head: this.materialized, headStart: 0 };
+    // A sequence asks for the same tail (from its last full prompt block) at every output block.
+    if (start === this.lastTailStart) return this.lastTail!;
     const s = Math.min(start, this.length);
     const head = new Uint32Array(this.length - s);
     for (let k = s; k < this.length; k++) head[k - s] = this.ids[Math.floor(k / this.unit)]!;
-    return { head, headStart: s };
+    this.lastTail = { head, headStart: s };
+    this.lastTailStart = start;
+    return this.lastTail;
   }
 
   keys(blockSize: number): PackedHashView {

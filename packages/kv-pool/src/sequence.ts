@@ -11,6 +11,8 @@ export type { BlockHashView } from "./hashing.js";
 export class SequenceChain extends PackedHashView {
   private readonly ext = new HashChain();
   private readonly baseLength: number;
+  private readonly parent: { readonly chain: PackedHashView; readonly index: number } | null;
+  private source: { head: ArrayLike<number>; headStart: number; headLength: number; tail: ArrayLike<number> } | undefined;
 
   constructor(
     private readonly seq: Sequence,
@@ -19,6 +21,7 @@ export class SequenceChain extends PackedHashView {
   ) {
     super();
     this.baseLength = base.length;
+    this.parent = base.length > 0 ? { chain: base, index: base.length - 1 } : null;
   }
 
   get length(): number {
@@ -57,8 +60,10 @@ export class SequenceChain extends PackedHashView {
     const n = this.baseLength;
     const target = Math.min(numBlocks, Math.floor(this.seq.numTokens / this.blockSize));
     if (target > this.length) {
-      const parent = n > 0 ? { chain: this.base, index: n - 1 } : null;
-      this.ext.extend(this.seq.tokenSource(n * this.blockSize), this.blockSize, target - n, parent, n);
+      // The source and parent are the same at every call but for the output array (it grows): reused.
+      const src = (this.source ??= { ...this.seq.tokenSource(n * this.blockSize) });
+      src.tail = this.seq.outputTokens;
+      this.ext.extend(src, this.blockSize, target - n, this.parent, n);
     }
     return this;
   }
@@ -126,6 +131,11 @@ export class Sequence implements KvSequence {
       this.out = grown;
     }
     this.out[this.numOut++] = tokenId;
+  }
+
+  /** The output tokens appended so far, from index 0 (the array is replaced as it grows). */
+  get outputTokens(): Uint32Array {
+    return this.out;
   }
 
   /** Its tokens from `start` on (the prompt's part may hold only those). */
