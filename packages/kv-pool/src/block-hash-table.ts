@@ -1,3 +1,4 @@
+import { failure, rangeFailure } from "./errors.js";
 /**
  * An open-addressing hash table from a key (group index, 64-bit block hash given as its high and
  * low 32-bit halves) to a non-negative int32 value, on typed arrays: no BigInt and no allocation
@@ -103,7 +104,7 @@ export class BlockHashTable {
 
   /** Replaces the value in an occupied slot returned by `find`. */
   setValueAt(slot: number, value: number): void {
-    if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff) throw new RangeError(`value must be a non-negative int32, got ${value}`);
+    if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff) throw rangeFailure("value must be a non-negative int32, got {0}", value);
     this.words[4 * slot + VALUE] = value;
   }
 
@@ -112,7 +113,7 @@ export class BlockHashTable {
    * nothing and returns the value it has. One probe either way.
    */
   putIfAbsent(group: number, hi: number, lo: number, value: number): number {
-    if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff) throw new RangeError(`value must be a non-negative int32, got ${value}`);
+    if (!Number.isInteger(value) || value < 0 || value > 0x7fffffff) throw rangeFailure("value must be a non-negative int32, got {0}", value);
     const w = this.words;
     const h = hi | 0;
     const l = lo | 0;
@@ -156,7 +157,7 @@ export class BlockHashTable {
   /** Empties an occupied slot returned by `find`. */
   deleteAt(slot: number): void {
     const w = this.words;
-    if (w[4 * slot + VALUE]! < 0) throw new Error(`hash table: slot ${slot} is empty`);
+    if (w[4 * slot + VALUE]! < 0) throw failure("hash table: slot {0} is empty", slot);
     // Backward shift: an entry later in the run moves into the hole unless its home slot lies
     // cyclically in (hole, next], where moving it would put it before its home.
     let hole = slot;

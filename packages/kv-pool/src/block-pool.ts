@@ -1,6 +1,7 @@
 import type { BlockHash, KvEvent, PoolMetrics } from "./contract.js";
 import { BlockHashTable } from "./block-hash-table.js";
 import { hashHi, hashLo, joinHash } from "./hash-halves.js";
+import { failure, rangeFailure } from "./errors.js";
 
 /** Block id of the null block: holds nothing, never allocated, freed or cached. */
 export const NULL_BLOCK = 0;
@@ -212,7 +213,7 @@ export class BlockPool {
 
   /** Takes a queued block out of the free queue. */
   private dequeue(id: number): void {
-    if (!this.queued(id)) throw new Error(`pool invariant: block ${id} is not in the free queue`);
+    if (!this.queued(id)) throw failure("pool invariant: block {0} is not in the free queue", id);
     if (id >= this.untouchedFrom) {
       // Taken from the middle of the untouched range (never by the pool's own walks): the range
       // before it moves to the end of the front part, where it was queued.
@@ -232,8 +233,8 @@ export class BlockPool {
 
   /** Checks that a block can enter the free queue. */
   private checkEnqueue(id: number): void {
-    if (id <= 0 || id >= this.numPages || !Number.isInteger(id)) throw new RangeError(`block id ${id} outside 1..${this.numPages - 1}`);
-    if (this.queued(id)) throw new Error(`pool invariant: block ${id} is already in the free queue`);
+    if (id <= 0 || id >= this.numPages || !Number.isInteger(id)) throw rangeFailure("block id {0} outside 1..{1}", id, this.numPages - 1);
+    if (this.queued(id)) throw failure("pool invariant: block {0} is already in the free queue", id);
   }
 
   private pushBack(id: number): void {
@@ -288,7 +289,7 @@ export class BlockPool {
       out[np & (size - 1)] = id;
       r[id * STRIDE + QPOS] = sign * np;
     }
-    if (k !== live) throw new Error(`pool invariant: free-queue ring holds ${k} live entries, counted ${live}`);
+    if (k !== live) throw failure("pool invariant: free-queue ring holds {0} live entries, counted {1}", k, live);
     return out;
   }
 
@@ -376,7 +377,7 @@ export class BlockPool {
 
   /** `takeFree`, appending the blocks to `out`. */
   takeFreeInto(n: number, out: number[], group = -1): void {
-    if (n > this.numFree) throw new Error(`pool invariant: ${n} blocks asked, ${this.numFree} free`);
+    if (n > this.numFree) throw failure("pool invariant: {0} blocks asked, {1} free", n, this.numFree);
     for (let i = 0; i < n; i++) {
       const id = this.popFront();
       this.reach(id);
@@ -456,7 +457,7 @@ export class BlockPool {
   private release(id: number): boolean {
     const at = id * STRIDE;
     const rc = --this.rec[at + REF]!;
-    if (rc < 0) throw new Error(`pool invariant: block ${id} freed more often than taken`);
+    if (rc < 0) throw failure("pool invariant: block {0} freed more often than taken", id);
     if (rc > 0) return false;
     const owner = this.rec[at + OWNER]!;
     if (owner > 0) this.usedOf[owner - 1]!--;
@@ -491,7 +492,7 @@ export class BlockPool {
    */
   cacheBlockKey(id: number, group: number, hi: number, lo: number, parent: number): boolean {
     if (id === NULL_BLOCK || id >= this.cap || this.rec[id * STRIDE + META] !== 0 || this.rec[id * STRIDE + REF]! <= 0) {
-      throw new Error(`pool invariant: block ${id} cannot be cached`);
+      throw failure("pool invariant: block {0} cannot be cached", id);
     }
     const r = this.rec;
     const at = id * STRIDE;
@@ -501,7 +502,7 @@ export class BlockPool {
     if (linked) {
       const pm = r[parent * STRIDE + META]!;
       pf = (pm & FIRST) !== 0 ? parent : this.cache.get(group, r[parent * STRIDE + HI]!, r[parent * STRIDE + LO]!);
-      if (pf < 0) throw new Error(`pool invariant: parent block ${parent} of block ${id} has no first copy`);
+      if (pf < 0) throw failure("pool invariant: parent block {0} of block {1} has no first copy", parent, id);
     }
     const first = this.findFirst(group, pf, hi, lo);
     r[at + HI] = hi;
@@ -598,13 +599,13 @@ export class BlockPool {
       if (next !== 0) {
         // The next copy becomes the first; a key with copies is in the table.
         const slot = this.cache.find(group, hi, lo);
-        if (slot < 0) throw new Error(`pool invariant: key of block ${id} has copies but no table entry`);
+        if (slot < 0) throw failure("pool invariant: key of block {0} has copies but no table entry", id);
         this.cache.setValueAt(slot, next);
         r[next * STRIDE + META] = r[next * STRIDE + META]! | FIRST | IN_TABLE;
       } else {
         if ((meta & IN_TABLE) !== 0) {
           const slot = this.cache.find(group, hi, lo);
-          if (slot < 0) throw new Error(`pool invariant: block ${id} is marked in the table but is not`);
+          if (slot < 0) throw failure("pool invariant: block {0} is marked in the table but is not", id);
           this.cache.deleteAt(slot);
         }
         last = true;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { computeBlockHashes } from "./hashing.js";
+import { computeBlockHashes, tokensKeyInto } from "./hashing.js";
 import { createPromptTokens } from "./prompt-tokens.js";
 
 // Oracles: dynamo-mocker.md section 8.6 (XXH3-64, seed 1337, little-endian u32 tokens;
@@ -57,5 +57,33 @@ describe("createPromptTokens", () => {
     expect(p.blockHashes(4)).toBe(a);
     // Block size 8: one full block of the 9 tokens.
     expect(p.blockHashes(8)).toHaveLength(1);
+  });
+});
+
+describe("tokensKeyInto (lookup keys for the output blocks of path prompts)", () => {
+  const keyOf = (tokens: number[], tail: number[] = []): string => {
+    const out = new Uint32Array(2);
+    const head = Uint32Array.from(tokens);
+    // The block is the whole source: head tokens, then tail tokens (outputs).
+    tokensKeyInto({ head, headStart: 0, headLength: head.length, tail: Uint32Array.from(tail) }, 0, tokens.length + tail.length, out, 0);
+    return `${out[0]}:${out[1]}`;
+  };
+
+  it("reads the block across the head and the tail: the split does not change the key", () => {
+    expect(keyOf([5, 6, 7], [8, 9])).toBe(keyOf([5, 6, 7, 8, 9]));
+    expect(keyOf([], [5, 6, 7, 8, 9])).toBe(keyOf([5, 6, 7, 8, 9]));
+  });
+
+  it("tells blocks apart by every token, its position and (odd sizes) the last one", () => {
+    const base = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16];
+    const keys = new Set([keyOf(base)]);
+    for (let j = 0; j < base.length; j++) keys.add(keyOf(base.map((t, k) => (k === j ? t + 1 : t))));
+    // Swapping two tokens inside one pair, and across pairs.
+    keys.add(keyOf([2, 1, ...base.slice(2)]));
+    keys.add(keyOf([1, 3, 2, ...base.slice(3)]));
+    // 16 one-token changes + 2 swaps + the base: 19 different keys.
+    expect(keys.size).toBe(19);
+    // Odd size: the last token pairs with 0, and still counts.
+    expect(keyOf([1, 2, 3])).not.toBe(keyOf([1, 2, 4]));
   });
 });

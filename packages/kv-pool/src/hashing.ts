@@ -127,8 +127,10 @@ export class HashChain extends PackedHashView {
    * Extends the chain to `numBlocks` full blocks of `source` (which must hold that many tokens);
    * block i continues from block i - 1, or from `parent` (another chain's last block, or none)
    * when the chain is empty. `offset` is the absolute block index of the chain's first block.
+   * With `lookupKeys`, a block's tokens hash is `tokensKeyInto`'s (no native call): keys for a
+   * pool that reports no KV events, equal exactly when the tokens are, like the real ones.
    */
-  extend(source: TokenSource, blockSize: number, numBlocks: number, parent: { chain: PackedHashView; index: number } | null, offset: number): void {
+  extend(source: TokenSource, blockSize: number, numBlocks: number, parent: { chain: PackedHashView; index: number } | null, offset: number, lookupKeys = false): void {
     if (numBlocks <= this.count) return;
     if (WORDS * numBlocks > this.words.length) {
       const grown = new Uint32Array(WORDS * Math.max(numBlocks, 2 * this.count));
@@ -149,7 +151,8 @@ export class HashChain extends PackedHashView {
     }
     for (let i = this.count; i < numBlocks; i++) {
       const at = WORDS * i;
-      hasher.tokensHash(source, (offset + i) * blockSize, w, at + 2);
+      if (lookupKeys) tokensKeyInto(source, (offset + i) * blockSize, blockSize, w, at + 2);
+      else hasher.tokensHash(source, (offset + i) * blockSize, w, at + 2);
       if (has) {
         // Block i hashes [parent LE u64, tokens hash LE u64].
         xxh3PairInto(pHi, pLo, w[at + 2]!, w[at + 3]!, w, at);
@@ -163,6 +166,30 @@ export class HashChain extends PackedHashView {
       pLo = w[at + 1]!;
     }
     this.count = numBlocks;
+  }
+}
+
+/** Where `tokensKeyInto`'s fold starts (any constant: keys only need to be equal for equal tokens). */
+const TOKENS_KEY_SEED_HI = 0x1319_8a2e;
+const TOKENS_KEY_SEED_LO = 0x0370_7344;
+
+/**
+ * A 64-bit lookup key for the `blockSize` tokens from `start` of `source`, written to out[at]
+ * (high) and out[at + 1] (low): XXH3 of 16 bytes (`xxh3PairInto`) folded over the tokens two at a
+ * time, [key so far, (token j, token j + 1)], from a fixed seed (an odd last token pairs with 0;
+ * every block of a chain has the same size). Equal tokens give equal keys and different ones
+ * differ but for 64-bit collisions, as with the real tokens hash, at a fraction of its cost.
+ */
+export function tokensKeyInto(source: TokenSource, start: number, blockSize: number, out: Uint32Array, at: number): void {
+  const { head, tail, headLength, headStart } = source;
+  out[at] = TOKENS_KEY_SEED_HI;
+  out[at + 1] = TOKENS_KEY_SEED_LO;
+  for (let j = 0; j < blockSize; j += 2) {
+    const k = start + j;
+    const a = k < headLength ? head[k - headStart]! : tail[k - headLength]!;
+    let b = 0;
+    if (j + 1 < blockSize) b = k + 1 < headLength ? head[k + 1 - headStart]! : tail[k + 1 - headLength]!;
+    xxh3PairInto(out[at], out[at + 1]!, a, b, out, at);
   }
 }
 

@@ -18,6 +18,7 @@ import { FRESH, FullAttentionManager, MambaManager, SingleBlockStateManager, Win
 import { asPromptImpl } from "./prompt-tokens.js";
 import type { BlockHashView } from "./hashing.js";
 import { Sequence } from "./sequence.js";
+import { rangeFailure } from "./errors.js";
 
 /** A hit found by this manager: its length and, per group, the blocks it reuses. */
 class Hit implements PrefixHit {
@@ -29,6 +30,10 @@ class Hit implements PrefixHit {
 }
 
 const NO_BLOCKS: readonly number[] = [];
+
+/** Hit blocks whose keys are checked per batch, and the scratch for their int32 halves. */
+const VALIDATE_BATCH = 1024;
+const validateKeys = new Int32Array(2 * VALIDATE_BATCH);
 
 /** What one step needs, computed before anything changes. */
 interface StepPlan {
@@ -59,7 +64,7 @@ function gcd(a: number, b: number): number {
 }
 
 function checkCount(name: string, v: number, min: number): void {
-  if (!Number.isSafeInteger(v) || v < min) throw new RangeError(`${name} must be an integer >= ${min}, got ${v}`);
+  if (!Number.isSafeInteger(v) || v < min) throw rangeFailure("{0} must be an integer >= {1}, got {2}", name, min, v);
 }
 
 /** Internals for tests of this package (not exported from the barrel). */
@@ -206,9 +211,17 @@ export class KvCacheManager implements KvCacheManagerApi {
     // The hit's blocks must still hold their keys: nothing may have evicted them since the lookup.
     hit.blocks.forEach((l, g) => {
       const chain = s.chain(this.managers[g]!.blockSize);
-      l.forEach((b, i) => {
-        if (b !== NULL_BLOCK && !this.pool.holdsKey(b, g, chain.blockHi(i), chain.blockLo(i))) throw new Error("stale prefix hit: a hit block was evicted since findPrefixHit");
-      });
+      // The keys as int32 halves, read in batches (never boxed).
+      for (let from = 0; from < l.length; from += VALIDATE_BATCH) {
+        const to = Math.min(l.length, from + VALIDATE_BATCH);
+        chain.blockKeysInto(from, to, validateKeys);
+        for (let i = from; i < to; i++) {
+          const b = l[i]!;
+          if (b !== NULL_BLOCK && !this.pool.holdsKey(b, g, validateKeys[2 * (i - from)]!, validateKeys[2 * (i - from) + 1]!)) {
+            throw new Error("stale prefix hit: a hit block was evicted since findPrefixHit");
+          }
+        }
+      }
     });
     return hit;
   }
@@ -222,7 +235,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     const hit = this.hitOf(s, request.hit);
     const computed = computedTokens + (hit?.tokens ?? 0);
     const total = computed + newTokens;
-    if (total > s.numTokens) throw new RangeError(`sequence ${s.id}: ${computed} computed + ${newTokens} new exceeds its ${s.numTokens} tokens`);
+    if (total > s.numTokens) throw rangeFailure("sequence {0}: {1} computed + {2} new exceeds its {3} tokens", s.id, computed, newTokens, s.numTokens);
     let need = 0;
     let releasable = 0;
     let checkpoints: number[][] | undefined;
@@ -287,7 +300,7 @@ export class KvCacheManager implements KvCacheManagerApi {
   advanceQuietDecode(seq: KvSequence, computedTokens: number): void {
     const s = this.own(seq);
     if (!s.tracked || computedTokens > s.numTokens || computedTokens < s.allocatedTokens) {
-      throw new RangeError(`sequence ${s.id}: cannot advance a quiet decode to ${computedTokens} tokens (allocated ${s.allocatedTokens} of ${s.numTokens})`);
+      throw rangeFailure("sequence {0}: cannot advance a quiet decode to {1} tokens (allocated {2} of {3})", s.id, computedTokens, s.allocatedTokens, s.numTokens);
     }
     s.allocatedTokens = computedTokens;
   }
@@ -295,7 +308,7 @@ export class KvCacheManager implements KvCacheManagerApi {
   commitComputed(seq: KvSequence, computedTokens: number): void {
     const s = this.own(seq);
     checkCount("computedTokens", computedTokens, 0);
-    if (computedTokens > s.allocatedTokens) throw new RangeError(`sequence ${s.id}: ${computedTokens} computed exceeds the ${s.allocatedTokens} allocated`);
+    if (computedTokens > s.allocatedTokens) throw rangeFailure("sequence {0}: {1} computed exceeds the {2} allocated", s.id, computedTokens, s.allocatedTokens);
     if (!this.caching) return;
     for (let g = 0; g < this.managers.length; g++) {
       const m = this.managers[g]!;

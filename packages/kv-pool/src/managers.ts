@@ -74,6 +74,9 @@ function lookup(pool: PoolOps, groups: readonly number[], hashes: BlockHashView,
   return out;
 }
 
+/** Scratch for the int32 hash halves a full-attention hit search reads (grows, reused). */
+let hitKeys = new Int32Array(2 * 4096);
+
 /** Scratch for the int32 hash halves of the blocks one cacheFullBlocks call caches (grows, reused). */
 let scratch = new Int32Array(2 * 1024);
 
@@ -268,11 +271,32 @@ export class FullAttentionManager extends AttentionManager {
     const pool = this.pool;
     // Stryker disable next-line ArrayDeclaration: equivalent, found[k] is read before it is set only at block 0, where undefined takes findFirst's table path as NULL_BLOCK does
     const found = new Array<number>(groups.length).fill(NULL_BLOCK);
+    // A packed view's keys are read in growing batches into a typed array (as int32, never boxed);
+    // the batches double, so at most about as many keys are computed as the hit has blocks.
+    const packed = hashes instanceof PackedHashView ? hashes : undefined;
+    let keys = hitKeys;
+    let keysFrom = 0;
+    let keysTo = 0;
+    let batch = 32;
     // Walk the leading run: each block is looked up from the previous one's first copy (its run link).
     walk: for (let i = 0; i < max; i++) {
       // As int32 (the pool compares them so).
-      const hi = blockHashHi(hashes, i) | 0;
-      const lo = blockHashLo(hashes, i) | 0;
+      let hi: number;
+      let lo: number;
+      if (packed !== undefined) {
+        if (i === keysTo) {
+          keysFrom = i;
+          keysTo = Math.min(max, i + batch);
+          if (2 * (keysTo - keysFrom) > keys.length) keys = hitKeys = new Int32Array(2 * (keysTo - keysFrom));
+          packed.blockKeysInto(keysFrom, keysTo, keys);
+          batch = Math.min(2 * batch, 4096);
+        }
+        hi = keys[2 * (i - keysFrom)]!;
+        lo = keys[2 * (i - keysFrom) + 1]!;
+      } else {
+        hi = blockHashHi(hashes, i) | 0;
+        lo = blockHashLo(hashes, i) | 0;
+      }
       for (let k = 0; k < groups.length; k++) {
         const b = pool.findFirst(groups[k]!, found[k]!, hi, lo);
         if (b === NULL_BLOCK) break walk;

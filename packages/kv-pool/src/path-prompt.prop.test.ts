@@ -33,12 +33,15 @@ describe("path keys of a path prompt", () => {
   });
 });
 
-type Op = { t: "new"; path: { ids: number[]; cut: number } } | { t: "admit"; i: number; chunk: number } | { t: "step"; i: number } | { t: "free"; i: number };
+type Op = { t: "new"; path: { ids: number[]; cut: number } } | { t: "admit"; i: number; chunk: number } | { t: "step"; i: number } | { t: "free"; i: number } | { t: "preempt"; i: number };
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ t: fc.constant("new" as const), path: pathArb }) },
   { weight: 3, arbitrary: fc.record({ t: fc.constant("admit" as const), i: fc.nat(), chunk: fc.integer({ min: 1, max: 24 }) }) },
   { weight: 5, arbitrary: fc.record({ t: fc.constant("step" as const), i: fc.nat() }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant("free" as const), i: fc.nat() }) },
+  // A preempted sequence is admitted again with its outputs: its hit can cover output blocks
+  // (a path prompt's get lookup keys, a token prompt's real hashes).
+  { weight: 1, arbitrary: fc.record({ t: fc.constant("preempt" as const), i: fc.nat() }) },
 );
 
 const LAYOUTS: { name: string; groups: CacheGroup[] }[] = [
@@ -94,6 +97,14 @@ function run(groups: CacheGroup[], pages: number, ops: readonly Op[], events: bo
         m.free(l.seq);
         live.splice(live.indexOf(l), 1);
         log.push(`free ${l.seq.id}`);
+        break;
+      }
+      case "preempt": {
+        const l = live.filter((x) => x.computed >= 0)[op.i % Math.max(1, live.length)];
+        if (l === undefined) break;
+        m.free(l.seq);
+        l.computed = -1;
+        log.push(`preempt ${l.seq.id}`);
         break;
       }
     }

@@ -1,6 +1,7 @@
 import type { BlockHash, PromptHashes, PromptTokens } from "./contract.js";
 import { HashChain, PackedHashView } from "./hashing.js";
 import { xxh3PairInto } from "./xxh3-pair.js";
+import { rangeFailure } from "./errors.js";
 
 const EMPTY = new Uint32Array(0);
 
@@ -224,7 +225,7 @@ class PathKeyView extends PackedHashView {
 
   private compute(i: number): void {
     if (i === this.last) return;
-    if (i < 0 || i >= this.length) throw new RangeError(`block ${i} outside 0..${this.length - 1}`);
+    if (i < 0 || i >= this.length) throw rangeFailure("block {0} outside 0..{1}", i, this.length - 1);
     const end = (i + 1) * this.blockSize;
     const j = Math.floor((end - 1) / this.unit);
     this.hi = (this.pathKeys[2 * j]! ^ fmix32(end)) >>> 0;
@@ -244,7 +245,7 @@ class PathKeyView extends PackedHashView {
 
   /** compute(i) for each block, written straight to `out` (fmix32 inline: nothing boxed on the way). */
   override blockKeysInto(from: number, to: number, out: Int32Array): void {
-    if (from < 0 || to > this.length) throw new RangeError(`blocks ${from}..${to - 1} outside 0..${this.length - 1}`);
+    if (from < 0 || to > this.length) throw rangeFailure("blocks {0}..{1} outside 0..{2}", from, to - 1, this.length - 1);
     const keys = this.pathKeys;
     for (let i = from; i < to; i++) {
       const end = (i + 1) * this.blockSize;

@@ -1,6 +1,7 @@
 import type { KvSequence } from "./contract.js";
 import { HashChain, PackedHashView, type TokenSource } from "./hashing.js";
-import type { PromptBase } from "./prompt-tokens.js";
+import { PathPrompt, type PromptBase } from "./prompt-tokens.js";
+import { rangeFailure } from "./errors.js";
 
 export type { BlockHashView } from "./hashing.js";
 
@@ -18,6 +19,8 @@ export class SequenceChain extends PackedHashView {
     private readonly seq: Sequence,
     private readonly base: PackedHashView,
     private readonly blockSize: number,
+    /** Output blocks get lookup keys (`tokensKeyInto`), not real hashes: see `Sequence.chain`. */
+    private readonly lookupKeys: boolean,
   ) {
     super();
     this.baseLength = base.length;
@@ -63,7 +66,7 @@ export class SequenceChain extends PackedHashView {
       // The source and parent are the same at every call but for the output array (it grows): reused.
       const src = (this.source ??= { ...this.seq.tokenSource(n * this.blockSize) });
       src.tail = this.seq.outputTokens;
-      this.ext.extend(src, this.blockSize, target - n, this.parent, n);
+      this.ext.extend(src, this.blockSize, target - n, this.parent, n, this.lookupKeys);
     }
     return this;
   }
@@ -124,7 +127,7 @@ export class Sequence implements KvSequence {
   }
 
   appendToken(tokenId: number): void {
-    if (!Number.isInteger(tokenId) || tokenId < 0 || tokenId > 0xffffffff) throw new RangeError(`token id ${tokenId} is not a u32`);
+    if (!Number.isInteger(tokenId) || tokenId < 0 || tokenId > 0xffffffff) throw rangeFailure("token id {0} is not a u32", tokenId);
     if (this.numOut === this.out.length) {
       const grown = new Uint32Array(this.out.length * 2);
       grown.set(this.out);
@@ -147,7 +150,12 @@ export class Sequence implements KvSequence {
   chain(blockSize: number): SequenceChain {
     let c = this.chains.get(blockSize);
     if (c === undefined) {
-      c = new SequenceChain(this, this.realHashes ? this.prompt.chain(blockSize) : this.prompt.keys(blockSize), blockSize);
+      // A path prompt's blocks are looked up by path keys, which no token prompt's block shares:
+      // its output blocks can only ever match output blocks of an equal path prompt, so they take
+      // cheap lookup keys too (equal exactly when the tokens are). A token prompt's output blocks
+      // keep real hashes: a later token prompt holding those outputs must find them.
+      const lookupKeys = !this.realHashes && this.prompt instanceof PathPrompt;
+      c = new SequenceChain(this, this.realHashes ? this.prompt.chain(blockSize) : this.prompt.keys(blockSize), blockSize, lookupKeys);
       this.chains.set(blockSize, c);
     }
     return c;
