@@ -1,0 +1,54 @@
+import { engineSettings } from "@kvsim/profile-schema";
+import { describe, expect, it } from "vitest";
+import { createTimingModel, paddedBatchSize, polynomialDecodeMs, type StepBatch } from "./timing-model.js";
+import { linearProfile, makeRank } from "./test-helpers.js";
+
+// Edges of the timing models that Stryker found untested (issue 17). Values by hand beside each.
+
+const STEP: StepBatch = {
+  prefill: { count: 1, sumIsl: 100, sumPrefix: 0 },
+  decode: { count: 2, sumSequenceTokens: 300 },
+  promptRows: 1,
+  promptTokens: 100,
+  promptContextTokens: 0,
+  decodeRows: 2,
+  decodeKvTokens: 300,
+};
+
+describe("timing edges", () => {
+  it("fixed and polynomial timing never report a clamped query", () => {
+    expect(createTimingModel({ type: "fixed", prefill_ms: 10, decode_ms: 2 }, linearProfile(), engineSettings()).step(STEP)).toEqual({ prefillMs: 10, decodeMs: 2, clamped: 0 });
+    expect(createTimingModel({ type: "polynomial" }, linearProfile(), engineSettings()).step(STEP).clamped).toBe(0);
+  });
+
+  it("a fixed decode-only step of no rows costs nothing", () => {
+    const model = createTimingModel({ type: "fixed", prefill_ms: 10, decode_ms: 2 }, linearProfile(), engineSettings());
+    expect([model.decodeOnlyMs?.(0, 0), model.decodeOnlyMs?.(3, 300)]).toEqual([0, 2]);
+  });
+
+  it("the decode polynomial with no KV capacity and no active tokens takes p = 1", () => {
+    // p = 1: -25.74 + 54.01 + 5.74 = 34.01 (0 / 0 would be NaN).
+    expect(polynomialDecodeMs(0, 0)).toBe(34.01);
+  });
+
+  it("no sequences pad to no sequences", () => {
+    expect(paddedBatchSize(0, [1, 2, 4])).toBe(0);
+    // 3 pads to the next capture size, 4; 5 is above the largest and runs eagerly as 5.
+    expect([paddedBatchSize(3, [1, 2, 4]), paddedBatchSize(5, [1, 2, 4])]).toEqual([4, 5]);
+  });
+
+  it("a decode rank with profile timing needs no prefill table", () => {
+    // Decode points: batch_size {1, 2} x kv_tokens {100}: a complete 2 x 1 grid.
+    const profile = linearProfile({
+      forward_pass: {
+        provenance: "test",
+        prefill: [],
+        decode: [
+          { batch_size: 1, kv_tokens: 100, latency_ms: 2 },
+          { batch_size: 2, kv_tokens: 100, latency_ms: 3 },
+        ],
+      },
+    });
+    expect(makeRank({ role: "decode", profile, timing: { type: "profile", outside_grid: "clamp" } }).isDrained()).toBe(true);
+  });
+});
