@@ -1,7 +1,7 @@
 import { engineSettings } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
 import { createTimingModel, paddedBatchSize, polynomialDecodeMs, type StepBatch } from "./timing-model.js";
-import { linearProfile, makeRank } from "./test-helpers.js";
+import { expectOk, linearProfile, makeRank, rangePrompt, request, runToIdle } from "./test-helpers.js";
 
 // Edges of the timing models that Stryker found untested (issue 17). Values by hand beside each.
 
@@ -50,5 +50,31 @@ describe("timing edges", () => {
       },
     });
     expect(makeRank({ role: "decode", profile, timing: { type: "profile", outside_grid: "clamp" } }).isDrained()).toBe(true);
+  });
+});
+
+describe("prompt rows and decode rows", () => {
+  it("a 1-token prompt is a prompt row; its next 1-token step is a decode row", () => {
+    // Linear timing: step_ms 1, prompt_step_ms 5, per_prompt_token_us 1000, every other term 0.
+    const rank = makeRank({
+      timing: { type: "linear", step_ms: 1, per_sequence_ms: 0, per_kv_token_us: 0, prompt_step_ms: 5, per_prompt_token_us: 1000, per_cached_token_us: 0 },
+    });
+    expectOk(rank.submit({ type: "submit", request: request("r", rangePrompt(0, 1), 2) }));
+    const passes = runToIdle(rank);
+    // Pass 1: the prompt's 1 token, a prompt row: 1 + (5 + 1000 x 1 / 1000) = 7 ms.
+    // Pass 2: token 1 after output 0, a decode row: 1 ms.
+    expect(passes.map((p) => p.durationMs)).toEqual([7, 1]);
+  });
+});
+
+describe("KV events", () => {
+  it("are not collected unless asked for", () => {
+    const rank = makeRank({ engine: { block_size: 4 } });
+    // 8 tokens fill 2 blocks, which a collecting rank would report as stored.
+    expectOk(rank.submit({ type: "submit", request: request("r", rangePrompt(0, 8), 1) }));
+    expect(runToIdle(rank).flatMap((p) => p.effects.kvEvents)).toEqual([]);
+    const collecting = makeRank({ engine: { block_size: 4 }, collectKvEvents: true });
+    expectOk(collecting.submit({ type: "submit", request: request("r", rangePrompt(0, 8), 1) }));
+    expect(runToIdle(collecting).flatMap((p) => p.effects.kvEvents.map((e) => e.type))).toContain("stored");
   });
 });
