@@ -39,6 +39,19 @@ describe("async scheduling: work left after the queues empty", () => {
     expect([rank.hasWork(), rank.isDrained()]).toEqual([false, true]);
   });
 
+  it("a request cancelled after its next step was planned gets no token from that step", () => {
+    const rank = asyncRank();
+    // r: 4 tokens, 3 outputs. Boundary 0 plans the prefill (output 0) and the decode row after it
+    // (output 1). The prefill runs and reports output 0; then r is cancelled.
+    expectOk(rank.submit({ type: "submit", request: request("r", rangePrompt(0, 4), 3) }));
+    const s1 = rank.step(0)!;
+    expect(s1.effects.tokens.map((t) => [t.requestId, t.index])).toEqual([["r", 0]]);
+    expect(expectOk(rank.submit({ type: "cancel_request", requestId: "r" })).result).toBe("applied");
+    // The planned step still runs, but r's output 1 is dropped (vLLM drops a cancelled request's outputs).
+    const s2 = rank.step(s1.endMs)!;
+    expect([s2.effects.tokens, s2.effects.finished]).toEqual([[], []]);
+  });
+
   it("has no decode fast path", () => {
     const rank = asyncRank();
     expectOk(rank.submit({ type: "submit", request: request("r", rangePrompt(0, 4), 5) }));

@@ -184,6 +184,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
   const endMs = nowMs + price.prefillMs + price.decodeMs;
 
   // 4. Blocks become cache-visible once computed; requests that reached their end sample one token.
+  // Stryker disable next-line BooleanLiteral: equivalent, compacting a running list where nothing finished keeps it as it is (every entry is running or finishing)
   let finishedAny = false;
   const sampled: { readonly req: Req; readonly index: number }[] = [];
   const finishing: Req[] = [];
@@ -197,6 +198,9 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       if (synchronous) fx.tokens.push({ requestId: req.id, index, atMs: endMs });
       else sampled.push({ req, index });
     }
+    // Equivalent mutants (Stryker): the max_model_len test dropped (false) or written >. The submit
+    // check keeps prompt + max outputs <= max_model_len, so the sequence reaches max_model_len only
+    // with its last output, where the output test is already true.
     if (req.outputs >= req.maxOutputTokens || (maxModelLen !== undefined && req.seq.numTokens >= maxModelLen)) {
       if (synchronous) {
         state.complete(req, fx);
@@ -208,6 +212,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       }
     }
   }
+  // Equivalent mutant (Stryker): the test dropped (true); see finishedAny above.
   if (finishedAny) state.compactRunning();
 
   const work: ScheduledWork[] = [];
@@ -225,6 +230,7 @@ export function stepResult(state: RankState, startMs: number, plan: PlannedStep 
   state.tryReserveDestinations(fx);
   const prefillMs = plan?.prefillMs ?? 0;
   const decodeMs = plan?.decodeMs ?? 0;
+  // Equivalent mutant (Stryker): the test dropped (false); without a plan both parts are 0.
   const end = plan === undefined ? startMs : startMs + prefillMs + decodeMs;
   return {
     startMs,
@@ -244,6 +250,8 @@ export function stepResult(state: RankState, startMs: number, plan: PlannedStep 
  * end of the step, finished requests freed) before anything else happens on the rank.
  */
 export function synchronousStep(state: RankState, nowMs: number): StepResult | undefined {
+  // Equivalent mutant (Stryker): the shortcut dropped (false); a plan over no schedulable work
+  // schedules nothing and records no effect, which returns undefined below.
   if (!state.hasSchedulableWork()) return undefined;
   const fx = new EffectsBuilder();
   const plan = planStep(state, fx, nowMs, true);
