@@ -83,6 +83,9 @@ export class EffectsBuilder {
   readonly lifecycle: LifecycleFact[] = [];
 
   get empty(): boolean {
+    // Equivalent mutants (Stryker): the token, admission, finished or lifecycle test dropped (true),
+    // or the first two joined with ||. Callers ask only when no step was planned, and only a plan
+    // admits, samples, finishes or completes a source; just preemptions and rejections can be left.
     return (
       this.tokens.length === 0 &&
       this.admissions.length === 0 &&
@@ -241,6 +244,8 @@ export class RankState {
   complete(req: Req, fx: EffectsBuilder): void {
     fx.finished.push({ requestId: req.id });
     const h = req.handoff;
+    // Equivalent mutant (Stryker): the pending test dropped (true); a source released before it
+    // completed has no handoff left (releaseSource detaches it), so a source here is pending.
     if (h?.side === "source" && h.state === "pending") {
       // Source completion (grouped-pd.md 3): free what vLLM frees before the transfer, hold the rest.
       const releasedPages = this.pool.releaseSourceSkipped(req.seq, req.computed);
@@ -273,6 +278,7 @@ export class RankState {
       case "activated":
         this.activatedLive--;
         break;
+      // Equivalent mutant (Stryker): this case falling through to reservedCount--; only their sum is read (waitingCount).
       case "pending_destination":
         this.pendingLive--;
         break;
@@ -311,6 +317,7 @@ export class RankState {
 
   /** Retires a handoff: out of the live map (its request may be collected), a tombstone in its place. */
   retireHandoff(h: Handoff, cancelled: boolean): void {
+    // Not killed (Stryker): the test dropped (false); every caller retires a handoff once, so no test retires one twice.
     if (h.state === "retired") return;
     h.state = "retired";
     h.cancelled = cancelled;
@@ -358,6 +365,8 @@ export class RankState {
       const h = this.peekPendingDestination();
       if (h === undefined) return;
       const last = this.reserveFailedAt;
+      // Equivalent mutant (Stryker): the test dropped (false); a retry with no capacity freed since
+      // fails the same way and records the same failure.
       if (last?.handoff === h && last.generation === this.capacityGeneration) return;
       const res = this.pool.reserveDestination(h.req.seq, h.transferredTokens);
       if (res === undefined) {
@@ -389,6 +398,8 @@ export class RankState {
   peekPendingDestination(): Handoff | undefined {
     for (;;) {
       const h = this.pendingDestinations.peekFront();
+      // Equivalent mutants (Stryker): either half of the && dropped or || for &&; a pending handoff's
+      // request is pending_destination and a cancelled one's is gone with its handoff retired.
       if (h === undefined || (h.state === "pending" && h.req.phase === "pending_destination")) return h;
       this.pendingDestinations.popFront(); // cancelled while pending
     }
