@@ -21,9 +21,16 @@ describe("timing edges", () => {
     expect(createTimingModel({ type: "polynomial" }, linearProfile(), engineSettings()).step(STEP).clamped).toBe(0);
   });
 
-  it("a fixed decode-only step of no rows costs nothing", () => {
+  it("a decode-only step of no rows costs nothing (fixed and linear)", () => {
     const model = createTimingModel({ type: "fixed", prefill_ms: 10, decode_ms: 2 }, linearProfile(), engineSettings());
     expect([model.decodeOnlyMs?.(0, 0), model.decodeOnlyMs?.(3, 300)]).toEqual([0, 2]);
+    // Linear: no rows, no step (not step_ms 1); 3 rows over 300 KV tokens: 1 + 0.5 x 3 + 10 x 300 / 1000 = 5.5.
+    const linearModel = createTimingModel(
+      { type: "linear", step_ms: 1, per_sequence_ms: 0.5, per_kv_token_us: 10, prompt_step_ms: 0, per_prompt_token_us: 0, per_cached_token_us: 0 },
+      linearProfile(),
+      engineSettings(),
+    );
+    expect([linearModel.decodeOnlyMs?.(0, 0), linearModel.decodeOnlyMs?.(3, 300)]).toEqual([0, 5.5]);
   });
 
   it("the decode polynomial with no KV capacity and no active tokens takes p = 1", () => {
