@@ -98,6 +98,80 @@ function specFor(meta, work, trace) {
   return { file, assumedBlocks: kv.num_gpu_blocks === undefined };
 }
 
+/** Sorted numbers -> how many are <= x. */
+function countAtMost(sorted, x) {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * Preempted requests waiting to be rescheduled, from once-a-second samples: at each sample,
+ * waiting - (arrived - scheduled at least once) counts the requests that were running and went
+ * back to the queue. Returns the sum over samples (request-seconds at 1 s samples) and the peak.
+ */
+function preemptedWaiting(samples, arrivals, firstScheduled) {
+  const a = [...arrivals].sort((x, y) => x - y);
+  const s = [...firstScheduled].sort((x, y) => x - y);
+  let sum = 0;
+  let peak = 0;
+  for (const { t, waiting } of samples) {
+    const back = waiting - (countAtMost(a, t) - countAtMost(s, t));
+    if (back > 0) sum += back;
+    peak = Math.max(peak, back);
+  }
+  return { sum, peak };
+}
+
+const csvRows = (text) => {
+  const [head, ...rows] = text.trim().split("\n");
+  const cols = head.split(",");
+  return rows.map((r) => Object.fromEntries(r.split(",").map((v, i) => [cols[i], v])));
+};
+
+/**
+ * The real run's preempted-waiting figure, from its timeseries.csv (t s, running, waiting) and the
+ * requests' queued/scheduled timestamps. The two clocks differ by an offset: the one (to 50 ms,
+ * within 5 s) at which arrived - finished best matches running + waiting.
+ */
+function measuredPreemption(dir, requestsFile) {
+  const tsFile = join(dir, "timeseries.csv");
+  if (!existsSync(tsFile)) return undefined;
+  const reqs = readFileSync(requestsFile, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const queued = reqs.map((r) => r.queued_ts).sort((x, y) => x - y);
+  const finished = reqs.map((r) => r.last_token_ts).sort((x, y) => x - y);
+  const rows = csvRows(readFileSync(tsFile, "utf8")).map((r) => ({ t: Number(r.t), running: Number(r.running), waiting: Number(r.waiting) }));
+  const t0 = queued[0];
+  let best = { err: Infinity, offset: 0 };
+  for (let k = -100; k <= 100; k++) {
+    const offset = k * 0.05;
+    let err = 0;
+    for (const r of rows) err += Math.abs(countAtMost(queued, r.t + t0 + offset) - countAtMost(finished, r.t + t0 + offset) - (r.running + r.waiting));
+    if (err < best.err) best = { err, offset };
+  }
+  const samples = rows.map((r) => ({ t: r.t + t0 + best.offset, waiting: r.waiting }));
+  return preemptedWaiting(samples, queued, reqs.map((r) => r.scheduled_ts));
+}
+
+/** The same figure for the calibrated replay, from its records and a 1 s time series. */
+function simulatedPreemption(work) {
+  const records = join(work, "replay-requests.jsonl");
+  const series = join(work, "replay-timeseries.csv");
+  kvsim(["replay", "--spec", join(work, "calibrated.yaml"), "--quiet", "--format", "json", "--requests", records, "--timeseries", series, "--sample-ms", "1000", "--force"]);
+  const recs = readFileSync(records, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const samples = csvRows(readFileSync(series, "utf8")).map((r) => ({
+    t: Number(r.time_ms),
+    waiting: Object.entries(r).filter(([k]) => k.endsWith(".waiting")).reduce((acc, [, v]) => acc + Number(v), 0),
+  }));
+  const admitted = recs.filter((r) => r.admitted_ms !== null).map((r) => r.admitted_ms);
+  return { ...preemptedWaiting(samples, recs.map((r) => r.arrival_ms), admitted), events: recs.reduce((acc, r) => acc + r.preemptions, 0) };
+}
+
 const ROWS = [
   ["tpot", "mean"],
   ["tpot", "p90"],
@@ -127,7 +201,10 @@ try {
     const started = Date.now();
     const cal = JSON.parse(kvsim(["calibrate", "--spec", file, "--measured", requests, "--out", join(work, "calibrated.yaml"), "--force", "--format", "json"]));
     const wallS = (Date.now() - started) / 1000;
-    results.push({ name, meta, cal, wallS, peer: peerErrors(join(dir, "llmservingsim-accuracy.txt")), tokenIds: Boolean(prompts && existsSync(prompts)), assumedBlocks });
+    // Preemptions are compared only where the run records its pool: with an assumed pool the
+    // replay's KV pressure is not the real one's.
+    const preemption = assumedBlocks ? undefined : { real: measuredPreemption(dir, requests), sim: simulatedPreemption(work) };
+    results.push({ name, meta, cal, wallS, peer: peerErrors(join(dir, "llmservingsim-accuracy.txt")), tokenIds: Boolean(prompts && existsSync(prompts)), assumedBlocks, preemption });
   }
 } finally {
   if (keep === undefined) rmSync(root, { recursive: true, force: true });
@@ -143,6 +220,12 @@ for (const r of results) {
   lines.push(
     `calibrated on ${r.cal.fit_requests} requests in ${r.wallS.toFixed(1)} s (${r.cal.evaluations} replays); held out: ${r.cal.held_out_requests}; ${r.tokenIds ? "prompts by token id" : "prompts by length"}${r.assumedBlocks ? `; GPU blocks not recorded, ${ASSUMED_BLOCKS} assumed` : ""}; simulated preemptions ${r.cal.simulated_preemptions}`,
   );
+  if (r.preemption?.real !== undefined) {
+    const { real, sim } = r.preemption;
+    lines.push(
+      `preempted requests waiting to resume, from 1 s samples (waiting minus never-scheduled arrivals): real ${real.sum} request-seconds (peak ${real.peak}), kvsim ${sim.sum} (peak ${sim.peak}; ${sim.events} preemptions)`,
+    );
+  }
   lines.push("");
   const rows = [["metric", "kvsim, held-out half", "kvsim, fit half", "target", "LLMServingSim (in-sample, published)"]];
   for (const [metric, stat] of ROWS) {
