@@ -612,12 +612,12 @@ class ReplayEngine {
       // that moves them: the rank's state moves to the run's end when it starts, and a sample
       // inside it must see its step's (most runs have no sample and record nothing).
       const horizon = this.runHorizon(w);
-      const before = this.sampler !== undefined && this.sampler.nextSampleMs < horizon ? this.sampler.pagesNow(w.sampleIndex) : undefined;
-      const run = w.rank.decodeRun(this.now, { ...(before === undefined ? {} : { recordPages: true }), startBeforeMs: horizon, endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS) });
+      const recordPages = this.sampler !== undefined && this.sampler.nextSampleMs < horizon;
+      const run = w.rank.decodeRun(this.now, { recordPages, startBeforeMs: horizon, endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS) });
       if (run !== undefined) {
         w.busy = true;
         w.passEndMs = run.endMs;
-        this.sampler?.onRunStarted(w.sampleIndex, run.startMs, run.stepEndsMs, run.steps, run.requestIds.length, before, run.pageSteps);
+        this.sampler?.onRunStarted(w.sampleIndex, run.startMs, run.stepEndsMs, run.steps, run.requestIds.length, run.pages);
         this.queue.push(run.endMs, Phase.passCompletion, w.stage, w.order, { kind: "run", worker: w, run });
         return;
       }

@@ -112,6 +112,27 @@ describe("the decode fast path samples as step by step", () => {
       expect(await run(true)).toEqual(await run(false));
     });
   }
+
+  for (const [name, topology] of [
+    ["GLM-5.3-Flash aggregated", { kind: "aggregated", workers: 1 }],
+    ["GLM-5.3-Flash P/D", { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } }],
+  ] as const) {
+    it(`${name}: a run's recorded pages give each group's count inside the run`, async () => {
+      // 2,176-token pages over six cache groups: prompts end 3 to 13 tokens before a page boundary,
+      // so a decode run of 30 steps crosses it (a new page in some groups, a state page released
+      // to the cache in others) with samples every 2 ms on both sides of that step.
+      const spec = traceSpec({
+        profile: glmProfile("0.32.0"),
+        topology,
+        engine: { num_gpu_blocks: 64, max_num_seqs: 4 },
+        timing: fixed(3, 1),
+        kv_transfer: { bandwidth_gbps: 1000, mode: "full_prompt" },
+      });
+      const records = Array.from({ length: 6 }, (_, k) => byLength(k + 1, k * 9, 2176 * (1 + (k % 2)) - 3 - 2 * k, 30));
+      const run = async (fastDecode: boolean) => ok(await runReplay({ spec, records, fastDecode, timeseries: { sampleMs: 2 } })).timeseries!;
+      expect(await run(true)).toEqual(await run(false));
+    });
+  }
 });
 
 describe("latency quantiles (for CDF plots)", () => {

@@ -78,36 +78,34 @@ export const DEFAULT_START_MS = 10;
 /** Samples held before an adaptive sampler doubles its interval (2^12: then it keeps 2^11 + 1). */
 export const MAX_ADAPTIVE_SAMPLES = 4096;
 
-/** Per-group pages: `used` then `cached`, one entry per group each. */
+/**
+ * A decode run's pages as the rank recorded them (vllm-scheduler's `DecodeRunPages`): rows of the
+ * step (-1 for row 0, the pages before the run), then `used` per group, then `cached` per group;
+ * a row after each step that moved a count. Read while the run is in flight, never kept.
+ */
 export interface RunPages {
-  readonly step: number;
-  readonly used: ArrayLike<number>;
-  readonly cached: ArrayLike<number>;
+  readonly rows: number;
+  readonly stride: number;
+  readonly data: ArrayLike<number>;
 }
 
+/** A worker's decode run in flight; one per worker, reused run after run (no allocation per run). */
 interface ActiveRun {
-  readonly startMs: number;
-  readonly ends: ArrayLike<number>;
-  readonly steps: number;
-  readonly batch: number;
+  active: boolean;
+  startMs: number;
+  ends: ArrayLike<number>;
+  steps: number;
+  batch: number;
   /** Steps counted so far as passes, and as tokens. */
   passes: number;
   tokens: number;
-  /** The pages before the run, and after each of its steps that touched the pool. */
-  readonly before: RunPages | undefined;
-  readonly pageSteps: readonly RunPages[];
+  /** Its recorded pages (undefined: none recorded, no sample was due inside it when it started). */
+  pages: RunPages | undefined;
+  /** The row of `pages` the last sample read (samples come in time order). */
+  row: number;
 }
 
-/** A run's pages at time t: after the last of its pool-touching steps that started at or before t. */
-function runPagesAt(run: ActiveRun, t: number): RunPages {
-  let at = run.before!;
-  for (const ps of run.pageSteps) {
-    const start = ps.step === 0 ? run.startMs : run.ends[ps.step - 1]!;
-    if (start > t) break;
-    at = ps;
-  }
-  return at;
-}
+const NO_ENDS = new Float64Array(0);
 
 const workerPrefix = { aggregated: "W", prefill: "P", decode: "D" } as const;
 
@@ -139,12 +137,12 @@ export class Sampler {
   /** Row offset of each worker's first column. */
   private readonly base: Int32Array;
   private readonly stride: number;
-  /** Per column: 1 when it counts events in the interval (merged by adding), 0 for a gauge. */
-  private readonly counter: Uint8Array;
-  /** The counter columns, for the per-sample copy. */
+  /** The columns that count events in the interval (merged by adding); the others are gauges. */
   private readonly counterColumns: Int32Array;
   private data: Float64Array;
   private count = 0;
+  /** The time of the next sample: count x interval. */
+  private nextAt = 0;
   /** The open interval's counts, one slot per column (counter columns only). */
   private readonly acc: Float64Array;
   private handoffsInFlight = 0;
@@ -152,7 +150,7 @@ export class Sampler {
    * Per worker, its decode run in flight (the rank ran its steps when it started): its passes and
    * tokens are counted as the samples reach their times, not all at its end.
    */
-  private readonly runs: (ActiveRun | undefined)[];
+  private readonly runs: ActiveRun[];
 
   constructor(probes: readonly WorkerProbe[], sampleMs: number | undefined) {
     if (sampleMs !== undefined && !(sampleMs > 0 && Number.isFinite(sampleMs))) throw new RangeError(`sample interval must be a positive number of ms, got ${sampleMs}`);
@@ -166,13 +164,12 @@ export class Sampler {
       col += WORKER_FIXED + 2 * p.groups.length;
     });
     this.stride = col;
-    this.counter = new Uint8Array(col);
-    for (const c of [ARRIVALS, COMPLETIONS, ENDED, INPUT, OUTPUT, BYTES]) this.counter[c] = 1;
-    for (const b of this.base) for (const c of [PASSES, PASS_TOKENS, PASS_MS]) this.counter[b + c] = 1;
-    this.counterColumns = Int32Array.from(Array.from(this.counter).flatMap((c, i) => (c === 1 ? [i] : [])));
+    const counters = [ARRIVALS, COMPLETIONS, ENDED, INPUT, OUTPUT, BYTES];
+    for (const b of this.base) counters.push(b + PASSES, b + PASS_TOKENS, b + PASS_MS);
+    this.counterColumns = Int32Array.from(counters);
     this.acc = new Float64Array(col);
     this.data = new Float64Array(col * 256);
-    this.runs = probes.map(() => undefined);
+    this.runs = probes.map(() => ({ active: false, startMs: 0, ends: NO_ENDS, steps: 0, batch: 0, passes: 0, tokens: 0, pages: undefined, row: 0 }));
   }
 
   // Counters, called by the engine as things happen.
@@ -196,33 +193,38 @@ export class Sampler {
   }
   /** The time of the next sample. */
   get nextSampleMs(): number {
-    return this.count * this.interval;
-  }
-
-  /** A copy of a worker's per-group pages now (before a decode run changes them). */
-  pagesNow(worker: number): RunPages {
-    const gp = this.probes[worker]!.groupPages();
-    return { step: -1, used: Array.from(gp.used), cached: Array.from(gp.cached) };
+    return this.nextAt;
   }
 
   /**
    * A decode run of `steps` steps from `startMs`, each ending at `ends[j]` with a token for each of
-   * `batch` requests; `before` its pages before it and `pageSteps` after each step that touched the
-   * pool (the rank is already at the run's end: samples inside it read these instead).
+   * `batch` requests; `pages` the pages the rank recorded through it (the rank is already at the
+   * run's end: samples inside it read these instead). `ends` and `pages` are read until
+   * `onRunDone`, never kept.
    */
-  onRunStarted(worker: number, startMs: number, ends: ArrayLike<number>, steps: number, batch: number, before?: RunPages, pageSteps?: readonly RunPages[]): void {
-    this.runs[worker] = { startMs, ends, steps, batch, passes: 0, tokens: 0, before, pageSteps: pageSteps ?? [] };
+  onRunStarted(worker: number, startMs: number, ends: ArrayLike<number>, steps: number, batch: number, pages?: RunPages): void {
+    const r = this.runs[worker]!;
+    r.active = true;
+    r.startMs = startMs;
+    r.ends = ends;
+    r.steps = steps;
+    r.batch = batch;
+    r.passes = 0;
+    r.tokens = 0;
+    r.pages = pages;
+    r.row = 0;
   }
   /** The run's end was reached: what is left of it counts now. */
   onRunDone(worker: number): void {
-    this.drainRun(worker, Infinity);
-    this.runs[worker] = undefined;
+    const r = this.runs[worker]!;
+    if (!r.active) return;
+    this.drainRun(r, this.base[worker]!, Infinity);
+    r.active = false;
+    r.ends = NO_ENDS;
+    r.pages = undefined;
   }
-  /** Counts the steps of a worker's run that started, and the tokens it gave, at or before `t`. */
-  private drainRun(worker: number, t: number): void {
-    const r = this.runs[worker];
-    if (r === undefined) return;
-    const b = this.base[worker]!;
+  /** Counts the steps of a run that started, and the tokens it gave, at or before `t`. */
+  private drainRun(r: ActiveRun, b: number, t: number): void {
     const acc = this.acc;
     for (; r.passes < r.steps; r.passes++) {
       const start = r.passes === 0 ? r.startMs : r.ends[r.passes - 1]!;
@@ -241,35 +243,31 @@ export class Sampler {
     this.acc[BYTES]! += bytes;
   }
 
-  /** The time of the next sample. */
-  private get nextTime(): number {
-    return this.count * this.interval;
-  }
-
   /**
    * The state is settled at the current instant and holds until `untilMs` (the next event):
    * takes every sample due before it (each sample due before the current instant was taken).
    */
   advance(untilMs: number): void {
-    for (let t = this.nextTime; t < untilMs; t = this.nextTime) this.take(t);
+    while (this.nextAt < untilMs) this.take(this.nextAt);
   }
 
   /** The run ended at `nowMs`: samples up to the first sample time at or after it. */
   finish(nowMs: number): void {
-    while (this.count === 0 || this.data[(this.count - 1) * this.stride + TIME]! < nowMs) this.take(this.nextTime);
+    while (this.count === 0 || this.data[(this.count - 1) * this.stride + TIME]! < nowMs) this.take(this.nextAt);
   }
 
+  // A sample is taken some 13,000 times in a long adaptive run, most of them before the code is
+  // warm: the rare paths (growing, compacting, a decode run's pages) are methods of their own so
+  // that `take` stays small and its type feedback stable (no deoptimisation when one first runs).
   private take(t: number): void {
     const stride = this.stride;
-    if ((this.count + 1) * stride > this.data.length) {
-      const grown = new Float64Array(this.data.length * 2);
-      grown.set(this.data);
-      this.data = grown;
-    }
+    if ((this.count + 1) * stride > this.data.length) this.grow();
     const d = this.data;
     const acc = this.acc;
     const row = this.count * stride;
-    for (let i = 0; i < this.runs.length; i++) if (this.runs[i] !== undefined) this.drainRun(i, t);
+    const runs = this.runs;
+    const base = this.base;
+    for (let i = 0; i < runs.length; i++) if (runs[i]!.active) this.drainRun(runs[i]!, base[i]!, t);
     // Counters: the open interval's counts, then a fresh interval.
     for (const c of this.counterColumns) {
       d[row + c] = acc[c]!;
@@ -277,34 +275,59 @@ export class Sampler {
     }
     d[row + TIME] = t;
     d[row + IN_FLIGHT] = this.handoffsInFlight;
-    for (let i = 0; i < this.probes.length; i++) {
-      const p = this.probes[i]!;
-      const at = row + this.base[i]!;
+    const probes = this.probes;
+    for (let i = 0; i < probes.length; i++) {
+      const p = probes[i]!;
+      const at = row + base[i]!;
       const load = p.load();
       d[at + RUNNING] = load.running;
       d[at + WAITING] = load.waiting;
       const gp = p.groupPages();
+      const used = gp.used;
+      const cached = gp.cached;
       const n = p.groups.length;
       for (let g = 0; g < n; g++) {
-        d[at + WORKER_FIXED + g] = gp.used[g] ?? 0;
-        d[at + WORKER_FIXED + n + g] = gp.cached[g] ?? 0;
+        d[at + WORKER_FIXED + g] = used[g]!;
+        d[at + WORKER_FIXED + n + g] = cached[g]!;
       }
-      // Inside a decode run the rank is already at the run's end: take back what the run's steps
-      // that start after t changed (commands it got meanwhile, a reservation, stay counted).
-      const run = this.runs[i];
-      if (run?.before !== undefined && run.pageSteps.length > 0) {
-        const final = run.pageSteps[run.pageSteps.length - 1]!;
-        const then = runPagesAt(run, t);
-        if (then !== final) {
-          for (let g = 0; g < n; g++) {
-            d[at + WORKER_FIXED + g]! += (then.used[g] ?? 0) - (final.used[g] ?? 0);
-            d[at + WORKER_FIXED + n + g]! += (then.cached[g] ?? 0) - (final.cached[g] ?? 0);
-          }
-        }
-      }
+      const run = runs[i]!;
+      if (run.active && run.pages !== undefined) this.pagesInRun(run, run.pages, at + WORKER_FIXED, n, t);
     }
     this.count++;
+    this.nextAt = this.count * this.interval;
     if (this.adaptive && this.count > MAX_ADAPTIVE_SAMPLES && this.count % 2 === 1) this.compact();
+  }
+
+  private grow(): void {
+    const grown = new Float64Array(this.data.length * 2);
+    grown.set(this.data);
+    this.data = grown;
+  }
+
+  /**
+   * Inside a decode run the rank is already at the run's end: takes back, from the pages just read
+   * (`n` used then `n` cached from `at`), what the run's steps that start after t changed
+   * (commands the rank got meanwhile, a reservation, stay counted).
+   */
+  private pagesInRun(run: ActiveRun, pages: RunPages, at: number, n: number, t: number): void {
+    const last = pages.rows - 1;
+    if (last === 0) return;
+    // The row after the last of its recorded steps that started at or before t (row 0: none).
+    const pd = pages.data;
+    const ps = pages.stride;
+    while (run.row < last) {
+      const step = pd[(run.row + 1) * ps]!;
+      if ((step === 0 ? run.startMs : run.ends[step - 1]!) > t) break;
+      run.row++;
+    }
+    if (run.row === last) return;
+    const then = run.row * ps + 1;
+    const final = last * ps + 1;
+    const d = this.data;
+    for (let g = 0; g < n; g++) {
+      d[at + g]! += pd[then + g]! - pd[final + g]!;
+      d[at + n + g]! += pd[then + n + g]! - pd[final + n + g]!;
+    }
   }
 
   /** Doubles the interval: sample j becomes old sample 2j (gauges), plus old 2j - 1 (counters). */
@@ -312,14 +335,18 @@ export class Sampler {
     const n = this.count;
     const stride = this.stride;
     const d = this.data;
+    const cc = this.counterColumns;
     for (let j = 1; 2 * j < n; j++) {
       const to = j * stride;
       const from = 2 * j * stride;
       const prev = from - stride;
-      for (let c = 0; c < stride; c++) d[to + c] = this.counter[c] === 1 ? d[from + c]! + d[prev + c]! : d[from + c]!;
+      // Row 2j takes in row 2j - 1's counts, then moves to row j (every row up to j was read).
+      for (const c of cc) d[from + c]! += d[prev + c]!;
+      d.copyWithin(to, from, from + stride);
     }
     this.count = (n + 1) / 2;
     this.interval *= 2;
+    this.nextAt = this.count * this.interval;
   }
 
   result(): TimeSeries {
@@ -341,9 +368,14 @@ export class Sampler {
         const b = this.base[i]!;
         const g = p.groups.length;
         const groups = p.groups.map((name, k) => ({ name, used_pages: column(b + WORKER_FIXED + k), cached_pages: column(b + WORKER_FIXED + g + k) }));
-        const sum = (pick: (x: (typeof groups)[number]) => number[]) => {
-          const out = new Array<number>(n).fill(0);
-          for (const x of groups) pick(x).forEach((v, k) => (out[k]! += v));
+        // Per sample, the groups' pages added up in group order.
+        const sum = (first: number) => {
+          const out = new Array<number>(n);
+          for (let i = 0; i < n; i++) {
+            let v = 0;
+            for (let k = 0; k < g; k++) v += d[i * stride + first + k]!;
+            out[i] = v;
+          }
           return out;
         };
         const passes = column(b + PASSES);
@@ -354,8 +386,8 @@ export class Sampler {
           id: p.id,
           running: column(b + RUNNING),
           waiting: column(b + WAITING),
-          kv_used_pages: sum((x) => x.used_pages),
-          kv_cached_pages: sum((x) => x.cached_pages),
+          kv_used_pages: sum(b + WORKER_FIXED),
+          kv_cached_pages: sum(b + WORKER_FIXED + g),
           groups,
           passes,
           batch_tokens: mean(b + PASS_TOKENS),

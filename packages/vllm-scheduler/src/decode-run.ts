@@ -34,16 +34,25 @@ export interface DecodeRunLimits {
   readonly endByMs: number;
   /** At most this many steps (unbounded when absent). */
   readonly maxSteps?: number;
-  /** Record the pool's per-group pages after each step that touches the pool (`pageSteps`), for time series. */
+  /** Record the pool's per-group pages before the run and after each step that moves them (`pages`), for time series. */
   readonly recordPages?: boolean;
 }
 
-/** The pool's per-group pages (kv-pool's `groupPages`, copied) after a step of a run that touched the pool. */
+/**
+ * The pool's per-group pages (kv-pool's `groupPages`, copied) through a run, as rows of one flat
+ * buffer (no allocation per step): row 0 holds the pages before the run, each further row the pages
+ * after a step that touched the pool and moved a count, in step order (the other steps change none).
+ * A row is the step (0-based in the run; -1 for row 0), then `used` per group, then `cached` per group.
+ */
 export interface DecodeRunPages {
-  /** The step (0-based in the run). */
-  readonly step: number;
-  readonly used: Int32Array;
-  readonly cached: Int32Array;
+  readonly rows: number;
+  /** Values per row: 1 + 2 x groups. */
+  readonly stride: number;
+  /**
+   * At least rows x stride values. The rank's scratch buffer: valid until the rank's next decode
+   * run (a caller that keeps it longer copies it).
+   */
+  readonly data: Int32Array;
 }
 
 /** Decode-only steps run back to back from `startMs`; each gave every request of the batch one token. */
@@ -62,8 +71,8 @@ export interface DecodeRun {
   readonly clampedTimingQueries: number;
   /** The rank's metrics after the last step. */
   readonly metrics: RankMetrics;
-  /** With `recordPages`: the pages after each step that touched the pool and moved a count, in step order (the others change none). */
-  readonly pageSteps?: readonly DecodeRunPages[];
+  /** With `recordPages`: the pages before the run and after each step that moved them; undefined otherwise. */
+  readonly pages: DecodeRunPages | undefined;
 }
 
 /** A batch object reused across steps (the timing models only read it). */
@@ -81,6 +90,8 @@ interface MutableBatch {
 export class DecodeRunScratch {
   quiet = new Float64Array(16);
   ends = new Float64Array(64);
+  /** The recorded pages (see {@link DecodeRunPages}). */
+  pages = new Int32Array(64);
   readonly batch: MutableBatch = {
     prefill: { count: 0, sumIsl: 0, sumPrefix: 0 },
     decode: { count: 0, sumSequenceTokens: 0 },
@@ -144,7 +155,23 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
   let t = nowMs;
   let steps = 0;
   let clamped = 0;
-  const pageSteps: DecodeRunPages[] | undefined = limits.recordPages === true ? [] : undefined;
+  // Recorded pages: row 0 now, then a row after each step that moved a count.
+  const record = limits.recordPages === true;
+  let pageRows = 0;
+  let pageStride = 0;
+  if (record) {
+    const gp = pool.groupPages();
+    const groups = gp.used.length;
+    pageStride = 1 + 2 * groups;
+    if (scratch.pages.length < 4 * pageStride) scratch.pages = new Int32Array(4 * pageStride);
+    const rec = scratch.pages;
+    rec[0] = -1;
+    for (let g = 0; g < groups; g++) {
+      rec[1 + g] = gp.used[g]!;
+      rec[1 + groups + g] = gp.cached[g]!;
+    }
+    pageRows = 1;
+  }
   const startBefore = limits.startBeforeMs;
   const endBy = limits.endByMs;
   // The model's shortcut for a decode-only step, when it has one (same number, no objects).
@@ -202,13 +229,28 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
         quiet[i] = pool.quietDecodeSteps(req.seq, req.computed);
       } else quiet[i]!--;
     }
-    if (pageSteps !== undefined && touches) {
+    if (record && touches) {
       // Recorded only when a count moved (a touch may only hash a block or shift a state).
       const gp = pool.groupPages();
-      const last = pageSteps.length === 0 ? undefined : pageSteps[pageSteps.length - 1]!;
-      let moved = last === undefined;
-      for (let g = 0; !moved && g < gp.used.length; g++) moved = gp.used[g] !== last!.used[g] || gp.cached[g] !== last!.cached[g];
-      if (moved) pageSteps.push({ step: steps, used: Int32Array.from(gp.used), cached: Int32Array.from(gp.cached) });
+      const groups = gp.used.length;
+      let rec = scratch.pages;
+      const last = (pageRows - 1) * pageStride;
+      let moved = false;
+      for (let g = 0; !moved && g < groups; g++) moved = gp.used[g] !== rec[last + 1 + g] || gp.cached[g] !== rec[last + 1 + groups + g];
+      if (moved) {
+        const at = pageRows * pageStride;
+        if (at + pageStride > rec.length) {
+          const grown = new Int32Array(rec.length * 2);
+          grown.set(rec);
+          scratch.pages = rec = grown;
+        }
+        rec[at] = steps;
+        for (let g = 0; g < groups; g++) {
+          rec[at + 1 + g] = gp.used[g]!;
+          rec[at + 1 + groups + g] = gp.cached[g]!;
+        }
+        pageRows++;
+      }
     }
     sumSequenceTokens += n;
     if (steps === scratch.ends.length) {
@@ -233,6 +275,6 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
     firstTokenIndex,
     clampedTimingQueries: clamped,
     metrics: state.metrics(),
-    ...(pageSteps === undefined ? {} : { pageSteps }),
+    pages: record ? { rows: pageRows, stride: pageStride, data: scratch.pages } : undefined,
   };
 }
