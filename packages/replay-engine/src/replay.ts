@@ -608,12 +608,11 @@ class ReplayEngine {
   private startPass(w: Worker): void {
     if (this.fastDecode && w.role !== "prefill") {
       w.dirty = false;
-      // With time series, a run with a sample before its last step records its pages at each step
-      // that moves them: the rank's state moves to the run's end when it starts, and a sample
-      // inside it must see its step's (most runs have no sample and record nothing).
+      // With time series, a run that may hold samples records its pages at their times: the rank's
+      // state moves to the run's end when it starts, and a sample inside it must see its step's.
       const horizon = this.runHorizon(w);
-      const recordPages = this.sampler !== undefined && this.sampler.nextSampleMs < horizon;
-      const run = w.rank.decodeRun(this.now, { recordPages, startBeforeMs: horizon, endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS) });
+      const pagesAt = this.sampler?.samplesBefore(horizon);
+      const run = w.rank.decodeRun(this.now, { pagesAt, startBeforeMs: horizon, endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS) });
       if (run !== undefined) {
         w.busy = true;
         w.passEndMs = run.endMs;

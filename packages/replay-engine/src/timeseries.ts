@@ -79,9 +79,9 @@ export const DEFAULT_START_MS = 10;
 export const MAX_ADAPTIVE_SAMPLES = 4096;
 
 /**
- * A decode run's pages as the rank recorded them (vllm-scheduler's `DecodeRunPages`): rows of the
- * step (-1 for row 0, the pages before the run), then `used` per group, then `cached` per group;
- * a row after each step that moved a count. Read while the run is in flight, never kept.
+ * A decode run's pages as the rank recorded them (vllm-scheduler's `DecodeRunPages`): rows of a
+ * time, then `used` per group, then `cached` per group: one per sample time before the start of the
+ * run's last step, then one with the pages after the run. Read while the run is in flight, never kept.
  */
 export interface RunPages {
   readonly rows: number;
@@ -191,9 +191,13 @@ export class Sampler {
     this.acc[b + PASS_TOKENS]! += scheduledTokens;
     this.acc[b + PASS_MS]! += durationMs;
   }
-  /** The time of the next sample. */
-  get nextSampleMs(): number {
-    return this.nextAt;
+  /**
+   * The sample times a decode run from now to `untilMs` must record its pages at (the next
+   * sample's index and the interval: sample i is at i x interval), or undefined when none falls
+   * before `untilMs`.
+   */
+  samplesBefore(untilMs: number): { readonly index: number; readonly everyMs: number } | undefined {
+    return this.nextAt < untilMs ? { index: this.count, everyMs: this.interval } : undefined;
   }
 
   /**
@@ -311,16 +315,12 @@ export class Sampler {
    */
   private pagesInRun(run: ActiveRun, pages: RunPages, at: number, n: number, t: number): void {
     const last = pages.rows - 1;
-    if (last === 0) return;
-    // The row after the last of its recorded steps that started at or before t (row 0: none).
     const pd = pages.data;
     const ps = pages.stride;
-    while (run.row < last) {
-      const step = pd[(run.row + 1) * ps]!;
-      if ((step === 0 ? run.startMs : run.ends[step - 1]!) > t) break;
-      run.row++;
-    }
-    if (run.row === last) return;
+    // The row of time t; none when t is at or after the start of the run's last step (the pages
+    // after the run hold then).
+    while (run.row < last && pd[run.row * ps]! < t) run.row++;
+    if (run.row === last || pd[run.row * ps] !== t) return;
     const then = run.row * ps + 1;
     const final = last * ps + 1;
     const d = this.data;

@@ -34,15 +34,20 @@ export interface DecodeRunLimits {
   readonly endByMs: number;
   /** At most this many steps (unbounded when absent). */
   readonly maxSteps?: number;
-  /** Record the pool's per-group pages before the run and after each step that moves them (`pages`), for time series. */
-  readonly recordPages?: boolean;
+  /**
+   * For time series: record the pool's per-group pages in force at the times `index` x `everyMs`,
+   * (`index` + 1) x `everyMs`... that fall inside the run, and after it (`pages`). The state at a
+   * time is the one after every step that started at or before it.
+   */
+  readonly pagesAt?: { readonly index: number; readonly everyMs: number } | undefined;
 }
 
 /**
- * The pool's per-group pages (kv-pool's `groupPages`, copied) through a run, as rows of one flat
- * buffer (no allocation per step): row 0 holds the pages before the run, each further row the pages
- * after a step that touched the pool and moved a count, in step order (the other steps change none).
- * A row is the step (0-based in the run; -1 for row 0), then `used` per group, then `cached` per group.
+ * The pool's per-group pages (kv-pool's `groupPages`, copied) at given times inside a run, as rows
+ * of one flat buffer (no allocation per step or per row): a row is the time, then `used` per group,
+ * then `cached` per group. One row per asked time before the start of the run's last step, in time
+ * order, then a last row with the pages after the run (time: its end). Asked times from the last
+ * step's start on see the pages after the run (no row of their own).
  */
 export interface DecodeRunPages {
   readonly rows: number;
@@ -52,7 +57,7 @@ export interface DecodeRunPages {
    * At least rows x stride values. The rank's scratch buffer: valid until the rank's next decode
    * run (a caller that keeps it longer copies it).
    */
-  readonly data: Int32Array;
+  readonly data: Float64Array;
 }
 
 /** Decode-only steps run back to back from `startMs`; each gave every request of the batch one token. */
@@ -71,7 +76,7 @@ export interface DecodeRun {
   readonly clampedTimingQueries: number;
   /** The rank's metrics after the last step. */
   readonly metrics: RankMetrics;
-  /** With `recordPages`: the pages before the run and after each step that moved them; undefined otherwise. */
+  /** With `pagesAt`: the pages at the asked times inside the run, then after it; undefined otherwise. */
   readonly pages: DecodeRunPages | undefined;
 }
 
@@ -91,7 +96,7 @@ export class DecodeRunScratch {
   quiet = new Float64Array(16);
   ends = new Float64Array(64);
   /** The recorded pages (see {@link DecodeRunPages}). */
-  pages = new Int32Array(64);
+  pages = new Float64Array(64);
   readonly batch: MutableBatch = {
     prefill: { count: 0, sumIsl: 0, sumPrefix: 0 },
     decode: { count: 0, sumSequenceTokens: 0 },
@@ -116,6 +121,25 @@ function stepsBeforeFinish(state: RankState, running: readonly Req[]): number {
     if (max <= 0) return 0;
   }
   return max;
+}
+
+/** Appends a row (`timeMs`, then the pages) to the scratch buffer; returns the row count. */
+function recordPages(scratch: DecodeRunScratch, gp: { readonly used: ArrayLike<number>; readonly cached: ArrayLike<number> }, rows: number, timeMs: number): number {
+  const groups = gp.used.length;
+  const stride = 1 + 2 * groups;
+  const at = rows * stride;
+  if (at + stride > scratch.pages.length) {
+    const grown = new Float64Array(Math.max(2 * scratch.pages.length, at + stride));
+    grown.set(scratch.pages);
+    scratch.pages = grown;
+  }
+  const rec = scratch.pages;
+  rec[at] = timeMs;
+  for (let g = 0; g < groups; g++) {
+    rec[at + 1 + g] = gp.used[g]!;
+    rec[at + 1 + groups + g] = gp.cached[g]!;
+  }
+  return rows + 1;
 }
 
 /**
@@ -155,28 +179,23 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
   let t = nowMs;
   let steps = 0;
   let clamped = 0;
-  // Recorded pages: row 0 now, then a row after each step that moved a count.
-  const record = limits.recordPages === true;
+  // Pages at the asked times: before each step, a row for every asked time before its start.
+  const pagesAt = limits.pagesAt;
+  const every = pagesAt === undefined ? 0 : pagesAt.everyMs;
+  let askIndex = pagesAt === undefined ? 0 : pagesAt.index;
+  let askMs = pagesAt === undefined ? Infinity : askIndex * every;
   let pageRows = 0;
-  let pageStride = 0;
-  if (record) {
-    const gp = pool.groupPages();
-    const groups = gp.used.length;
-    pageStride = 1 + 2 * groups;
-    if (scratch.pages.length < 4 * pageStride) scratch.pages = new Int32Array(4 * pageStride);
-    const rec = scratch.pages;
-    rec[0] = -1;
-    for (let g = 0; g < groups; g++) {
-      rec[1 + g] = gp.used[g]!;
-      rec[1 + groups + g] = gp.cached[g]!;
-    }
-    pageRows = 1;
-  }
   const startBefore = limits.startBeforeMs;
   const endBy = limits.endByMs;
   // The model's shortcut for a decode-only step, when it has one (same number, no objects).
   const decodeOnlyMs = state.timing.decodeOnlyMs;
   for (; steps < maxSteps && t < startBefore; steps++) {
+    // Every asked time before this step's start sees the state after the steps before it.
+    while (askMs < t) {
+      pageRows = recordPages(scratch, pool.groupPages(), pageRows, askMs);
+      askIndex++;
+      askMs = askIndex * every;
+    }
     // Price first: a refused or odd price ends the run before the step changes anything.
     let end: number;
     if (decodeOnlyMs !== undefined) {
@@ -198,10 +217,8 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
 
     // Blocks for the requests at a boundary: all of them must fit, or the step path decides.
     let need = 0;
-    let touches = false;
     for (let i = 0; i < n; i++) {
       if (quiet[i] === 0) {
-        touches = true;
         const req = running[i]!;
         need += pool.pagesNeeded(req.seq, { computedTokens: req.computed, newTokens: 1 });
       }
@@ -229,29 +246,6 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
         quiet[i] = pool.quietDecodeSteps(req.seq, req.computed);
       } else quiet[i]!--;
     }
-    if (record && touches) {
-      // Recorded only when a count moved (a touch may only hash a block or shift a state).
-      const gp = pool.groupPages();
-      const groups = gp.used.length;
-      let rec = scratch.pages;
-      const last = (pageRows - 1) * pageStride;
-      let moved = false;
-      for (let g = 0; !moved && g < groups; g++) moved = gp.used[g] !== rec[last + 1 + g] || gp.cached[g] !== rec[last + 1 + groups + g];
-      if (moved) {
-        const at = pageRows * pageStride;
-        if (at + pageStride > rec.length) {
-          const grown = new Int32Array(rec.length * 2);
-          grown.set(rec);
-          scratch.pages = rec = grown;
-        }
-        rec[at] = steps;
-        for (let g = 0; g < groups; g++) {
-          rec[at + 1 + g] = gp.used[g]!;
-          rec[at + 1 + groups + g] = gp.cached[g]!;
-        }
-        pageRows++;
-      }
-    }
     sumSequenceTokens += n;
     if (steps === scratch.ends.length) {
       const grown = new Float64Array(scratch.ends.length * 2);
@@ -266,6 +260,12 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
     const req = running[i]!;
     pool.advanceQuietDecode(req.seq, req.computed);
   }
+  let pages: DecodeRunPages | undefined;
+  if (pagesAt !== undefined) {
+    const gp = pool.groupPages();
+    pageRows = recordPages(scratch, gp, pageRows, t);
+    pages = { rows: pageRows, stride: 1 + 2 * gp.used.length, data: scratch.pages };
+  }
   return {
     startMs: nowMs,
     endMs: t,
@@ -275,6 +275,6 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
     firstTokenIndex,
     clampedTimingQueries: clamped,
     metrics: state.metrics(),
-    pages: record ? { rows: pageRows, stride: pageStride, data: scratch.pages } : undefined,
+    pages,
   };
 }
