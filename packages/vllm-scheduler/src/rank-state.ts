@@ -322,12 +322,16 @@ export class RankState {
     h.state = "retired";
     h.cancelled = cancelled;
     this.handoffs.delete(h.id);
+    // Equivalent mutants (Stryker): the test dropped either way or inverted. A kept record names a
+    // retired handoff, which never heads the queue again; a cleared one costs the head one retry
+    // that fails the same way.
     if (this.reserveFailedAt?.handoff === h) this.reserveFailedAt = undefined;
     this.retiredHandoffs.set(h.id, h.side === "source" ? "source" : cancelled ? "destination_cancelled" : "destination");
   }
 
   private removeRunning(req: Req): void {
     const i = this.running.indexOf(req);
+    // Defensive (Stryker, not killed): callers remove only requests in phase running or finishing, which are listed.
     if (i < 0) throw new Error(`running request ${req.id} is not in the running list`);
     this.running.splice(i, 1);
   }
@@ -340,6 +344,8 @@ export class RankState {
   /** Drops requests that finished during a step from the running list. */
   compactRunning(): void {
     let w = 0;
+    // Not killed (Stryker): the finishing test dropped (false). Only async scheduling has finishing
+    // requests, and no test compacts while one request finishes and another's last token is in flight.
     for (const req of this.running) if (req.phase === "running" || req.phase === "finishing") this.running[w++] = req;
     this.running.length = w;
   }
