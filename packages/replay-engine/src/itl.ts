@@ -24,6 +24,8 @@ const EMPTY: Distribution = { count: 0, mean: 0, min: 0, max: 0, p50: 0, p90: 0,
 const CHUNK_BITS = 13;
 const CHUNK = 1 << CHUNK_BITS;
 const MASK = CHUNK - 1;
+/** The running sum of gaps, for `foldGaps`. */
+const addGap = (sum: number, gap: number): number => sum + gap;
 
 /** The times of one worker's passes that emitted tokens. */
 export class PassLog {
@@ -80,39 +82,24 @@ export class PassLog {
     }
   }
 
-  /** `sum` plus the gaps of entries first + 1 .. last, added one by one in order. */
-  addGaps(first: number, last: number, sum: number): number {
-    if (last <= first) return sum;
+  /**
+   * Folds `f` over the gaps of entries first + 1 .. last in order, from `acc`: the gaps' sum
+   * (`(s, g) => s + g`) or squared deviations, added one gap at a time as a per-token loop would.
+   */
+  foldGaps(first: number, last: number, acc: number, f: (acc: number, gap: number) => number): number {
+    if (last <= first) return acc;
     let prev = this.time(first);
     for (let j = first + 1; j <= last; ) {
       const times = this.times[j >>> CHUNK_BITS]!;
       const stop = Math.min(last, j | MASK);
       for (let k = j & MASK, kEnd = stop & MASK; k <= kEnd; k++) {
         const t = times[k]!;
-        sum += t - prev;
+        acc = f(acc, t - prev);
         prev = t;
       }
       j = stop + 1;
     }
-    return sum;
-  }
-
-  /** `sq` plus (gap - mean)^2 over the gaps of entries first + 1 .. last, added in order. */
-  addSquaredDeviations(first: number, last: number, mean: number, sq: number): number {
-    if (last <= first) return sq;
-    let prev = this.time(first);
-    for (let j = first + 1; j <= last; ) {
-      const times = this.times[j >>> CHUNK_BITS]!;
-      const stop = Math.min(last, j | MASK);
-      for (let k = j & MASK, kEnd = stop & MASK; k <= kEnd; k++) {
-        const t = times[k]!;
-        const v = t - prev;
-        sq += (v - mean) * (v - mean);
-        prev = t;
-      }
-      j = stop + 1;
-    }
-    return sq;
+    return acc;
   }
 }
 
@@ -179,7 +166,7 @@ export class ItlSample {
       prevLast = last;
       if (last <= first) return;
       // The same additions, in the same order, as summing the gaps one token at a time.
-      this.sum = log.addGaps(first, last, this.sum);
+      this.sum = log.foldGaps(first, last, this.sum, addGap);
       this.count += last - first;
       let li = this.logIndex.get(log);
       if (li === undefined) {
@@ -280,7 +267,7 @@ export class ItlSample {
         sq += (v - mean) * (v - mean);
         continue;
       }
-      sq = this.logs[o[k]!]!.addSquaredDeviations(o[k + 1]!, o[k + 2]!, mean, sq);
+      sq = this.logs[o[k]!]!.foldGaps(o[k + 1]!, o[k + 2]!, sq, (q, v) => q + (v - mean) * (v - mean));
     }
     const [visit, size] = this.entries();
     let min = Infinity;
