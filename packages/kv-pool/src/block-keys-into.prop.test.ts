@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import { propRuns } from "./test-helpers.js";
 import { describe, expect, it } from "vitest";
 import type { PackedHashView } from "./hashing.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
@@ -53,7 +54,7 @@ describe("blockKeysInto writes each view's block hash halves as int32", () => {
         const [f3, t3] = range(chain.length, a, b);
         expect(written(chain, f3, t3)).toEqual(expected(chain, f3, t3));
       }),
-      { seed: 4242, numRuns: 300 },
+      { seed: 4242, numRuns: propRuns(300) },
     );
   });
 });

@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import { propRuns } from "./test-helpers.js";
 import { describe, expect, it } from "vitest";
 import { BlockPool, NULL_BLOCK, type PoolOps } from "./block-pool.js";
 import { ReferencePool } from "./reference-pool.js";
@@ -62,7 +63,7 @@ describe("the free queue's rings", () => {
       fc.property(fc.integer({ min: 3, max: 40 }), fc.array(opArb, { minLength: 50, maxLength: 400 }), (pages, ops) => {
         expect(run(new BlockPool(pages, 1, false, [false]), ops)).toEqual(run(new ReferencePool(pages, 1, false), ops));
       }),
-      { seed: 4242, numRuns: 150 },
+      { seed: 4242, numRuns: propRuns(150) },
     );
   }, 120_000);
 

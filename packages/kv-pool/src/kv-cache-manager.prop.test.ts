@@ -7,7 +7,7 @@ import { KvCacheManager, poolOf } from "./kv-cache-manager.js";
 import { createPromptTokens } from "./prompt-tokens.js";
 import { Sequence } from "./sequence.js";
 import { ReferenceKvCacheManager } from "./reference-pool.js";
-import { group } from "./test-helpers.js";
+import { group, propRuns } from "./test-helpers.js";
 
 interface Layout {
   readonly name: string;
@@ -239,6 +239,7 @@ describe("KvCacheManager properties", () => {
           const b = run(layout, pages, ops);
           expect(b).toEqual(a);
         }),
+        { numRuns: propRuns(100) },
       );
     });
   }
@@ -260,7 +261,7 @@ describe("the block pool (runs, lazy storage) gives the results of the straightf
         fc.property(fc.integer({ min: 6, max: 48 }), fc.array(opArb, { minLength: 30, maxLength: 160 }), (pages, ops) => {
           expect(run(layout, pages, ops)).toEqual(run(layout, pages, ops, ReferenceKvCacheManager));
         }),
-        { seed: 1212, numRuns: 200 },
+        { seed: 1212, numRuns: propRuns(200) },
       );
     }, 120_000);
   }
@@ -271,7 +272,7 @@ describe("the block pool (runs, lazy storage) gives the results of the straightf
         fc.property(fc.integer({ min: 6, max: 48 }), fc.array(opArb, { minLength: 30, maxLength: 160 }), (pages, ops) => {
           expect(run(layout, pages, ops, KvCacheManager, false)).toEqual(run(layout, pages, ops, ReferenceKvCacheManager, false));
         }),
-        { seed: 1213, numRuns: 200 },
+        { seed: 1213, numRuns: propRuns(200) },
       );
     }, 120_000);
   }

@@ -4,7 +4,7 @@ import type { CacheGroup } from "@kvsim/profile-schema";
 import type { KvSequence, PromptTokens } from "./contract.js";
 import { KvCacheManager, poolOf } from "./kv-cache-manager.js";
 import { PathPrompt, createPathPrompt, createPromptTokens } from "./prompt-tokens.js";
-import { group, tablesOf } from "./test-helpers.js";
+import { group, tablesOf, propRuns } from "./test-helpers.js";
 
 const UNIT = 4;
 /** Paths over a 3-id alphabet, so prompts share prefixes and repeat ids. */
@@ -28,7 +28,7 @@ describe("path keys of a path prompt", () => {
           }
         }
       }),
-      { seed: 1212, numRuns: 500 },
+      { seed: 1212, numRuns: propRuns(500) },
     );
   });
 });
@@ -125,7 +125,7 @@ describe("path prompts give the results of the same tokens given as a token prom
         fc.property(fc.integer({ min: 8, max: 40 }), fc.array(opArb, { minLength: 10, maxLength: 80 }), (pages, ops) => {
           expect(run(layout.groups, pages, ops, false, pathOf)).toEqual(run(layout.groups, pages, ops, false, tokensOf));
         }),
-        { seed: 1212, numRuns: 150 },
+        { seed: 1212, numRuns: propRuns(150) },
       );
     }, 120_000);
     it(`with KV events, the real hashes and the same events: ${layout.name}`, () => {
@@ -133,7 +133,7 @@ describe("path prompts give the results of the same tokens given as a token prom
         fc.property(fc.integer({ min: 8, max: 40 }), fc.array(opArb, { minLength: 10, maxLength: 80 }), (pages, ops) => {
           expect(run(layout.groups, pages, ops, true, pathOf)).toEqual(run(layout.groups, pages, ops, true, tokensOf));
         }),
-        { seed: 1213, numRuns: 100 },
+        { seed: 1213, numRuns: propRuns(100) },
       );
     }, 120_000);
   }

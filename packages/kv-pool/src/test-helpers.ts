@@ -6,6 +6,15 @@ import { xxh3PairInto } from "./xxh3-pair.js";
 import { createPromptTokens } from "./prompt-tokens.js";
 import { Sequence } from "./sequence.js";
 
+/**
+ * fast-check runs for a property: `n` normally, a tenth of it (at least 10) under mutation testing
+ * (KVSIM_MUTATION=1, set by stryker.config.mjs). The properties cover nearly every mutant, so
+ * they set the cost of a surviving one; the hand-derived tests are the killers.
+ */
+export function propRuns(n: number): number {
+  return process.env.KVSIM_MUTATION === "1" ? Math.max(10, Math.ceil(n / 10)) : n;
+}
+
 /** A group for tests; the byte and layer fields are informational for the pool. */
 export function group(kind: CacheGroup["kind"], blockSize: number, extra: Partial<CacheGroup> = {}): CacheGroup {
   return { name: `${kind}-${blockSize}-${extra.window_tokens ?? 0}`, kind, num_layers: 1, block_size_tokens: blockSize, prefix_cacheable: true, transfer_bytes_per_block: 1, ...extra };

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { nativePairHash as native, jsPairHash as ours } from "./test-helpers.js";
+import { nativePairHash as native, jsPairHash as ours, propRuns } from "./test-helpers.js";
 import { mulHigh32 } from "./xxh3-pair.js";
 
 
@@ -10,6 +10,7 @@ describe("mulHigh32 (property)", () => {
       fc.property(fc.nat({ max: 0xffff_ffff }), fc.nat({ max: 0xffff_ffff }), (a, b) => {
         expect(mulHigh32(a, b)).toBe(Number((BigInt(a) * BigInt(b)) >> 32n));
       }),
+      { numRuns: propRuns(100) },
     );
   });
 });
@@ -20,7 +21,7 @@ describe("xxh3PairInto (property)", () => {
       fc.property(fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), (a, b) => {
         expect(ours(a, b)).toBe(native(a, b));
       }),
-      { numRuns: 2000 },
+      { numRuns: propRuns(2000) },
     );
   });
 });
