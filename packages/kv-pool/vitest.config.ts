@@ -1,3 +1,27 @@
+import process from "node:process";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+import { mergeConfig } from "vitest/config";
 import { packageVitestConfig } from "../../tooling/vitest.shared.js";
 
-export default packageVitestConfig("kv-pool");
+const MUTATION = process.env.KVSIM_MUTATION === "1";
+
+/**
+ * Under mutation testing: the hand-derived test files first, the property tests (*.prop.test.ts)
+ * last. Stryker stops a mutant's run at the first failing test, and vitest's own order puts the
+ * slowest files (the properties) first, so a mutant a hand test kills would wait for them.
+ */
+class HandTestsFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const isProp = (f: TestSpecification): boolean => f.moduleId.endsWith(".prop.test.ts");
+    return [...sorted.filter((f) => !isProp(f)), ...sorted.filter(isProp)];
+  }
+}
+
+// Under mutation testing (KVSIM_MUTATION=1, set by stryker.config.mjs) every statement of the
+// mutated file goes through Stryker's instrumentation: the long property runs and churn tests take
+// well over vitest's default 5 s, which would fail Stryker's initial test run.
+export default mergeConfig(
+  packageVitestConfig("kv-pool"),
+  MUTATION ? { test: { testTimeout: 60_000, sequence: { sequencer: HandTestsFirst } } } : {},
+);
