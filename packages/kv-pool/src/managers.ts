@@ -81,6 +81,8 @@ let hitKeys = new Int32Array(2 * 4096);
 let scratch = new Int32Array(2 * 1024);
 
 function keyScratch(numBlocks: number): Int32Array {
+  // Equivalent mutants (Stryker): the growth test dropped (true) or written >=, and 2 x scratch.length
+  // written 2 / scratch.length: the scratch grows more often, or to exactly 2 x numBlocks (enough).
   if (2 * numBlocks > scratch.length) scratch = new Int32Array(Math.max(2 * numBlocks, 2 * scratch.length));
   return scratch;
 }
@@ -287,6 +289,7 @@ export class FullAttentionManager extends AttentionManager {
         if (i === keysTo) {
           keysFrom = i;
           keysTo = Math.min(max, i + batch);
+          // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: equivalent, never true (a batch is at most 4,096 keys and hitKeys starts at 2 x 4,096, never shrinking); a growth a mutant forces is to the batch's exact size
           if (2 * (keysTo - keysFrom) > keys.length) keys = hitKeys = new Int32Array(2 * (keysTo - keysFrom));
           packed.blockKeysInto(keysFrom, keysTo, keys);
           batch = Math.min(2 * batch, 4096);
@@ -442,8 +445,10 @@ export class MambaManager implements SingleTypeManager {
     const len = state.blocks.length;
     if (required <= len) return;
     // The running block (or a hit's state block) becomes the previous state: the new running
-    // block starts from it, so it is kept until the computed prefix has passed it.
-    if (len > 0 && state.blocks[len - 1] !== NULL_BLOCK) state.prevStateIdx = len - 1;
+    // block starts from it, so it is kept until the computed prefix has passed it. An empty table
+    // has none (-1). The last entry of a table is never null (a running, hit or reserved state
+    // block), and a null one would be safe: the release (collect) skips a null previous state.
+    state.prevStateIdx = len - 1;
     for (let i = len; i < required - 1; i++) state.blocks.push(NULL_BLOCK);
     this.pool.takeFreeInto(1, state.blocks, this.groupIndex);
     state.real++;
@@ -455,12 +460,14 @@ export class MambaManager implements SingleTypeManager {
    * index each checkpoint caches, or -1 where the boundary is not inside the chunk.
    */
   checkpointPlan(computed: number, numTokens: number, numPromptTokens: number): number[] {
-    if (this.checkpointBlocks === 0 || computed >= numPromptTokens || numTokens < numPromptTokens) return [];
+    // Without checkpoint blocks (k = 0) the loop below returns [] as well.
+    if (computed >= numPromptTokens || numTokens < numPromptTokens) return [];
     const top = cdiv(numTokens, this.blockSize) - 1;
     const out: number[] = [];
     for (let j = 0; j < this.checkpointBlocks; j++) {
       const m = top - j;
-      out.push(m * this.blockSize > computed && m > 0 ? m - 1 : -1);
+      // m x B > C >= 0 implies m > 0: the boundary is a block's end, block m - 1.
+      out.push(m * this.blockSize > computed ? m - 1 : -1);
     }
     return out;
   }
