@@ -133,6 +133,8 @@ export class BlockPool {
   private readonly usedOf: Int32Array;
   private readonly cachedOf: Int32Array;
   private readonly events: KvEvent[] | undefined;
+  /** Where `prefetch` leaves what it read (kept so the reads are not optimised away). */
+  private sink = 0;
 
   constructor(
     readonly numPages: number,
@@ -378,21 +380,46 @@ export class BlockPool {
   /** `takeFree`, appending the blocks to `out`. */
   takeFreeInto(n: number, out: number[], group = -1): void {
     if (n > this.numFree) throw failure("pool invariant: {0} blocks asked, {1} free", n, this.numFree);
+    // Two passes: first pop the n blocks (a tight loop, so the CPU loads many of their records
+    // at once: each is a cache miss, the queue holding blocks in free order, not id order), then
+    // take them. Popping reads and writes only the queue and QPOS words; evicting touches neither,
+    // so the blocks and every change are those of one pass that pops and evicts in turn.
+    const start = out.length;
     for (let i = 0; i < n; i++) {
       const id = this.popFront();
       this.reach(id);
+      out.push(id);
+    }
+    const r = this.rec;
+    for (let i = start; i < start + n; i++) {
+      const id = out[i]!;
       const at = id * STRIDE;
-      const meta = this.rec[at + META]!;
+      const meta = r[at + META]!;
       if (meta !== 0) {
         this.freeHashed--;
         this.cachedOf[(meta & GROUP_MASK) - 1]!--;
         this.evict(id);
       }
-      this.rec[at + REF] = 1;
-      this.rec[at + OWNER] = group + 1;
-      if (group >= 0) this.usedOf[group]!++;
-      out.push(id);
+      r[at + REF] = 1;
+      r[at + OWNER] = group + 1;
     }
+    if (group >= 0) this.usedOf[group]! += n;
+  }
+
+  /**
+   * Reads the records of `ids` (a prefetch): the loads are independent, so the CPU overlaps their
+   * cache misses, and the loop that then works on the blocks finds them in cache. Changes nothing.
+   */
+  private prefetch(ids: readonly number[], from: number, to: number): void {
+    const r = this.rec;
+    const cap = this.cap;
+    let s = 0;
+    // Stryker disable next-line all: equivalent, a read-only prefetch: its result is only kept in `sink`
+    for (let i = from; i < to; i++) {
+      const id = ids[i]!;
+      if (id < cap) s ^= r[id * STRIDE]!;
+    }
+    this.sink = s;
   }
 
   /** A prefix hit takes its blocks: out of the free queue when unreferenced, then ref + 1. */
@@ -436,6 +463,7 @@ export class BlockPool {
    */
   freeTableTailFirst(blocks: readonly number[], then: readonly number[]): number {
     let released = 0;
+    this.prefetch(blocks, 0, blocks.length);
     try {
       // The table tail first, then `then` in its order (one batch: fresh blocks keep their order).
       for (let i = blocks.length - 1; i >= 0; i--) {
@@ -539,6 +567,8 @@ export class BlockPool {
    */
   cacheTableRun(blocks: readonly number[], from: number, to: number, group: number, keys: Int32Array): void {
     const linked = this.linked[group] === 1;
+    // Each new key is looked up in the table (a random slot): load those slots together first.
+    this.sink = this.cache.touchHomes(group, keys, to - from);
     for (let i = from; i < to; i++) {
       const b = blocks[i]!;
       if (b === NULL_BLOCK || (b < this.cap && this.rec[b * STRIDE + META] !== 0)) continue;
