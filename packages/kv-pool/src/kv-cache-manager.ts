@@ -354,7 +354,11 @@ export class KvCacheManager implements KvCacheManagerApi {
       const fresh = plan.reduce((n, b) => n + (b === FRESH ? 1 : 0), 0);
       const taken = this.pool.takeFree(fresh, g);
       let k = 0;
-      st.blocks = plan.map((b) => (b === FRESH ? taken[k++]! : b));
+      // Pushed one by one: a packed array, like every other block table (a plan can be holey, and
+      // a holey table would send the code optimised for packed ones back to the interpreter).
+      const blocks: number[] = [];
+      for (const b of plan) blocks.push(b === FRESH ? taken[k++]! : b);
+      st.blocks = blocks;
       st.real = st.blocks.reduce((n, b) => n + (b === NULL_BLOCK ? 0 : 1), 0);
       st.numCached = m.kind === "mamba" || m.kind === "ring" ? 0 : Math.min(hit.tokens / m.blockSize, st.blocks.length);
       reservedPages += st.real;
