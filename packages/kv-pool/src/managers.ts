@@ -74,6 +74,17 @@ function lookup(pool: PoolOps, groups: readonly number[], hashes: BlockHashView,
   return out;
 }
 
+/**
+ * n null blocks as a packed array (pushed one by one: `new Array(n).fill(0)` is holey). Block
+ * lists and tables of every manager are then of one kind, so the code that reads them stays
+ * optimised for that kind instead of going back to the compiler when it meets the other.
+ */
+function nullBlocks(n: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) out.push(NULL_BLOCK);
+  return out;
+}
+
 /** Scratch for the int32 hash halves a full-attention hit search reads (grows, reused). */
 let hitKeys = new Int32Array(2 * 4096);
 
@@ -351,7 +362,7 @@ export class WindowManager extends AttentionManager {
     const b = this.blockSize;
     const need = cdiv(this.window - 1, b);
     const max = Math.min(Math.floor(maxLength / b), hashes.length);
-    const out: number[][] = groups.map(() => new Array<number>(max).fill(NULL_BLOCK));
+    const out: number[][] = groups.map(() => nullBlocks(max));
     let run = 0;
     let found = false;
     for (let i = max - 1; i >= 0; i--) {
@@ -415,7 +426,7 @@ export class MambaManager implements SingleTypeManager {
       const hit = lookup(this.pool, groups, hashes, i);
       if (hit === undefined) continue;
       return hit.map((blk) => {
-        const l = new Array<number>(i + 1).fill(NULL_BLOCK);
+        const l = nullBlocks(i + 1);
         l[i] = blk;
         return l;
       });
@@ -564,7 +575,7 @@ export class MambaManager implements SingleTypeManager {
 
   /** cdiv(T, B) entries, the last one a fresh block for the transferred state. */
   planReservation(tokens: number): number[] {
-    const plan = new Array<number>(cdiv(tokens, this.blockSize)).fill(NULL_BLOCK);
+    const plan = nullBlocks(cdiv(tokens, this.blockSize));
     plan[plan.length - 1] = FRESH;
     return plan;
   }
