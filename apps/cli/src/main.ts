@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { COMMANDS } from "./commands/index.js";
+import { commandsFor } from "./commands/index.js";
 import { EXIT_BAD_INPUT, EXIT_OK, processIo, reportError, type CliIo, type CommandContext } from "./io.js";
 import { VERSION } from "./version.js";
 
@@ -59,7 +59,7 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
     .version(VERSION, "-V, --version")
     .configureOutput({ writeOut: (s) => { io.out(s); }, writeErr: (s) => { io.err(s); } })
     .exitOverride();
-  for (const register of COMMANDS) register(program, ctx);
+  for (const register of await commandsFor(argv)) register(program, ctx);
   conciseUsageErrors(program);
   try {
     await program.parseAsync(argv, { from: "user" });
