@@ -1,8 +1,14 @@
 import { availableParallelism } from "node:os";
 import { runPoint, type PointTask, type SweepRow } from "@kvsim/sweep";
 import { fileHost, knownHash } from "./host.js";
-import { PointPool, TASKS_PER_THREAD, takePrestartedPool } from "./pool.js";
-import { CLAIM_FREE, CLAIM_MAIN, CLAIM_WORKER } from "./worker-protocol.js";
+import type { PointPool } from "./pool.js";
+import { CLAIM_FREE, CLAIM_MAIN, CLAIM_WORKER, TASKS_PER_THREAD } from "./worker-protocol.js";
+
+/**
+ * The pool's module, loaded when a pool first starts: piscina is a few dozen CommonJS files, which
+ * `--jobs 1` and every other command never need.
+ */
+const poolModule = () => import("./pool.js");
 
 /** Runs points: in this thread, in a pool of worker threads, or on a queue. */
 export interface PointExecutor {
@@ -24,11 +30,15 @@ export function inlineExecutor(): PointExecutor {
 
 /** Up to `jobs` points at once, each in a worker thread (piscina); `kvsim worker` runs its points so. */
 export function poolExecutor(jobs: number): PointExecutor {
-  const pool = new PointPool(jobs, 1);
+  const pool = poolModule().then((m) => new m.PointPool(jobs, 1));
+  // A pool that cannot start fails each point run on it (and close has nothing to destroy).
+  pool.catch(() => undefined);
   return {
     parallelism: jobs,
-    run: async (task) => (await pool.run({ task }))!,
-    close: () => pool.destroy(),
+    run: async (task) => (await (await pool).run({ task }))!,
+    close: async () => {
+      await (await pool.catch(() => undefined))?.destroy();
+    },
   };
 }
 
@@ -92,14 +102,20 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
   /** Handed to the pool, not yet answered: the ones still free may be taken back. */
   const handed: Pending[] = [];
 
-  const start = () => {
-    if (pool !== undefined) return;
-    // A grid's pool may have started before the CLI loaded (cli.ts).
-    pool = (useInline ? takePrestartedPool(threads) : undefined) ?? new PointPool(threads, TASKS_PER_THREAD);
-    pool.onLoaded(() => {
-      for (const w of loadedWaiters.splice(0)) w();
-      pump();
+  /** The pool starting (its module loading); it takes points once it is set and a thread has loaded. */
+  let starting: Promise<PointPool> | undefined;
+  const start = (): Promise<PointPool> => {
+    starting ??= poolModule().then((m) => {
+      // A grid's pool may have started before the CLI loaded (cli.ts).
+      const p = (useInline ? m.takePrestartedPool(threads) : undefined) ?? new m.PointPool(threads, TASKS_PER_THREAD);
+      pool = p;
+      p.onLoaded(() => {
+        for (const w of loadedWaiters.splice(0)) w();
+        pump();
+      });
+      return p;
     });
+    return starting;
   };
 
   const answer = (p: Pending, row: SweepRow, by: "inline" | "worker") => {
@@ -200,16 +216,17 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
       }
       break;
     }
-    if (waiting.length > 0) start();
+    // Without this thread (inline: false), a pool that cannot start fails the points waiting for it.
+    if (waiting.length > 0) void start().catch((e: unknown) => { if (!useInline) for (const p of waiting.splice(0)) fail(p, e); });
   }
 
-  if (options.eager === true) start();
+  if (options.eager === true) void start().catch(() => undefined); // the points then all run in this thread
   return {
     counts,
-    workerLoaded() {
-      start();
-      if (pool!.loaded > 0) return Promise.resolve();
-      return new Promise<void>((resolve) => loadedWaiters.push(resolve));
+    async workerLoaded() {
+      const p = await start();
+      if (p.loaded > 0) return;
+      await new Promise<void>((resolve) => loadedWaiters.push(resolve));
     },
     parallelism: jobs,
     // One in this thread, TASKS_PER_THREAD per worker thread, and one waiting for whichever frees first.
@@ -221,7 +238,7 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
       });
     },
     close: async () => {
-      await pool?.destroy();
+      await (await starting?.catch(() => undefined))?.destroy();
     },
   };
 }

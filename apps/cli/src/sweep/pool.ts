@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import { Piscina } from "piscina";
 import type { SweepRow } from "@kvsim/sweep";
-import { WORKER_LOADED, type WorkerTask } from "./worker-protocol.js";
+import { TASKS_PER_THREAD, WORKER_LOADED, type WorkerTask } from "./worker-protocol.js";
 
 /**
  * The worker thread's entry: dist/point-worker.js beside the built CLI. Run from source (tests),
@@ -52,9 +52,6 @@ export class PointPool {
     return this.pool.destroy();
   }
 }
-
-/** Points a worker thread of a local sweep is handed before it finishes the one it runs, so it never waits for the main thread. */
-export const TASKS_PER_THREAD = 2;
 
 let early: PointPool | undefined;
 let claimed = false;

@@ -20,3 +20,6 @@ export const CLAIM_MAIN = 2;
 
 /** The message a worker thread posts once its module has loaded. */
 export const WORKER_LOADED = "kvsim-point-worker-loaded";
+
+/** Points a worker thread of a local sweep is handed before it finishes the one it runs, so it never waits for the main thread. */
+export const TASKS_PER_THREAD = 2;
