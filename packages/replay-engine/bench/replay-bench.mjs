@@ -9,7 +9,9 @@
 //   P/D GLM                  2 prefill + 2 decode workers, the GLM-5.3-Flash grouped profile
 //   P/D GLM, shared NICs     the same with its handoffs on kv_transfer.network (the network model's cost)
 //   ... + time series        agg-rr-ts, pd-ts: the same replays sampling time series at the
-//                            default interval (what sampling costs; compare with agg-rr, pd)
+//                            default interval (what sampling costs; compare with agg-rr, pd; when
+//                            both ran, a last line gives the difference of the CPU medians, and
+//                            bench/timeseries-overhead.mjs measures it steadily, by instructions)
 //
 // The 8x trace is 8 copies of the public trace one after another in time, each copy's hash ids
 // moved to a range of its own (no prefix shared between copies): the same load for 8x as long,
@@ -23,6 +25,7 @@
 //   node bench/replay-bench.mjs                      everything (KVSIM_BENCH_RUNS runs each, default 3)
 //   KVSIM_BENCH_SCENARIOS=agg-rr KVSIM_BENCH_TRACES=1x node bench/replay-bench.mjs
 //   node bench/replay-bench.mjs --one <scenario> <trace-file>   one run, one JSON line (internal)
+//   node bench/replay-bench.mjs --load | --trace <1x|8x>         imports only; a trace's path (internal)
 /* global console, process, URL */
 import { spawnSync } from "node:child_process";
 import { createReadStream, createWriteStream, existsSync, readFileSync, statSync } from "node:fs";
@@ -36,7 +39,8 @@ import { SpecSchema, readTrace, validateProfile } from "@kvsim/profile-schema";
 import { runReplay } from "../dist/index.js";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
-const TRACE = resolve(repoRoot, "../shared/data/traces/mooncake_synthetic_trace.jsonl");
+// KVSIM_BENCH_TRACE: the public trace elsewhere (a git worktree has no ../shared next to it).
+const TRACE = process.env.KVSIM_BENCH_TRACE ?? resolve(repoRoot, "../shared/data/traces/mooncake_synthetic_trace.jsonl");
 const GLM_FILE = resolve(repoRoot, "apps/cli/examples/profiles/glm-5.3-flash-tp4-fp8-vllm-0.32.0.json");
 const SCALE = 8;
 
@@ -171,6 +175,13 @@ async function main() {
     await runOne(process.argv[3], process.argv[4]);
     return;
   }
+  // Loads everything --one loads and stops (what a run costs before the replay: node and imports).
+  if (process.argv[2] === "--load") return;
+  // The trace file of "1x" or "8x" (writes the 8x one if needed), for bench/timeseries-overhead.mjs.
+  if (process.argv[2] === "--trace") {
+    console.log(process.argv[3] === `${SCALE}x` ? await scaledTrace() : TRACE);
+    return;
+  }
   if (!existsSync(TRACE)) {
     console.log(`replay-engine bench: ${TRACE} is absent, skipping`);
     return;
@@ -184,6 +195,8 @@ async function main() {
   console.log(`median of ${runs} run(s), spread min..max; load average at start ${loadavg().map((l) => l.toFixed(2)).join(" ")} (figures are noisy on a shared machine)`);
   const header = ["scenario", "trace", "requests", "simulated req/s", "req/CPU-s", "wall ms/request", "CPU ms/request", "peak RSS MB", "digest"];
   const rows = [];
+  /** Median CPU ms per request by "scenario trace", for the time series overhead line. */
+  const cpuMedians = new Map();
   let failed = false;
   for (const name of scenarios) {
     if (SCENARIOS[name] === undefined) throw new Error(`unknown scenario ${name} (${Object.keys(SCENARIOS).join(", ")})`);
@@ -201,6 +214,7 @@ async function main() {
         results.push(res);
       }
       if (results.length === 0) continue;
+      cpuMedians.set(`${name} ${trace}`, median(results.map((r) => r.cpuMs / r.requests)));
       const digests = [...new Set(results.map((r) => r.digest))];
       const r0 = results[0];
       const complete = r0.completed === r0.requests ? "" : ` (${r0.completed} completed)`;
@@ -221,6 +235,15 @@ async function main() {
   const print = (cells) => console.log(cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd());
   print(header);
   for (const r of rows) print(r);
+  // A scenario and its "+ time series" twin on the same trace: what sampling cost, from the medians
+  // (as noisy as they are; bench/timeseries-overhead.mjs counts instructions instead).
+  const overheads = [];
+  for (const [key, withTs] of cpuMedians) {
+    const [name, trace] = key.split(" ");
+    const plain = name.endsWith("-ts") ? cpuMedians.get(`${name.slice(0, -3)} ${trace}`) : undefined;
+    if (plain !== undefined) overheads.push(`${name.slice(0, -3)} ${trace} ${withTs >= plain ? "+" : ""}${((withTs / plain - 1) * 100).toFixed(1)}%`);
+  }
+  if (overheads.length > 0) console.log(`time series overhead (median CPU/request, noisy; node bench/timeseries-overhead.mjs measures it): ${overheads.join(", ")}`);
   if (failed) process.exitCode = 1;
 }
 
