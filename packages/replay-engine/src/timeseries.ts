@@ -139,8 +139,14 @@ export class Sampler {
   private readonly stride: number;
   /** The columns that count events in the interval (merged by adding); the others are gauges. */
   private readonly counterColumns: Int32Array;
-  private data: Float64Array;
+  /**
+   * Starts empty and grows from 16 rows, doubling: `take` makes its growing call within its first
+   * samples, so that V8 has type feedback for it when it optimises `take` (see `take`).
+   */
+  private data = new Float64Array(0);
   private count = 0;
+  /** The count at which an adaptive sampler merges its samples (-1: never). */
+  private readonly compactAt: number;
   /** The time of the next sample: count x interval. */
   private nextAt = 0;
   /** The open interval's counts, one slot per column (counter columns only). */
@@ -168,7 +174,7 @@ export class Sampler {
     for (const b of this.base) counters.push(b + PASSES, b + PASS_TOKENS, b + PASS_MS);
     this.counterColumns = Int32Array.from(counters);
     this.acc = new Float64Array(col);
-    this.data = new Float64Array(col * 256);
+    this.compactAt = this.adaptive ? MAX_ADAPTIVE_SAMPLES + 1 : -1;
     this.runs = probes.map(() => ({ active: false, startMs: 0, ends: NO_ENDS, steps: 0, batch: 0, passes: 0, tokens: 0, pages: undefined, row: 0 }));
   }
 
@@ -227,17 +233,40 @@ export class Sampler {
     r.ends = NO_ENDS;
     r.pages = undefined;
   }
-  /** Counts the steps of a run that started, and the tokens it gave, at or before `t`. */
+  /**
+   * Counts the steps of a run that started, and the tokens it gave, at or before `t`. Step counts
+   * and tokens are whole numbers, so adding them once times the steps gives the very doubles one
+   * addition per step gave; the step times are added one by one, in order (the same sum).
+   */
   private drainRun(r: ActiveRun, b: number, t: number): void {
     const acc = this.acc;
-    for (; r.passes < r.steps; r.passes++) {
-      const start = r.passes === 0 ? r.startMs : r.ends[r.passes - 1]!;
-      if (start > t) break;
-      acc[b + PASSES]!++;
-      acc[b + PASS_TOKENS]! += r.batch;
-      acc[b + PASS_MS]! += r.ends[r.passes]! - start;
+    const ends = r.ends;
+    const steps = r.steps;
+    let j = r.passes;
+    if (j < steps) {
+      let start = j === 0 ? r.startMs : ends[j - 1]!;
+      if (start <= t) {
+        const from = j;
+        let ms = acc[b + PASS_MS]!;
+        do {
+          const end = ends[j]!;
+          ms += end - start;
+          start = end;
+          j++;
+        } while (j < steps && start <= t);
+        acc[b + PASS_MS] = ms;
+        acc[b + PASSES]! += j - from;
+        acc[b + PASS_TOKENS]! += (j - from) * r.batch;
+        r.passes = j;
+      }
     }
-    for (; r.tokens < r.steps && r.ends[r.tokens]! <= t; r.tokens++) acc[OUTPUT]! += r.batch;
+    let k = r.tokens;
+    const first = k;
+    while (k < steps && ends[k]! <= t) k++;
+    if (k > first) {
+      acc[OUTPUT]! += (k - first) * r.batch;
+      r.tokens = k;
+    }
   }
   onTransferStarted(): void {
     this.handoffsInFlight++;
@@ -262,7 +291,10 @@ export class Sampler {
 
   // A sample is taken some 13,000 times in a long adaptive run, most of them before the code is
   // warm: the rare paths (growing, compacting, a decode run's pages) are methods of their own so
-  // that `take` stays small and its type feedback stable (no deoptimisation when one first runs).
+  // that `take` stays small. V8 throws an optimised `take` away and compiles it again when it first
+  // meets a path it has no type feedback for (recompiling it cost more than the samples), so the
+  // buffer grows in the first samples (16, 32, 64... rows), and compacting, first met at sample
+  // 4,097, is one comparison and one call (one recompile left, none for a fixed interval).
   private take(t: number): void {
     const stride = this.stride;
     if ((this.count + 1) * stride > this.data.length) this.grow();
@@ -299,11 +331,11 @@ export class Sampler {
     }
     this.count++;
     this.nextAt = this.count * this.interval;
-    if (this.adaptive && this.count > MAX_ADAPTIVE_SAMPLES && this.count % 2 === 1) this.compact();
+    if (this.count === this.compactAt) this.compact();
   }
 
   private grow(): void {
-    const grown = new Float64Array(this.data.length * 2);
+    const grown = new Float64Array(Math.max(this.data.length * 2, this.stride * 16));
     grown.set(this.data);
     this.data = grown;
   }
@@ -333,20 +365,13 @@ export class Sampler {
   /** Doubles the interval: sample j becomes old sample 2j (gauges), plus old 2j - 1 (counters). */
   private compact(): void {
     const n = this.count;
-    const stride = this.stride;
-    const d = this.data;
-    const cc = this.counterColumns;
-    for (let j = 1; 2 * j < n; j++) {
-      const to = j * stride;
-      const from = 2 * j * stride;
-      const prev = from - stride;
-      // Row 2j takes in row 2j - 1's counts, then moves to row j (every row up to j was read).
-      for (const c of cc) d[from + c]! += d[prev + c]!;
-      d.copyWithin(to, from, from + stride);
-    }
+    // The new count and interval first: the loop runs once per compaction, and V8 compiles it on
+    // the fly (on-stack replacement); code after it would have no type feedback yet and throw
+    // that compiled code away.
     this.count = (n + 1) / 2;
     this.interval *= 2;
     this.nextAt = this.count * this.interval;
+    mergePairs(this.data, this.stride, this.counterColumns, n);
   }
 
   result(): TimeSeries {
@@ -404,6 +429,17 @@ export class Sampler {
         handoff_bytes: column(BYTES),
       },
     };
+  }
+}
+
+/** Row 2j takes in row 2j - 1's counts (columns `cc`), then moves to row j (every row up to j was read). */
+function mergePairs(d: Float64Array, stride: number, cc: Int32Array, n: number): void {
+  for (let j = 1; 2 * j < n; j++) {
+    const to = j * stride;
+    const from = 2 * j * stride;
+    const prev = from - stride;
+    for (const c of cc) d[from + c]! += d[prev + c]!;
+    d.copyWithin(to, from, from + stride);
   }
 }
 
