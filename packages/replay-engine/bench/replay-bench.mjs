@@ -39,7 +39,7 @@ import { SpecSchema, readTrace, validateProfile } from "@kvsim/profile-schema";
 import { runReplay } from "../dist/index.js";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
-// KVSIM_BENCH_TRACE: the public trace elsewhere (a git worktree has no ../shared next to it).
+// KVSIM_BENCH_TRACE: read the public trace from another path.
 const TRACE = process.env.KVSIM_BENCH_TRACE ?? resolve(repoRoot, "../shared/data/traces/mooncake_synthetic_trace.jsonl");
 const GLM_FILE = resolve(repoRoot, "apps/cli/examples/profiles/glm-5.3-flash-tp4-fp8-vllm-0.32.0.json");
 const SCALE = 8;
