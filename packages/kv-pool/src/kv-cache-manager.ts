@@ -242,8 +242,12 @@ export class KvCacheManager implements KvCacheManagerApi {
     for (let g = 0; g < this.managers.length; g++) {
       const m = this.managers[g]!;
       const st = s.groups[g]!;
-      if (s.tracked) for (const b of m.skippedBlocks(st, computed)) if (this.pool.refCount(b) === 1) releasable++;
+      // An untracked sequence holds no block (a reserved one was refused above): nothing to skip.
+      for (const b of m.skippedBlocks(st, computed)) if (this.pool.refCount(b) === 1) releasable++;
       need += m.numBlocksToAllocate(st, s.tracked, total, hit?.blocks[g] ?? NO_BLOCKS, computed);
+      // Equivalent mutants (Stryker): checkpointBlocks > 0 dropped (true) or written >= 0, and
+      // cp.length > 0 the same: with k = 0 the plan is empty, and an empty plan takes no block and
+      // leaves the group's checkpoints empty, as remove-skipped already left them. Shortcuts.
       if (m instanceof MambaManager && m.checkpointBlocks > 0) {
         const cp = m.checkpointPlan(computed, total, s.numPromptTokens);
         if (cp.length > 0) {

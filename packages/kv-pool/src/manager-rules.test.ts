@@ -1,4 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { BlockPool } from "./block-pool.js";
+import { FullAttentionManager } from "./managers.js";
+import { GroupState } from "./sequence.js";
 import { admit, group, manager, range, seqOf } from "./test-helpers.js";
 
 // Survivors of a Stryker run of the managers (issue 17), killed by hand-derived tests: each
@@ -98,5 +101,20 @@ describe("caching more than 1,024 blocks in one call (the key scratch grows)", (
     expect(admit(m, seqOf(m, "a", prompt))).toEqual({ ok: true, hit: 0 });
     // All floor(2100 / 1) = 2,100 blocks are cached in one commit; a hit is at most 2100 - 1 tokens.
     expect(m.findPrefixHit(seqOf(m, "b", prompt)).tokens).toBe(2099);
+  });
+});
+
+describe("full-attention caching through any hash view (not only a sequence's packed chain)", () => {
+  it("caches the computed full blocks under the view's hashes, without KV events", () => {
+    const pool = new BlockPool(16, 1, false);
+    const fa = new FullAttentionManager(pool, 0, group("full_attention", 2), true);
+    const st = new GroupState();
+    st.blocks = pool.takeFree(3);
+    st.real = 3;
+    // Hash i is i + 1. C = 5 tokens, B 2: floor(5 / 2) = 2 full blocks (0 and 1) are cached, the
+    // third (tokens 4..5) is not full.
+    fa.cacheBlocks(st, { length: 3, blockHash: (i) => BigInt(i + 1), tokensHash: (i) => BigInt(i + 1) }, 5);
+    expect([pool.holds(st.blocks[0]!, 0, 1n), pool.holds(st.blocks[1]!, 0, 2n), pool.isHashed(st.blocks[2]!)]).toEqual([true, true, false]);
+    expect(st.numCached).toBe(2);
   });
 });

@@ -101,7 +101,12 @@ function keyScratch(numBlocks: number): Int32Array {
 /** Caches table entries [numCached, computed / B): consecutive new keys form one `stored` run. */
 function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, state: GroupState, hashes: BlockHashView, computed: number): void {
   const numFull = Math.min(Math.floor(computed / blockSize), state.blocks.length);
+  // Equivalent mutants (Stryker): this test dropped (false) or written <: at numFull = numCached
+  // both paths below cache nothing, and numFull is never below numCached (commits only grow, and a
+  // hit or a reservation sets numCached to blocks its computed prefix covers).
   if (numFull <= state.numCached) return;
+  // Equivalent mutant (Stryker): this test written false: the loop below makes the same cache
+  // calls in the same order (it builds runs only for events, which emitStored drops when off).
   if (!pool.collectsEvents && hashes instanceof PackedHashView) {
     // No events to build: the same cache calls in the same order, in one loop inside the pool.
     const keys = keyScratch(numFull - state.numCached);
@@ -118,10 +123,15 @@ function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, s
   };
   for (let i = state.numCached; i < numFull; i++) {
     const b = state.blocks[i]!;
+    // Equivalent mutant (Stryker): isHashed written false: an entry at or past numCached is a block
+    // the sequence took fresh (hit and reserved blocks lie below numCached), not hashed yet.
     if (b === NULL_BLOCK || pool.isHashed(b)) {
       flush();
       continue;
     }
+    // Equivalent mutants (Stryker): collectsEvents written true (emitStored drops a run when events
+    // are off), and the parent written NULL_BLOCK at every index (the parent only links a run, a
+    // lookup shortcut: block-pool.ts finds the same first copies without it).
     if (pool.cacheBlockKey(b, groupIndex, blockHashHi(hashes, i), blockHashLo(hashes, i), i === 0 ? NULL_BLOCK : state.blocks[i - 1]!) && pool.collectsEvents) {
       if (run === undefined) {
         run = [];
@@ -138,6 +148,7 @@ function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, s
 
 /** Caches one block that holds the state at the end of table block `index`. */
 function cacheOne(pool: PoolOps, groupIndex: number, block: number, index: number, hashes: BlockHashView): void {
+  // Equivalent mutant (Stryker): collectsEvents written true: emitStored drops the event when events are off.
   if (pool.cacheBlockKey(block, groupIndex, blockHashHi(hashes, index), blockHashLo(hashes, index), NULL_BLOCK) && pool.collectsEvents) {
     pool.emitStored(groupIndex, index === 0 ? null : hashes.blockHash(index - 1), [{ blockHash: hashes.blockHash(index), tokensHash: hashes.tokensHash(index) }]);
   }
@@ -259,7 +270,10 @@ abstract class AttentionManager implements SingleTypeManager {
     const plan: number[] = [];
     for (let i = 0; i < n; i++) {
       if (i < skipped) plan.push(NULL_BLOCK);
-      else if (i < hit && hitBlocks[i] !== undefined && hitBlocks[i] !== NULL_BLOCK) plan.push(hitBlocks[i]!);
+      // The hit's list has exactly hit entries, and none at or above `skipped` is null: a window
+      // hit of L blocks is null only below L - cdiv(W - 1, B) = floor((L x B - W + 1) / B), which
+      // is at most floor((T - W + 1) / B) for T >= L x B; a full-attention hit has no null entry.
+      else if (i < hit) plan.push(hitBlocks[i]!);
       else plan.push(FRESH);
     }
     return plan;
