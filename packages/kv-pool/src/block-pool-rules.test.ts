@@ -69,6 +69,16 @@ describe("BlockPool: takeFree", () => {
     expect([...pool.groupPages().used]).toEqual([2, 2]);
     expect(() => pool.takeFree(1)).toThrow(/1 blocks asked, 0 free/);
   });
+
+  it("takeFreeInto appends to the array given; without a group it counts no group's pages", () => {
+    const pool = new BlockPool(6, 2, false);
+    const out = [9];
+    pool.takeFreeInto(2, out);
+    expect(out).toEqual([9, 1, 2]);
+    expect([...pool.groupPages().used]).toEqual([0, 0]);
+    pool.free([1, 2]);
+    expect([...pool.groupPages().used]).toEqual([0, 0]);
+  });
 });
 
 describe("BlockPool: free", () => {
@@ -124,8 +134,8 @@ describe("BlockPool: free", () => {
     const pool = new BlockPool(9, 1, false);
     pool.takeFree(6); // 1..6; queue [7, 8]
     pool.cacheBlockKey(3, 0, ...A, NULL_BLOCK);
-    // As free([5, 2, 1, 6, 4, 3]): the table [1, 0, 2, 5] tail first is 5, 2, 1 (0 is the null entry), then 6, 4, 3.
-    expect(pool.freeTableTailFirst([1, NULL_BLOCK, 2, 5], [6, 4, 3])).toBe(6);
+    // As free([5, 2, 1, 6, 4, 3]): null entries skipped in both; the table [1, 0, 2, 5] tail first is 5, 2, 1 (0 is the null entry), then 6, 4, 3.
+    expect(pool.freeTableTailFirst([1, NULL_BLOCK, 2, 5], [6, NULL_BLOCK, 4, 3])).toBe(6);
     // Fresh 5 2 1 6 4 at the front in that order; 3 is hashed: the back.
     expect(pool.freeQueueOrder()).toEqual([5, 2, 1, 6, 4, 7, 8, 3]);
     expect(pool.freeTableTailFirst([], [])).toBe(0);
@@ -332,5 +342,61 @@ describe("BlockPool: the prefix cache (first copies, duplicates, eviction)", () 
     // A key not cached: nothing happens.
     pool.uncache(0, hC);
     expect(pool.cacheSnapshot()).toEqual([`0:${hB}:3`]);
+  });
+});
+
+describe("BlockPool: findFirst through a run link that went stale", () => {
+  // Linked group 0. Block 1 caches K0; block 2 caches K1 right after it, so 1's CHILD link names 2
+  // and K1 stays out of the table. Evicting 2 does not clear 1's link (only 2's own).
+  const K0 = [0x10, 0x20] as const;
+  const K1 = [0x11, 0x21] as const;
+  function staleLink(): BlockPool {
+    const pool = new BlockPool(6, 1, false, [true]);
+    pool.takeFree(2); // 1, 2
+    pool.cacheBlockKey(1, 0, ...K0, NULL_BLOCK);
+    pool.cacheBlockKey(2, 0, ...K1, 1);
+    pool.free([2]); // queue [3, 4, 5, 2]
+    expect(pool.takeFree(4)).toEqual([3, 4, 5, 2]); // 2 evicted: K1 gone
+    expect(pool.findFirst(0, 1, ...K1)).toBe(NULL_BLOCK);
+    return pool;
+  }
+
+  it("the linked block re-cached under a key with K1's high half but another low half is not K1", () => {
+    const pool = staleLink();
+    pool.cacheBlockKey(2, 0, K1[0], 0x99, NULL_BLOCK);
+    expect(pool.findFirst(0, 1, ...K1)).toBe(NULL_BLOCK);
+    expect(pool.findFirst(0, NULL_BLOCK, K1[0], 0x99)).toBe(2);
+  });
+
+  it("... nor under a key with K1's low half and another high half", () => {
+    const pool = staleLink();
+    pool.cacheBlockKey(2, 0, 0x99, K1[1], NULL_BLOCK);
+    expect(pool.findFirst(0, 1, ...K1)).toBe(NULL_BLOCK);
+  });
+
+  it("re-cached as a later copy of K1, the link's block is not the one hits use: the table's first copy is", () => {
+    const pool = staleLink();
+    pool.cacheBlockKey(3, 0, ...K1, NULL_BLOCK); // K1's first copy, in the table
+    expect(pool.cacheBlockKey(2, 0, ...K1, NULL_BLOCK)).toBe(false); // a second copy
+    expect(pool.findFirst(0, 1, ...K1)).toBe(3);
+  });
+
+  it("the linked block re-cached under K1 in another group is not group 0's K1", () => {
+    const pool = new BlockPool(6, 2, false, [true, true]);
+    pool.takeFree(2); // 1, 2
+    pool.cacheBlockKey(1, 0, ...K0, NULL_BLOCK);
+    pool.cacheBlockKey(2, 0, ...K1, 1);
+    pool.free([2]);
+    pool.takeFree(4); // 3, 4, 5, then 2 (evicted)
+    pool.cacheBlockKey(2, 1, ...K1, NULL_BLOCK);
+    expect(pool.findFirst(0, 1, ...K1)).toBe(NULL_BLOCK);
+    expect(pool.findFirst(1, NULL_BLOCK, ...K1)).toBe(2);
+  });
+
+  it("a hit on a never-taken block counts no cached page", () => {
+    const pool = new BlockPool(4, 1, false);
+    pool.touch([2]);
+    expect(pool.metrics()).toEqual({ usablePages: 3, usedPages: 1, cachedEvictablePages: 0, freePages: 2, usage: 1 - 2 / 3 });
+    expect([...pool.groupPages().cached]).toEqual([0]);
   });
 });

@@ -351,6 +351,8 @@ export class BlockPool {
    * link is tried before the table.
    */
   findFirst(group: number, prev: number, hi: number, lo: number): number {
+    // Mutation testing: `true` for either test below is equivalent: nothing links from the null
+    // block (CHILD[0] stays 0), and block 0's record has META 0, which matches no group.
     if (prev !== NULL_BLOCK) {
       const r = this.rec;
       const c = r[prev * STRIDE + CHILD]!;
@@ -364,6 +366,7 @@ export class BlockPool {
       }
     }
     const t = this.cache.get(group, hi, lo);
+    // Mutation testing: `t <= 0` is equivalent, the table never maps a key to the null block 0.
     return t < 0 ? NULL_BLOCK : t;
   }
 
@@ -406,6 +409,7 @@ export class BlockPool {
       r[at + REF] = 1;
       r[at + OWNER] = group + 1;
     }
+    // Mutation testing: `true` is equivalent, usedOf[-1] += n on a typed array changes nothing.
     if (group >= 0) this.usedOf[group]! += n;
   }
 
@@ -441,6 +445,7 @@ export class BlockPool {
       if (id === NULL_BLOCK) continue;
       this.reach(id);
       const at = id * STRIDE;
+      // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0 (at - 0 = at + 0)
       if (this.rec[at + REF] === 0) {
         this.dequeue(id);
         const meta = this.rec[at + META]!;
@@ -449,8 +454,10 @@ export class BlockPool {
           this.cachedOf[(meta & GROUP_MASK) - 1]!--;
         }
         const owner = this.rec[at + OWNER]!;
+        // Mutation testing: `true` and `owner >= 0` are equivalent, usedOf[-1]++ changes nothing.
         if (owner > 0) this.usedOf[owner - 1]!++;
       }
+      // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0
       this.rec[at + REF]!++;
     }
   }
@@ -501,6 +508,7 @@ export class BlockPool {
     if (rc < 0) throw failure("pool invariant: block {0} freed more often than taken", id);
     if (rc > 0) return false;
     const owner = this.rec[at + OWNER]!;
+    // Mutation testing: `owner >= 0` is equivalent, usedOf[-1]-- changes nothing.
     if (owner > 0) this.usedOf[owner - 1]!--;
     const meta = this.rec[at + META]!;
     if (meta !== 0) {
@@ -628,6 +636,7 @@ export class BlockPool {
     r[at + COPY] = 0;
     // The run is cut here: the block chained after this one must now be found through the table.
     const child = r[at + CHILD]!;
+    // Stryker disable next-line ConditionalExpression: equivalent (true), block 0 is never run dependent (META 0)
     if (child !== 0) {
       r[at + CHILD] = 0;
       if (this.isRunDependent(child)) {
@@ -642,18 +651,24 @@ export class BlockPool {
       if (next !== 0) {
         // The next copy becomes the first; a key with copies is in the table.
         const slot = this.cache.find(group, hi, lo);
+        // Mutation testing: `false` survives, a defensive check of the invariant that no public call breaks.
+        // Stryker disable next-line StringLiteral: the message of that unreachable throw
         if (slot < 0) throw failure("pool invariant: key of block {0} has copies but no table entry", id);
         this.cache.setValueAt(slot, next);
         r[next * STRIDE + META] = r[next * STRIDE + META]! | FIRST | IN_TABLE;
       } else {
         if ((meta & IN_TABLE) !== 0) {
           const slot = this.cache.find(group, hi, lo);
+          // Mutation testing: `false` survives, a defensive check of the invariant that no public call breaks.
+          // Stryker disable next-line StringLiteral: the message of that unreachable throw
           if (slot < 0) throw failure("pool invariant: block {0} is marked in the table but is not", id);
           this.cache.deleteAt(slot);
         }
         last = true;
       }
     } else {
+      // A later copy: its key is in the table, and the first copy's chain reaches it before its end,
+      // so prev never becomes 0 (mutation testing: `true` and `prev >= 0` in both tests are equivalent).
       let prev = this.cache.get(group, hi, lo);
       while (prev > 0 && r[prev * STRIDE + COPY] !== id) prev = r[prev * STRIDE + COPY]!;
       if (prev > 0) r[prev * STRIDE + COPY] = next;

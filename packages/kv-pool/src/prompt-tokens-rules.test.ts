@@ -103,6 +103,15 @@ describe("path prompts", () => {
     expect(createPathPrompt(Uint32Array.from([5, 6]), 2, 1).tokens).toEqual(Uint32Array.from([5, 6]));
   });
 
+  it("refuses ids that are not u32 token ids when a JavaScript caller passes a plain array", () => {
+    const ids = (v: number[]): Uint32Array => v as unknown as Uint32Array;
+    expect(() => createPathPrompt(ids([1, -1]), 2, 1)).toThrow(/id 1 \(-1\) is not a u32 token id/);
+    expect(() => createPathPrompt(ids([1.5]), 1, 1)).toThrow(RangeError);
+    expect(() => createPathPrompt(ids([2 ** 32]), 1, 1)).toThrow(RangeError);
+    // The edges of the u32 range are fine.
+    expect(Array.from(createPathPrompt(ids([0, 2 ** 32 - 1]), 2, 1).tokens)).toEqual([0, 2 ** 32 - 1]);
+  });
+
   it("tails: the tokens from `start` (clamped to the length), remembered per start; all tokens once materialised", () => {
     const p = new PathPrompt(Uint32Array.from([5, 7, 9]), 7, 3);
     const t4 = p.tail(4);
