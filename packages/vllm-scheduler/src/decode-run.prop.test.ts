@@ -6,33 +6,11 @@
  * and the tokens of that many `step` calls, so the tokens (request, index, time), the finished and
  * preempted requests and the final metrics must be equal, and the fast rank must have used runs.
  */
-import { engineSettings, type CacheGroup, type Profile, type Timing } from "@kvsim/profile-schema";
+import { engineSettings, type Timing } from "@kvsim/profile-schema";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { Rank } from "./rank.js";
-import { FIXED_10_2, linearProfile, rangePrompt, request } from "./test-helpers.js";
-
-const group = (g: Partial<CacheGroup> & Pick<CacheGroup, "name" | "kind">): CacheGroup => ({
-  num_layers: 1,
-  block_size_tokens: 4,
-  prefix_cacheable: true,
-  transfer_bytes_per_block: 100,
-  ...g,
-});
-
-const hybrid: Profile = {
-  schema_version: 1,
-  model: "test/hybrid",
-  vllm_version: "0.31.0",
-  tensor_parallel_size: 1,
-  page_size_bytes: 1000,
-  kv_cache_groups: [
-    group({ name: "fa", kind: "full_attention" }),
-    group({ name: "swa", kind: "sliding_window", window_tokens: 6 }),
-    group({ name: "ring", kind: "state", prefix_cacheable: false }),
-    group({ name: "mamba", kind: "state" }),
-  ],
-};
+import { FIXED_10_2, hybridProfile, linearProfile, rangePrompt, request } from "./test-helpers.js";
 
 const TIMINGS: readonly Timing[] = [
   FIXED_10_2,
@@ -83,7 +61,7 @@ interface Outcome {
 function run(setup: Setup, fast: boolean): Outcome {
   const rank = new Rank({
     role: "aggregated",
-    profile: setup.grouped ? hybrid : linearProfile(),
+    profile: setup.grouped ? hybridProfile("0.31.0") : linearProfile(),
     engine: engineSettings({
       ...(setup.grouped ? {} : { block_size: 4 }),
       num_gpu_blocks: setup.pages,

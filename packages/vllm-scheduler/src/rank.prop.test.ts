@@ -5,7 +5,8 @@
  * activation sets min(T, N - 1)) and checks every emitted token against it.
  */
 import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
-import { engineSettings, tokens, type CacheGroup, type EngineSettings, type Profile } from "@kvsim/profile-schema";
+import { engineSettings, tokens, type EngineSettings, type Profile } from "@kvsim/profile-schema";
+import { hybridProfile } from "./test-helpers.js";
 import { transferredTokens } from "@kvsim/transfer-rules";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
@@ -26,28 +27,6 @@ interface Setup {
   readonly engine: EngineSettings;
   readonly ops: readonly Op[];
 }
-
-const group = (g: Partial<CacheGroup> & Pick<CacheGroup, "name" | "kind">): CacheGroup => ({
-  num_layers: 1,
-  block_size_tokens: 4,
-  prefix_cacheable: true,
-  transfer_bytes_per_block: 100,
-  ...g,
-});
-
-const hybrid = (version: "0.31.0" | "0.32.0"): Profile => ({
-  schema_version: 1,
-  model: `test/hybrid-${version}`,
-  vllm_version: version,
-  tensor_parallel_size: 1,
-  page_size_bytes: 1000,
-  kv_cache_groups: [
-    group({ name: "fa", kind: "full_attention" }),
-    group({ name: "swa", kind: "sliding_window", window_tokens: 6 }),
-    group({ name: "ring", kind: "state", prefix_cacheable: false }),
-    group({ name: "mamba", kind: "state", ...(version === "0.32.0" ? { prefill_checkpoint_blocks: 1 } : {}) }),
-  ],
-});
 
 const linear = (blockSize: number): { profile: Profile; blockSize: number } => ({
   profile: { schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 10 },
@@ -81,7 +60,7 @@ const setupArb: fc.Arbitrary<Setup> = fc
   })
   .map((s) => {
     const lin = s.kind === "linear" ? linear(s.blockSize) : undefined;
-    const profile = lin?.profile ?? hybrid(s.kind === "hybrid-0.32.0" ? "0.32.0" : "0.31.0");
+    const profile = lin?.profile ?? hybridProfile(s.kind === "hybrid-0.32.0" ? "0.32.0" : "0.31.0");
     const engine = engineSettings({
       num_gpu_blocks: s.pages,
       max_num_batched_tokens: s.budget,

@@ -1,7 +1,7 @@
 /** Fixtures shared by the scheduler's tests (not exported from the package). */
 import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
 import { glmFlashProfile } from "@kvsim/profile-schema/testing";
-import { engineSettings, type EngineOverrides, type Profile, type Timing } from "@kvsim/profile-schema";
+import { engineSettings, type CacheGroup, type EngineOverrides, type Profile, type Timing } from "@kvsim/profile-schema";
 import type { CommandOutcome, RankConfig, RankRole, RequestInput, StepResult } from "./contract.js";
 import { Rank } from "./rank.js";
 
@@ -16,6 +16,33 @@ export const linearProfile = (extra: Partial<Profile> = {}): Profile => ({
 
 /** GLM-5.3-Flash, TP 4, fp8 (grouped-pd.md section 2; the table's arithmetic is in the fixture). */
 export const glmProfile = (version: "0.31.0" | "0.32.0" = "0.32.0"): Profile => glmFlashProfile(version);
+
+const smallGroup = (g: Partial<CacheGroup> & Pick<CacheGroup, "name" | "kind">): CacheGroup => ({
+  num_layers: 1,
+  block_size_tokens: 4,
+  prefix_cacheable: true,
+  transfer_bytes_per_block: 100,
+  ...g,
+});
+
+/**
+ * A small hybrid pool with every kind of group (4-token blocks, 1,000-byte pages): full attention,
+ * a 6-token sliding window, a ring state (not cacheable) and a Mamba-type state, which takes one
+ * prefill checkpoint block on 0.32.0.
+ */
+export const hybridProfile = (version: "0.31.0" | "0.32.0"): Profile => ({
+  schema_version: 1,
+  model: `test/hybrid-${version}`,
+  vllm_version: version,
+  tensor_parallel_size: 1,
+  page_size_bytes: 1000,
+  kv_cache_groups: [
+    smallGroup({ name: "fa", kind: "full_attention" }),
+    smallGroup({ name: "swa", kind: "sliding_window", window_tokens: 6 }),
+    smallGroup({ name: "ring", kind: "state", prefix_cacheable: false }),
+    smallGroup({ name: "mamba", kind: "state", ...(version === "0.32.0" ? { prefill_checkpoint_blocks: 1 } : {}) }),
+  ],
+});
 
 export const FIXED_10_2: Timing = { type: "fixed", prefill_ms: 10, decode_ms: 2 };
 
