@@ -6,6 +6,8 @@ import { strykerConfig } from "../../tooling/stryker.shared.mjs";
 // src/test-helpers.ts reads this): they cover nearly every mutant, so with full runs each
 // surviving mutant costs about 25 s. Stryker's test-runner processes inherit this environment.
 process.env.KVSIM_MUTATION = "1";
+// Instrumented code is several times slower: a minute per test (tooling/vitest.shared.ts reads it).
+process.env.KVSIM_TEST_TIMEOUT_MS ??= "60000";
 
 export default strykerConfig({
   mutate: [

@@ -18,10 +18,6 @@ class HandTestsFirst extends BaseSequencer {
   }
 }
 
-// Under mutation testing (KVSIM_MUTATION=1, set by stryker.config.mjs) every statement of the
-// mutated file goes through Stryker's instrumentation: the long property runs and churn tests take
-// well over vitest's default 5 s, which would fail Stryker's initial test run.
-export default mergeConfig(
-  packageVitestConfig("kv-pool"),
-  MUTATION ? { test: { testTimeout: 60_000, sequence: { sequencer: HandTestsFirst } } } : {},
-);
+// Under mutation testing (KVSIM_MUTATION=1, set by stryker.config.mjs, which also sets the per-test
+// limit through KVSIM_TEST_TIMEOUT_MS) the hand tests run first.
+export default mergeConfig(packageVitestConfig("kv-pool"), MUTATION ? { test: { sequence: { sequencer: HandTestsFirst } } } : {});
