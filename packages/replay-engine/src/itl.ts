@@ -83,6 +83,153 @@ export class PassLog {
   }
 
   /**
+   * `forEachCounted`'s entries summarised in one pass, no call per entry: adds to `acc` (size,
+   * min, max) how many there are and their least and greatest gap.
+   */
+  scanCounted(starts: Int32Array, ends: Int32Array, acc: Float64Array): void {
+    const n = this.n;
+    if (n === 0) return;
+    let size = acc[0]!;
+    let min = acc[1]!;
+    let max = acc[2]!;
+    let count = 0;
+    let si = 0;
+    let ei = 0;
+    let prev = this.times[0]![0]!;
+    for (let c = 0; c * CHUNK < n; c++) {
+      const times = this.times[c]!;
+      const end = Math.min(CHUNK, n - c * CHUNK);
+      for (let k = c === 0 ? 1 : 0; k < end; k++) {
+        const j = c * CHUNK + k;
+        while (si < starts.length && starts[si]! <= j) {
+          count++;
+          si++;
+        }
+        while (ei < ends.length && ends[ei]! <= j) {
+          count--;
+          ei++;
+        }
+        const t = times[k]!;
+        if (count > 0) {
+          const v = t - prev;
+          size++;
+          if (v < min) min = v;
+          if (v > max) max = v;
+        }
+        prev = t;
+      }
+    }
+    acc[0] = size;
+    acc[1] = min;
+    acc[2] = max;
+  }
+
+  /**
+   * Adds `forEachCounted`'s entries to a histogram of `buckets` buckets of `width` from `min`:
+   * their weight to `total`, one to `count` (bucket floor((v - min) / width), the last one also
+   * taking v = max), in one pass.
+   */
+  histogramCounted(starts: Int32Array, ends: Int32Array, min: number, width: number, buckets: number, total: Float64Array, count: Int32Array): void {
+    const n = this.n;
+    if (n === 0) return;
+    let live = 0;
+    let si = 0;
+    let ei = 0;
+    let prev = this.times[0]![0]!;
+    for (let c = 0; c * CHUNK < n; c++) {
+      const times = this.times[c]!;
+      const end = Math.min(CHUNK, n - c * CHUNK);
+      for (let k = c === 0 ? 1 : 0; k < end; k++) {
+        const j = c * CHUNK + k;
+        while (si < starts.length && starts[si]! <= j) {
+          live++;
+          si++;
+        }
+        while (ei < ends.length && ends[ei]! <= j) {
+          live--;
+          ei++;
+        }
+        const t = times[k]!;
+        if (live > 0) {
+          const v = t - prev;
+          const b = Math.min(buckets - 1, Math.floor((v - min) / width));
+          total[b] = total[b]! + live;
+          count[b]!++;
+        }
+        prev = t;
+      }
+    }
+  }
+
+  /**
+   * Copies `forEachCounted`'s entries whose bucket (as `histogramCounted`) has a part, in order:
+   * part `p = partOf[b]` (-1: none) gets the value at `values[p][filled[p]]`, its weight at the
+   * same index of `weights[p]`.
+   */
+  copyCounted(
+    starts: Int32Array,
+    ends: Int32Array,
+    min: number,
+    width: number,
+    buckets: number,
+    partOf: Int32Array,
+    values: Float64Array[],
+    weights: Float64Array[],
+    filled: Int32Array,
+  ): void {
+    const n = this.n;
+    if (n === 0) return;
+    let live = 0;
+    let si = 0;
+    let ei = 0;
+    let prev = this.times[0]![0]!;
+    for (let c = 0; c * CHUNK < n; c++) {
+      const times = this.times[c]!;
+      const end = Math.min(CHUNK, n - c * CHUNK);
+      for (let k = c === 0 ? 1 : 0; k < end; k++) {
+        const j = c * CHUNK + k;
+        while (si < starts.length && starts[si]! <= j) {
+          live++;
+          si++;
+        }
+        while (ei < ends.length && ends[ei]! <= j) {
+          live--;
+          ei++;
+        }
+        const t = times[k]!;
+        if (live > 0) {
+          const v = t - prev;
+          const p = partOf[Math.min(buckets - 1, Math.floor((v - min) / width))]!;
+          if (p >= 0) {
+            const i = filled[p]!++;
+            values[p]![i] = v;
+            weights[p]![i] = live;
+          }
+        }
+        prev = t;
+      }
+    }
+  }
+
+  /** Σ (gap - mean)^2 over the gaps of entries first + 1 .. last, added in order to `acc` (`foldGaps` without a call per gap). */
+  squaredDeviations(first: number, last: number, acc: number, mean: number): number {
+    if (last <= first) return acc;
+    let prev = this.time(first);
+    for (let j = first + 1; j <= last; ) {
+      const times = this.times[j >>> CHUNK_BITS]!;
+      const stop = Math.min(last, j | MASK);
+      for (let k = j & MASK, kEnd = stop & MASK; k <= kEnd; k++) {
+        const t = times[k]!;
+        const v = t - prev;
+        acc = acc + (v - mean) * (v - mean);
+        prev = t;
+      }
+      j = stop + 1;
+    }
+    return acc;
+  }
+
+  /**
    * Folds `f` over the gaps of entries first + 1 .. last in order, from `acc`: the gaps' sum
    * (`(s, g) => s + g`) or squared deviations, added one gap at a time as a per-token loop would.
    */
@@ -152,6 +299,8 @@ export class ItlSample {
   private orderLength = 0;
   /** Per log, its runs' sorted starts and ends (see PassLog.forEachCounted); undefined: runs were added since. */
   private counted: { readonly starts: Int32Array; readonly ends: Int32Array }[] | undefined;
+  /** The entries' summary for the current `counted` (see `summary`). */
+  private summarised: EntrySummary | undefined;
 
   /** Adds gaps given as values, in order. */
   addValues(values: Float64Array): void {
@@ -187,6 +336,7 @@ export class ItlSample {
 
   private record(a: number, b: number, c: number): void {
     this.counted = undefined;
+    this.summarised = undefined;
     if (this.orderLength + 3 > this.order.length) {
       const grown = new Int32Array(this.order.length * 2);
       grown.set(this.order);
@@ -205,28 +355,98 @@ export class ItlSample {
   percentiles(ps: readonly number[]): number[] {
     const n = this.count;
     if (n === 0) return ps.map(() => 0);
-    const [visit, size] = this.entries();
-    return weightedRanks(
-      visit,
-      size,
-      ps.map((p) => percentileRank(n, p)),
-    );
+    return this.ranks(ps.map((p) => percentileRank(n, p)));
   }
 
-  /** The (gap, count) entries, visited where they are (nothing the size of the sample is built), and how many. */
-  private entries(): [Visit, number] {
+  /** The (gap, count) entries, visited where they are (nothing the size of the sample is built). */
+  private visitor(): Visit {
     const single = this.single.values();
     const logs = this.logs;
     const counted = this.countedRuns();
-    const visit: Visit = (f) => {
+    return (f) => {
       for (const v of single) f(v, 1);
       logs.forEach((log, li) => {
         log.forEachCounted(counted[li]!.starts, counted[li]!.ends, f);
       });
     };
-    let size = 0;
-    visit(() => size++);
-    return [visit, size];
+  }
+
+  /**
+   * How many (gap, count) entries there are, their least and greatest gap and, when `weightedRanks`
+   * would make one (more than SMALL entries, not all equal), its first histogram: made once per
+   * set of runs by passes over the logs that call nothing per entry.
+   */
+  private summary(): EntrySummary {
+    if (this.summarised !== undefined) return this.summarised;
+    const counted = this.countedRuns();
+    const single = this.single.values();
+    const acc = Float64Array.of(0, Infinity, -Infinity);
+    for (const v of single) {
+      acc[0]!++;
+      if (v < acc[1]!) acc[1] = v;
+      if (v > acc[2]!) acc[2] = v;
+    }
+    this.logs.forEach((log, li) => log.scanCounted(counted[li]!.starts, counted[li]!.ends, acc));
+    const [size, min, max] = acc as unknown as [number, number, number];
+    let histogram: EntrySummary["histogram"];
+    if (size > SMALL && min !== max) {
+      // As weightedRanks buckets them.
+      const buckets = Math.min(BUCKETS, size);
+      const width = (max - min) / buckets;
+      const total = new Float64Array(buckets);
+      const count = new Int32Array(buckets);
+      for (const v of single) {
+        const b = Math.min(buckets - 1, Math.floor((v - min) / width));
+        total[b] = total[b]! + 1;
+        count[b]!++;
+      }
+      this.logs.forEach((log, li) => log.histogramCounted(counted[li]!.starts, counted[li]!.ends, min, width, buckets, total, count));
+      histogram = { buckets, width, total, count };
+    }
+    this.summarised = { size, min, max, histogram };
+    return this.summarised;
+  }
+
+  /**
+   * The values at 0-based `ranks` of the (gap, count) multiset: `weightedRanks` over its entries,
+   * its first level (bounds, histogram, copying out the target buckets) done by the logs' own
+   * passes, the buckets copied out then searched by `weightedRanks` itself.
+   */
+  private ranks(ranks: readonly number[]): number[] {
+    const { size, min, histogram } = this.summary();
+    if (histogram === undefined) return size <= SMALL ? weightedRanks(this.visitor(), size, ranks) : ranks.map(() => min);
+    const { buckets, width, total, count } = histogram;
+    // The bucket of each rank and the rank inside it (as weightedRanks finds them).
+    const targets = ranks.map((r) => {
+      let b = 0;
+      let before = 0;
+      while (b < buckets - 1 && r >= before + total[b]!) before += total[b++]!;
+      return { b, r: r - before };
+    });
+    const partOf = new Int32Array(buckets).fill(-1);
+    const values: Float64Array[] = [];
+    const weights: Float64Array[] = [];
+    for (const { b } of targets) {
+      if (partOf[b]! >= 0) continue;
+      partOf[b] = values.length;
+      values.push(new Float64Array(count[b]!));
+      weights.push(new Float64Array(count[b]!));
+    }
+    const filled = new Int32Array(values.length);
+    for (const v of this.single.values()) {
+      const p = partOf[Math.min(buckets - 1, Math.floor((v - min) / width))]!;
+      if (p < 0) continue;
+      const i = filled[p]!++;
+      values[p]![i] = v;
+      weights[p]![i] = 1;
+    }
+    const counted = this.countedRuns();
+    this.logs.forEach((log, li) => log.copyCounted(counted[li]!.starts, counted[li]!.ends, min, width, buckets, partOf, values, weights, filled));
+    // Each bucket holds fewer entries than the whole (min and max fall in different buckets).
+    return targets.map(({ b, r }) => {
+      const p = partOf[b]!;
+      return weightedRanks(arrayEntries(values[p]!, weights[p]!), values[p]!.length, [r])[0]!;
+    });
   }
 
   /** Each log's runs as sorted starts (first + 1) and ends (last + 1), made once per set of runs. */
@@ -267,18 +487,20 @@ export class ItlSample {
         sq += (v - mean) * (v - mean);
         continue;
       }
-      sq = this.logs[o[k]!]!.foldGaps(o[k + 1]!, o[k + 2]!, sq, (q, v) => q + (v - mean) * (v - mean));
+      sq = this.logs[o[k]!]!.squaredDeviations(o[k + 1]!, o[k + 2]!, sq, mean);
     }
-    const [visit, size] = this.entries();
-    let min = Infinity;
-    let max = -Infinity;
-    visit((v) => {
-      if (v < min) min = v;
-      if (v > max) max = v;
-    });
-    const [p50, p90, p99] = weightedRanks(visit, size, [percentileRank(n, 50), percentileRank(n, 90), percentileRank(n, 99)]);
+    const { min, max } = this.summary();
+    const [p50, p90, p99] = this.ranks([percentileRank(n, 50), percentileRank(n, 90), percentileRank(n, 99)]);
     return { count: n, mean, min, max, p50: p50!, p90: p90!, p99: p99!, std: Math.sqrt(sq / n) };
   }
+}
+
+/** What `ItlSample.summary` keeps: the entries' count and bounds, and the first histogram level. */
+interface EntrySummary {
+  readonly size: number;
+  readonly min: number;
+  readonly max: number;
+  readonly histogram: { readonly buckets: number; readonly width: number; readonly total: Float64Array; readonly count: Int32Array } | undefined;
 }
 
 /** Calls `f(value, weight)` for every entry of a weighted multiset. */
