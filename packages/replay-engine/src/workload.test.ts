@@ -33,6 +33,25 @@ describe("HashIdInterner at scale", () => {
     expect(Array.from(i.canonical([2 ** 32 - 1, 7, 2 ** 32, 0, 13_993], 5, 1))).toEqual([2000, 1, 2001, 0, 1999]);
     expect(Array.from(i.canonical([2 ** 32, 2 ** 32 - 1, 5], 3, 1))).toEqual([2001, 2000, 2002]);
   });
+  it("ids 0..9,999 in order, then ids up to and past 4 x (ids so far + 4,096): every id keeps its number", () => {
+    const first = Array.from({ length: 10_000 }, (_, k) => k);
+    const i = new HashIdInterner();
+    // Dense ids (the direct array, grown from 1,024 to 16,384 entries): id k is number k.
+    expect(Array.from(i.canonical(first, 10_000, 1))).toEqual(first);
+    // 56,383 < 4 x (10,000 + 4,096) = 56,384: the array grows to 65,536 (number 10,000); 60,000 is
+    // inside it (10,001); 100,000 is past it and past 4 x (10,002 + 4,096) = 56,392: the ids move to
+    // the table, numbered again in order (100,000 is 10,002; 7, 60,000 and 9,999 keep theirs).
+    expect(Array.from(i.canonical([56_383, 60_000, 100_000, 7, 60_000, 9_999], 6, 1))).toEqual([10_000, 10_001, 10_002, 7, 10_001, 9_999]);
+    // 56,384 is not below 56,384: straight to the table (10,000); 5 keeps 5.
+    const j = new HashIdInterner();
+    j.canonical(first, 10_000, 1);
+    expect(Array.from(j.canonical([56_384, 5, 56_384], 3, 1))).toEqual([10_000, 5, 10_000]);
+  });
+  it("a negative or fractional id is interned like any other (in the table), numbers kept", () => {
+    const i = new HashIdInterner();
+    // 3 -> 0, 1 -> 1 (dense), -2 moves them to the table: 2, then 0.5 -> 3.
+    expect(Array.from(i.canonical([3, 1, -2, 0.5, 3, -2, 1], 7, 1))).toEqual([0, 1, 2, 3, 0, 2, 1]);
+  });
   it("3,000 distinct ids up to 2^52 (past its first table) keep their first-appearance numbers", () => {
     const i = new HashIdInterner();
     const ids = Array.from({ length: 3000 }, (_, k) => (k % 2 === 0 ? k : 2 ** 52 - k));

@@ -117,6 +117,13 @@ export class LineSet {
  */
 class IdMap {
   /**
+   * While every id is a small integer (below DENSE_SPREAD x (ids so far + DENSE_SLACK), and below
+   * DENSE_LIMIT): canonical id + 1 at index id, 0 for an id not seen. Mooncake traces number their
+   * hash ids densely from 0, so a lookup is one read. The first id outside that range moves every
+   * id to the table below, for good.
+   */
+  private dense: Uint32Array | undefined = new Uint32Array(1024);
+  /**
    * Open addressing, linear probing, at most 3/4 full. Keys are 32-bit (EMPTY marks an empty slot)
    * until an id does not fit; then 64-bit doubles (-1 marks an empty slot: ids are non-negative
    * integers). Mooncake hash ids are small: the narrow table holds them in half the memory.
@@ -132,6 +139,45 @@ class IdMap {
 
   /** The id's canonical number, assigning the next one to a new id. */
   intern(id: number): number {
+    const dense = this.dense;
+    if (dense !== undefined) {
+      if (id < dense.length && id >= 0 && Number.isInteger(id)) {
+        const v = dense[id]!;
+        if (v !== 0) return v - 1;
+        dense[id] = this.count + 1;
+        return this.count++;
+      }
+      if (!this.growDense(id)) return this.intern(id);
+      this.dense![id] = this.count + 1;
+      return this.count++;
+    }
+    return this.internInTable(id);
+  }
+
+  /**
+   * Makes the dense array reach `id` (true), or moves every id to the table when `id` is not a
+   * small integer or would spread the array too thin (false).
+   */
+  private growDense(id: number): boolean {
+    const dense = this.dense!;
+    if (Number.isInteger(id) && id >= 0 && id < DENSE_LIMIT && id < DENSE_SPREAD * (this.count + DENSE_SLACK)) {
+      let size = dense.length;
+      while (size <= id) size *= 2;
+      const grown = new Uint32Array(size);
+      grown.set(dense);
+      this.dense = grown;
+      return true;
+    }
+    this.dense = undefined;
+    const canonical = new Uint32Array(this.count);
+    for (let k = 0; k < dense.length; k++) if (dense[k] !== 0) canonical[dense[k]! - 1] = k;
+    // Numbered again in canonical order, so each id gets its own number back.
+    this.count = 0;
+    for (let c = 0; c < canonical.length; c++) this.internInTable(canonical[c]!);
+    return false;
+  }
+
+  private internInTable(id: number): number {
     if (this.empty === EMPTY && ((id >>> 0) !== id || id === EMPTY)) this.widen();
     let mask = this.keys.length - 1;
     for (let slot = IdMap.home(id, mask); ; slot = (slot + 1) & mask) {
@@ -183,6 +229,11 @@ class IdMap {
 
 /** An empty slot of a 32-bit IdMap table (the one 32-bit value no key takes). */
 const EMPTY = 0xffff_ffff;
+/** The dense array holds ids below 2^24 (64 MiB at most)... */
+const DENSE_LIMIT = 1 << 24;
+/** ...and below 4 x (distinct ids so far + 4,096): at most 16 bytes per id past the first 64 KiB. */
+const DENSE_SPREAD = 4;
+const DENSE_SLACK = 4096;
 
 /**
  * Mooncake hash ids to prompt tokens (aisimulate-replay.md section 2.3): each distinct id is
