@@ -22,7 +22,7 @@ describe("ItlSample equals the one-double-per-gap reference", () => {
     completes: fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }),
   });
 
-  const check = (minPasses: number, maxPasses: number, seed: number, numRuns: number) =>
+  const check = (minPasses: number, maxPasses: number, seed: number, numRuns: number): void => {
     fc.assert(
       fc.property(workload(minPasses, maxPasses), fc.nat(), (w, askAt) => {
         const logs = Array.from({ length: w.workers }, () => new PassLog());
@@ -71,12 +71,13 @@ describe("ItlSample equals the one-double-per-gap reference", () => {
       }),
       { seed, numRuns },
     );
+  };
 
-  it("same mean, std, percentiles, min, max and count", () => check(0, 60, 1212, 400));
+  it("same mean, std, percentiles, min, max and count", () => { check(0, 60, 1212, 400); });
 
   // 150 to 400 passes, so usually more than the 64 (gap, count) entries below which the ranks are
   // found by sorting: the logs' own histogram passes find them.
-  it("the same past the histogram's threshold", () => check(150, 400, 1213, 150));
+  it("the same past the histogram's threshold", () => { check(150, 400, 1213, 150); });
 });
 
 describe("weightedRanks equals expanding the weights and sorting", () => {

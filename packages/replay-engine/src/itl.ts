@@ -386,7 +386,7 @@ export class ItlSample {
       if (v < acc[1]!) acc[1] = v;
       if (v > acc[2]!) acc[2] = v;
     }
-    this.logs.forEach((log, li) => log.scanCounted(counted[li]!.starts, counted[li]!.ends, acc));
+    for (const [li, log] of this.logs.entries()) log.scanCounted(counted[li]!.starts, counted[li]!.ends, acc);
     const [size, min, max] = acc as unknown as [number, number, number];
     let histogram: EntrySummary["histogram"];
     if (size > SMALL && min !== max) {
@@ -400,7 +400,7 @@ export class ItlSample {
         total[b] = total[b]! + 1;
         count[b]!++;
       }
-      this.logs.forEach((log, li) => log.histogramCounted(counted[li]!.starts, counted[li]!.ends, min, width, buckets, total, count));
+      for (const [li, log] of this.logs.entries()) log.histogramCounted(counted[li]!.starts, counted[li]!.ends, min, width, buckets, total, count);
       histogram = { buckets, width, total, count };
     }
     this.summarised = { size, min, max, histogram };
@@ -441,7 +441,7 @@ export class ItlSample {
       weights[p]![i] = 1;
     }
     const counted = this.countedRuns();
-    this.logs.forEach((log, li) => log.copyCounted(counted[li]!.starts, counted[li]!.ends, min, width, buckets, partOf, values, weights, filled));
+    for (const [li, log] of this.logs.entries()) log.copyCounted(counted[li]!.starts, counted[li]!.ends, min, width, buckets, partOf, values, weights, filled);
     // Each bucket holds fewer entries than the whole (min and max fall in different buckets).
     return targets.map(({ b, r }) => {
       const p = partOf[b]!;

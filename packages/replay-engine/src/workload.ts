@@ -173,7 +173,7 @@ class IdMap {
     for (let k = 0; k < dense.length; k++) if (dense[k] !== 0) canonical[dense[k]! - 1] = k;
     // Numbered again in canonical order, so each id gets its own number back.
     this.count = 0;
-    for (let c = 0; c < canonical.length; c++) this.internInTable(canonical[c]!);
+    for (const id of canonical) this.internInTable(id);
     return false;
   }
 
