@@ -147,3 +147,70 @@ describe("BlockHashTable with grow", () => {
     expect(t.size).toBe(600);
   });
 });
+
+// Issue 17: rules of the table no test above pinned (its refusals' messages, the value range, a
+// growing table that starts below 16 slots, entries holding value 0 and halves >= 2^31).
+describe("BlockHashTable limits", () => {
+  it("refuses maxEntries outside 1..2^28 with a message naming the range and the value", () => {
+    for (const bad of [0, 2 ** 28 + 1, 1.5, Number.NaN]) {
+      expect(() => new BlockHashTable(bad)).toThrow(new RangeError(`maxEntries must be an integer in 1..2^28, got ${bad}`));
+    }
+    // 2^28 itself is allowed; a growing table allocates only its first 16 slots (a full one would
+    // need 2 x 2^28 = 2^29 slots).
+    expect(new BlockHashTable(2 ** 28, { grow: true }).capacity).toBe(16);
+  });
+
+  it("a growing table for few keys starts at their full capacity when that is below 16", () => {
+    // maxEntries 3: 2 x 3 = 6 -> 8 slots, less than the 16 a growing table starts with.
+    expect(new BlockHashTable(3, { grow: true }).capacity).toBe(8);
+    // grow: false (and absent) start at the full capacity: maxEntries 20 -> 2 x 20 = 40 -> 64.
+    expect(new BlockHashTable(20, { grow: false }).capacity).toBe(64);
+    expect(new BlockHashTable(20).capacity).toBe(64);
+  });
+
+  it("a growing table stops at its full capacity and still takes maxEntries keys", () => {
+    // maxEntries 12: 2 x 12 = 24 -> 32 slots at most. Starts at 16; the 9th key makes 2 x 9 = 18 > 16: 32.
+    const t = new BlockHashTable(12, { grow: true });
+    for (let i = 0; i < 12; i++) t.set(0, i, i, i);
+    // 12 keys in 32 slots: 2 x 12 = 24 <= 32, no further doubling.
+    expect(t.capacity).toBe(32);
+    expect(t.size).toBe(12);
+    for (let i = 0; i < 12; i++) expect(t.get(0, i, i)).toBe(i);
+    expect(() => { t.set(0, 12, 12, 12); }).toThrow(new Error("hash table invariant: more than 12 keys"));
+  });
+
+  it("takes values 0..2^31 - 1 and refuses the rest, in putIfAbsent and setValueAt alike", () => {
+    const t = new BlockHashTable(4);
+    expect(t.putIfAbsent(0, 1, 1, 0)).toBe(-1);
+    expect(t.putIfAbsent(0, 2, 2, 0x7fff_ffff)).toBe(-1);
+    expect(t.get(0, 1, 1)).toBe(0);
+    expect(t.get(0, 2, 2)).toBe(0x7fff_ffff);
+    for (const bad of [-1, 0x8000_0000, 1.5]) {
+      expect(() => t.putIfAbsent(0, 3, 3, bad)).toThrow(new RangeError(`value must be a non-negative int32, got ${bad}`));
+      expect(() => { t.setValueAt(t.find(0, 1, 1), bad); }).toThrow(new RangeError(`value must be a non-negative int32, got ${bad}`));
+    }
+    // Nothing changed: still two keys, values 0 and 2^31 - 1.
+    expect(t.size).toBe(2);
+    expect(t.get(0, 1, 1)).toBe(0);
+  });
+
+  it("lists entries of value 0 and with halves at or above 2^31 (as u32)", () => {
+    const t = new BlockHashTable(4); // capacity 8
+    // lo 0x8000_0001: home (0x8000_0001 XOR 1) & 7 = 0x8000_0000 & 7 = 0.
+    t.set(1, 0xffff_fffe, 0x8000_0001, 0);
+    expect(t.homeSlot(1, 0x8000_0001)).toBe(0);
+    expect(t.entries()).toEqual([[1, 0xffff_fffe, 0x8000_0001, 0]]);
+    expect(t.get(1, 0xffff_fffe, 0x8000_0001)).toBe(0);
+  });
+
+  it("keeps a key of value 0 through a doubling, in a run others probe past", () => {
+    // Starts at 16 slots. Keys with lo 0, 16, 32, ... share home 0 at capacity 16 (a run 0, 1, 2, ...);
+    // the first has value 0. At capacity 32, lo 0 and 32 share home 0 (run 0, 1), lo 16 and 48 home 16.
+    const t = new BlockHashTable(100, { grow: true });
+    for (let k = 0; k < 9; k++) t.set(0, 7, 16 * k, k); // the 9th key: 2 x 9 = 18 > 16, doubles to 32
+    expect(t.capacity).toBe(32);
+    for (let k = 0; k < 9; k++) expect(t.get(0, 7, 16 * k)).toBe(k);
+    // At 32 slots the homes are 16k & 31: 0 for even k (0, 2, 4, 6, 8: slots 0..4), 16 for odd k (slots 16..19).
+    expect(t.entries().map((e) => e[2])).toEqual([0, 32, 64, 96, 128, 16, 48, 80, 112]);
+  });
+});

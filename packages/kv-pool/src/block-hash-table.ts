@@ -24,8 +24,6 @@ export class BlockHashTable {
   private words: Int32Array;
   private mask: number;
   private count = 0;
-  /** The capacity `maxEntries` needs; a growing table stops there. */
-  private readonly fullCapacity: number;
 
   constructor(
     readonly maxEntries: number,
@@ -36,7 +34,6 @@ export class BlockHashTable {
     }
     let capacity = 4;
     while (capacity < 2 * maxEntries) capacity *= 2;
-    this.fullCapacity = capacity;
     if (options.grow === true) capacity = Math.min(capacity, 16);
     this.mask = capacity - 1;
     this.words = BlockHashTable.emptyWords(capacity);
@@ -141,7 +138,9 @@ export class BlockHashTable {
       slot = (slot + 1) & this.mask;
     }
     if (this.count >= this.maxEntries) throw new Error(`hash table invariant: more than ${this.maxEntries} keys`);
-    if (2 * (this.count + 1) > this.mask + 1 && this.mask + 1 < this.fullCapacity) {
+    // A growing table stops at the capacity maxEntries needs without a test of its own: that
+    // capacity is >= 2 x maxEntries and count + 1 <= maxEntries here, so the load test is false there.
+    if (2 * (this.count + 1) > this.mask + 1) {
       this.grow();
       return this.putIfAbsent(group, hi, lo, value);
     }
