@@ -47,6 +47,18 @@ describe("computeBlockHashes (dynamo-mocker 8.6 vectors)", () => {
     expect(() => computeBlockHashes([1, -1], 2)).toThrow(RangeError);
     expect(() => computeBlockHashes([1, 2], 0)).toThrow(RangeError);
   });
+
+  it("names the token and the block size it refuses (issue 17: the messages and the u32 ends)", () => {
+    // Token 1 of each: -1 and 2^32 lie outside 0..2^32 - 1, 1.5 is no integer.
+    for (const bad of [-1, 2 ** 32, 1.5]) {
+      expect(() => computeBlockHashes([7, bad], 2)).toThrow(new RangeError(`token 1 (${bad}) is not a u32 token id`));
+    }
+    for (const bad of [0, -4, 2.5]) {
+      expect(() => computeBlockHashes([1, 2], bad)).toThrow(new RangeError(`blockSize must be a positive integer, got ${bad}`));
+    }
+    // Both ends of the u32 range are token ids: [0, 2^32 - 1] is one block of 2.
+    expect(computeBlockHashes([0, 0xffff_ffff], 2)).toHaveLength(1);
+  });
 });
 
 describe("createPromptTokens", () => {

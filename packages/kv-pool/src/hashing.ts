@@ -39,14 +39,9 @@ export abstract class PackedHashView implements BlockHashView {
    * Writes the block hashes of blocks [from, to) as int32 halves: out[2k] the high and
    * out[2k + 1] the low half of block from + k (the same bits as blockHi / blockLo). Read from a
    * typed array, the halves are never boxed (an int32 outside the 31-bit small-integer range is a
-   * heap number whenever it crosses a function boundary).
+   * heap number whenever it crosses a function boundary). Each view writes them its own way.
    */
-  blockKeysInto(from: number, to: number, out: Int32Array): void {
-    for (let i = from; i < to; i++) {
-      out[2 * (i - from)] = this.blockHi(i);
-      out[2 * (i - from) + 1] = this.blockLo(i);
-    }
-  }
+  abstract blockKeysInto(from: number, to: number, out: Int32Array): void;
 }
 
 /** High half of block i's hash: read directly from a packed view, split from the BigInt otherwise. */
