@@ -165,6 +165,11 @@ describe("path prompts", () => {
     const v = a.keys(4); // 2 blocks
     expect(() => v.blockHi(2)).toThrow(/block 2 outside 0..1/);
     expect(() => v.blockLo(3)).toThrow(/block 3 outside 0..1/);
+    // A negative block, once a block was read (issue 17: the view remembers the last block it
+    // computed, starting from none, -1, so only a read after another reaches the check).
+    v.blockHi(0);
+    expect(() => v.blockHi(-1)).toThrow(new RangeError("block -1 outside 0..1"));
+    expect(() => v.blockLo(-2)).toThrow(new RangeError("block -2 outside 0..1"));
     expect(() => {
       v.blockKeysInto(0, 3, new Int32Array(6));
     }).toThrow(/blocks 0..2 outside 0..1/);

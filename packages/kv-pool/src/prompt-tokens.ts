@@ -210,6 +210,11 @@ export class PathPrompt extends PromptBase {
 
 /** The lookup keys of a path prompt's blocks, computed when read (the last one is remembered). */
 class PathKeyView extends PackedHashView {
+  /**
+   * The block whose key hi / lo hold; -1 for none. So a read of block -1 before any other returns
+   * 0 instead of throwing: no caller asks for a negative block (the managers' walks start at 0, a
+   * sequence's parent index is length - 1 only when length > 0), and the view is not exported.
+   */
   private last = -1;
   private hi = 0;
   private lo = 0;
