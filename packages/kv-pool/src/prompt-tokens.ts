@@ -186,7 +186,9 @@ export class PathPrompt extends PromptBase {
     if (start === this.lastTailStart) return this.lastTail!;
     const s = Math.min(start, this.length);
     const head = new Uint32Array(this.length - s);
-    for (let k = s; k < this.length; k++) head[k - s] = this.ids[Math.floor(k / this.unit)]!;
+    // Token k is ids[floor(k / unit)]: one fill per id the range touches.
+    const u = this.unit;
+    for (let j = Math.floor(s / u); j * u < this.length; j++) head.fill(this.ids[j]!, Math.max(j * u, s) - s, Math.min((j + 1) * u, this.length) - s);
     this.lastTail = { head, headStart: s };
     this.lastTailStart = start;
     return this.lastTail;

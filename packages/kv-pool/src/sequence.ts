@@ -119,7 +119,10 @@ export class Sequence implements KvSequence {
     private readonly realHashes: boolean,
   ) {
     this.numPromptTokens = prompt.length;
-    this.groups = Array.from({ length: numGroups }, () => new GroupState());
+    // A loop, not Array.from({ length }, f): that takes the generic array-like path (a lookup and a call per element).
+    const groups: GroupState[] = [];
+    for (let g = 0; g < numGroups; g++) groups.push(new GroupState());
+    this.groups = groups;
   }
 
   get numTokens(): number {
