@@ -95,33 +95,30 @@ export class PassLog {
     let count = 0;
     let si = 0;
     let ei = 0;
-    let prev = this.times[0]![0]!;
-    for (let c = 0; c * CHUNK < n; c++) {
-      const times = this.times[c]!;
-      const end = Math.min(CHUNK, n - c * CHUNK);
-      for (let k = c === 0 ? 1 : 0; k < end; k++) {
-        const j = c * CHUNK + k;
-        while (si < starts.length && starts[si]! <= j) {
-          count++;
-          si++;
-        }
-        while (ei < ends.length && ends[ei]! <= j) {
-          count--;
-          ei++;
-        }
-        const t = times[k]!;
-        if (count > 0) {
-          const v = t - prev;
-          size++;
-          if (v < min) min = v;
-          if (v > max) max = v;
-        }
-        prev = t;
+    const chunks = this.times;
+    let prev = chunks[0]![0]!;
+    // One flat loop (not one per chunk): V8 compiles this pass while it runs (on-stack
+    // replacement), and an outer loop it had not run yet sent that code back to the interpreter.
+    for (let j = 1; j < n; j++) {
+      while (si < starts.length && starts[si]! <= j) {
+        count++;
+        si++;
       }
+      while (ei < ends.length && ends[ei]! <= j) {
+        count--;
+        ei++;
+      }
+      const t = chunks[j >>> CHUNK_BITS]![j & MASK]!;
+      if (count > 0) {
+        const v = t - prev;
+        // Written as they change, not after the loop: code after the loop has not run when V8
+        // compiles the loop, and reaching it would send the pass back to the interpreter.
+        acc[0] = ++size;
+        if (v < min) acc[1] = min = v;
+        if (v > max) acc[2] = max = v;
+      }
+      prev = t;
     }
-    acc[0] = size;
-    acc[1] = min;
-    acc[2] = max;
   }
 
   /**
@@ -135,29 +132,26 @@ export class PassLog {
     let live = 0;
     let si = 0;
     let ei = 0;
-    let prev = this.times[0]![0]!;
-    for (let c = 0; c * CHUNK < n; c++) {
-      const times = this.times[c]!;
-      const end = Math.min(CHUNK, n - c * CHUNK);
-      for (let k = c === 0 ? 1 : 0; k < end; k++) {
-        const j = c * CHUNK + k;
-        while (si < starts.length && starts[si]! <= j) {
-          live++;
-          si++;
-        }
-        while (ei < ends.length && ends[ei]! <= j) {
-          live--;
-          ei++;
-        }
-        const t = times[k]!;
-        if (live > 0) {
-          const v = t - prev;
-          const b = Math.min(buckets - 1, Math.floor((v - min) / width));
-          total[b] = total[b]! + live;
-          count[b]!++;
-        }
-        prev = t;
+    const chunks = this.times;
+    let prev = chunks[0]![0]!;
+    // One flat loop, as in scanCounted.
+    for (let j = 1; j < n; j++) {
+      while (si < starts.length && starts[si]! <= j) {
+        live++;
+        si++;
       }
+      while (ei < ends.length && ends[ei]! <= j) {
+        live--;
+        ei++;
+      }
+      const t = chunks[j >>> CHUNK_BITS]![j & MASK]!;
+      if (live > 0) {
+        const v = t - prev;
+        const b = Math.min(buckets - 1, Math.floor((v - min) / width));
+        total[b] = total[b]! + live;
+        count[b]!++;
+      }
+      prev = t;
     }
   }
 
@@ -182,32 +176,29 @@ export class PassLog {
     let live = 0;
     let si = 0;
     let ei = 0;
-    let prev = this.times[0]![0]!;
-    for (let c = 0; c * CHUNK < n; c++) {
-      const times = this.times[c]!;
-      const end = Math.min(CHUNK, n - c * CHUNK);
-      for (let k = c === 0 ? 1 : 0; k < end; k++) {
-        const j = c * CHUNK + k;
-        while (si < starts.length && starts[si]! <= j) {
-          live++;
-          si++;
-        }
-        while (ei < ends.length && ends[ei]! <= j) {
-          live--;
-          ei++;
-        }
-        const t = times[k]!;
-        if (live > 0) {
-          const v = t - prev;
-          const p = partOf[Math.min(buckets - 1, Math.floor((v - min) / width))]!;
-          if (p >= 0) {
-            const i = filled[p]!++;
-            values[p]![i] = v;
-            weights[p]![i] = live;
-          }
-        }
-        prev = t;
+    const chunks = this.times;
+    let prev = chunks[0]![0]!;
+    // One flat loop, as in scanCounted.
+    for (let j = 1; j < n; j++) {
+      while (si < starts.length && starts[si]! <= j) {
+        live++;
+        si++;
       }
+      while (ei < ends.length && ends[ei]! <= j) {
+        live--;
+        ei++;
+      }
+      const t = chunks[j >>> CHUNK_BITS]![j & MASK]!;
+      if (live > 0) {
+        const v = t - prev;
+        const p = partOf[Math.min(buckets - 1, Math.floor((v - min) / width))]!;
+        if (p >= 0) {
+          const i = filled[p]!++;
+          values[p]![i] = v;
+          weights[p]![i] = live;
+        }
+      }
+      prev = t;
     }
   }
 
