@@ -1,3 +1,4 @@
+import { xxh3 } from "@node-rs/xxhash";
 import { describe, expect, it } from "vitest";
 import { computeBlockHashes, tokensKeyInto } from "./hashing.js";
 import { createPromptTokens } from "./prompt-tokens.js";
@@ -46,6 +47,15 @@ describe("computeBlockHashes (dynamo-mocker 8.6 vectors)", () => {
   it("refuses a token id that is not a u32 and a block size that is not positive", () => {
     expect(() => computeBlockHashes([1, -1], 2)).toThrow(RangeError);
     expect(() => computeBlockHashes([1, 2], 0)).toThrow(RangeError);
+  });
+
+  it("hashes the first block of a block size even when all its tokens are 0 (the hasher's scratch starts zeroed)", () => {
+    // Block size 29 is used by no other test of this file: its hasher is new here. 29 tokens of 0
+    // are 29 x 4 = 116 zero bytes; oracle: the native XXH3-64 of them with seed 1337.
+    const expected = xxh3.xxh64(new Uint8Array(116), 1337n);
+    const h = computeBlockHashes(new Array<number>(29).fill(0), 29);
+    expect(h).toEqual([{ tokensHash: expected, blockHash: expected }]);
+    expect(expected).not.toBe(0n);
   });
 
   it("names the token and the block size it refuses (issue 17: the messages and the u32 ends)", () => {
