@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { computeBlockHashes } from "./hashing.js";
-import { PathPrompt, createPathPrompt, promptPrefix } from "./prompt-tokens.js";
+import type { PromptTokens } from "./contract.js";
+import { PathPrompt, createPathPrompt, createPromptTokens, promptPrefix } from "./prompt-tokens.js";
+import { admit, group, manager } from "./test-helpers.js";
 
 describe("createPathPrompt", () => {
   it("ids [5, 7, 9] of 4 tokens each, 10 tokens: 5 5 5 5 7 7 7 7 9 9", () => {
@@ -24,4 +26,28 @@ describe("createPathPrompt", () => {
     expect(p.tail(10)).toEqual({ head: Uint32Array.from([3, 3]), headStart: 10 });
     expect(Reflect.get(p, "materialized")).toBeUndefined();
   });
+});
+
+// Issue 17: which keys a pool looks path prompts up by. Without KV events, path keys (a path
+// prompt matches path prompts of the same ids, not a token prompt of equal tokens); with events,
+// the real hashes (every prompt of equal tokens matches).
+describe("path prompts in a pool", () => {
+  const FA4 = group("full_attention", 4);
+  // ids [5, 7, 9] at unit 4, 12 tokens: 5 5 5 5 | 7 7 7 7 | 9 9 9 9.
+  const path = (): PromptTokens => createPathPrompt(Uint32Array.from([5, 7, 9]), 12, 4);
+  const tokens = (): PromptTokens => createPromptTokens(Uint32Array.from([5, 5, 5, 5, 7, 7, 7, 7, 9, 9, 9, 9, 1]));
+
+  for (const events of [false, true]) {
+    it(`a committed path prompt is found by an equal path prompt${events ? " and by a token prompt of its tokens (events on)" : ", not by a token prompt (events off)"}`, () => {
+      const m = manager(16, [FA4], { events });
+      expect(admit(m, m.createSequence("a", path()))).toEqual({ ok: true, hit: 0 }); // 3 blocks cached
+      // An equal path prompt: at most 12 - 1 = 11 tokens, floor(11 / 4) = 2 blocks = 8 tokens.
+      expect(m.peekPrefixHitTokens(path())).toBe(8);
+      expect(m.findPrefixHit(m.createSequence("b", path())).tokens).toBe(8);
+      // The 13-token prompt of the same 12 tokens and a 1: at most 12 tokens, 3 blocks, when the
+      // pool looks up real hashes; none by path keys.
+      expect(m.peekPrefixHitTokens(tokens())).toBe(events ? 12 : 0);
+      expect(m.findPrefixHit(m.createSequence("c", tokens())).tokens).toBe(events ? 12 : 0);
+    });
+  }
 });
