@@ -157,6 +157,9 @@ export class Sequence implements KvSequence {
       // its output blocks can only ever match output blocks of an equal path prompt, so they take
       // cheap lookup keys too (equal exactly when the tokens are). A token prompt's output blocks
       // keep real hashes: a later token prompt holding those outputs must find them.
+      // Mutation testing: `false` survives and is equivalent: a path prompt's output blocks then
+      // take real tokens hashes, chained on its path keys like the lookup keys, so they still match
+      // exactly the output blocks of equal path prompts (only the native hashing costs more).
       const lookupKeys = !this.realHashes && this.prompt instanceof PathPrompt;
       c = new SequenceChain(this, this.realHashes ? this.prompt.chain(blockSize) : this.prompt.keys(blockSize), blockSize, lookupKeys);
       this.chains.set(blockSize, c);
