@@ -214,3 +214,60 @@ describe("BlockHashTable limits", () => {
     expect(t.entries().map((e) => e[2])).toEqual([0, 32, 64, 96, 128, 16, 48, 80, 112]);
   });
 });
+
+// Issue 17: every field of a key is compared inside a probe run, and the backward shift keeps
+// entries whose home equals the hole or the slot they sit in, on both sides of the wrap-around.
+describe("BlockHashTable probe runs and deletion edges", () => {
+  it("tells apart keys of one run that differ only in the low half or only in the group", () => {
+    const t = new BlockHashTable(8); // capacity 16, mask 15
+    // Homes: (5 XOR 0) & 15 = 5; (21 XOR 0) & 15 = 21 & 15 = 5; (5 XOR 16) & 15 = 21 & 15 = 5.
+    t.set(0, 1, 5, 10); // slot 5
+    t.set(0, 1, 21, 11); // same hi and group, lo differs: slot 6
+    t.set(16, 1, 5, 12); // same hi and lo, group differs: slot 7
+    expect(t.entries()).toEqual([
+      [0, 1, 5, 10],
+      [0, 1, 21, 11],
+      [16, 1, 5, 12],
+    ]);
+    expect([t.get(0, 1, 5), t.get(0, 1, 21), t.get(16, 1, 5)]).toEqual([10, 11, 12]);
+    // putIfAbsent of each answers its own value.
+    expect([t.putIfAbsent(0, 1, 21, 99), t.putIfAbsent(16, 1, 5, 99)]).toEqual([11, 12]);
+    expect(t.size).toBe(3);
+  });
+
+  it("deletes a key at slot 0 and a key of value 0, shifting a value-0 entry back", () => {
+    const t = new BlockHashTable(8); // capacity 16
+    t.set(0, 1, 0, 5); // home 0: slot 0
+    expect(t.delete(0, 1, 0)).toBe(true);
+    expect(t.size).toBe(0);
+    // A run at home 3: (hi 1, value 0) at slot 3, (hi 2, value 0) at slot 4.
+    t.set(0, 1, 3, 0);
+    t.set(0, 2, 3, 0);
+    expect(t.delete(0, 1, 3)).toBe(true); // hole 3; slot 4 (home 3) moves back to 3
+    expect(t.entries()).toEqual([[0, 2, 3, 0]]);
+    expect(t.find(0, 2, 3)).toBe(3);
+    expect(t.delete(0, 2, 3)).toBe(true); // a value-0 entry is deleted like any other
+    expect(t.entries()).toEqual([]);
+  });
+
+  it("across the wrap-around: moves an entry whose home is the hole, keeps one at its home", () => {
+    // Capacity 16. A at slot 15 (home 15); B (home 15) wraps to slot 0.
+    const t = new BlockHashTable(8);
+    t.set(0, 1, 15, 1);
+    t.set(0, 2, 15, 2);
+    expect(t.find(0, 2, 15)).toBe(0);
+    // Delete A: hole 15, next 0 holds B whose home 15 is the hole: B moves to 15.
+    expect(t.delete(0, 1, 15)).toBe(true);
+    expect(t.find(0, 2, 15)).toBe(15);
+    expect(t.get(0, 2, 15)).toBe(2);
+
+    // A at slot 15 (home 15), C at slot 0 (its own home 0).
+    const u = new BlockHashTable(8);
+    u.set(0, 1, 15, 1);
+    u.set(0, 3, 0, 3);
+    // Delete A: hole 15, next 0 holds C whose home 0 is where it sits: C stays at 0.
+    expect(u.delete(0, 1, 15)).toBe(true);
+    expect(u.find(0, 3, 0)).toBe(0);
+    expect(u.entries()).toEqual([[0, 3, 0, 3]]);
+  });
+});

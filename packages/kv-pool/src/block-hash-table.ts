@@ -41,6 +41,7 @@ export class BlockHashTable {
 
   private static emptyWords(capacity: number): Int32Array {
     const words = new Int32Array(capacity * 4);
+    // Mutation testing: `s <= capacity` is equivalent, the extra write lies past the array's end (ignored).
     for (let s = 0; s < capacity; s++) words[4 * s + VALUE] = -1;
     return words;
   }
@@ -52,6 +53,9 @@ export class BlockHashTable {
     this.mask = capacity - 1;
     const w = BlockHashTable.emptyWords(capacity);
     this.words = w;
+    // Mutation testing: `at <= old.length` and the empty-slot test below written false are
+    // equivalent: a copy of an empty slot (or of the empty subarray past the end) into an empty
+    // slot leaves that slot empty (value -1), and only the value tells a slot is empty.
     for (let at = 0; at < old.length; at += 4) {
       if (old[at + VALUE]! < 0) continue;
       let slot = this.homeSlot(old[at + GROUP]!, old[at + LO]!);
@@ -181,6 +185,8 @@ export class BlockHashTable {
       const at = 4 * next;
       if (w[at + VALUE]! < 0) break;
       const home = this.homeSlot(w[at + GROUP]!, w[at + LO]!);
+      // Mutation testing: `hole < next` is equivalent, the walk stops at an empty slot before next
+      // could come round to the hole (the load is at most 1/2).
       const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
       if (stays) continue;
       const to = 4 * hole;
@@ -198,6 +204,7 @@ export class BlockHashTable {
   entries(): [number, number, number, number][] {
     const w = this.words;
     const out: [number, number, number, number][] = [];
+    // Mutation testing: `at <= w.length` is equivalent, the value past the end reads undefined, never >= 0.
     for (let at = 0; at < w.length; at += 4) {
       const v = w[at + VALUE]!;
       if (v >= 0) out.push([w[at + GROUP]!, w[at + HI]! >>> 0, w[at + LO]! >>> 0, v]);
