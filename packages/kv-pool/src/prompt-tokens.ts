@@ -54,8 +54,12 @@ export abstract class PromptBase implements PromptTokens {
       } else if (src !== undefined) {
         // Blocks inside the shared tokens equal the other prompt's, when that one has hashed them.
         const other = src.hashes.chains.get(blockSize);
+        // Mutation testing: this test written false is equivalent: the blocks are then hashed from
+        // the tokens below, which gives the same hashes (copying them only saves the work).
         if (other !== undefined) c.copyPrefix(other, Math.min(Math.floor(src.tokens / blockSize), other.length, n));
       }
+      // Mutation testing: `true` and `c.length <= n` are equivalent: extending a chain to the
+      // length it has already changes nothing (HashChain.extend returns at once).
       if (c.length < n) {
         const t = this.tokens;
         c.extend({ head: t, headStart: 0, headLength: t.length, tail: EMPTY }, blockSize, n, null, 0);
