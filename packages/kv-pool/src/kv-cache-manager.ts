@@ -93,6 +93,10 @@ export class KvCacheManager implements KvCacheManagerApi {
     checkCount("numPages", numPages, 2);
     this.caching = options.enablePrefixCaching;
     // Full-attention groups cache in runs that hits walk from block 0 (block-pool.ts).
+    // Mutation testing: equivalent mutants here leave a full-attention group unlinked (the test
+    // written false, the kind's string emptied) or link a group that never caches (caching or
+    // prefix_cacheable dropped or inverted): links only keep keys out of the table, and a group
+    // without them finds the same first copies in the table (block-pool.ts).
     const linked = groups.map((g) => g.kind === "full_attention" && this.caching && g.prefix_cacheable !== false);
     this.pool = this.createPool(numPages, groups.length, options.collectEvents === true, linked);
     internals.set(this, this.pool);
