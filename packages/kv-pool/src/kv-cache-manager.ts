@@ -107,6 +107,9 @@ export class KvCacheManager implements KvCacheManagerApi {
     for (const m of this.managers) {
       if (m.hitTypeKey === undefined) continue;
       const t = byKey.get(m.hitTypeKey);
+      // Mutation testing: this test written false (groups of one spec as separate hit types) is
+      // equivalent: a block hits in merged groups exactly when it hits in each, so the fixed point
+      // below reaches the same length; merging them (as vLLM does) only saves searches.
       if (t !== undefined) t.groups.push(m.groupIndex);
       else {
         const nt = { manager: m, groups: [m.groupIndex], fullAttention: m.kind === "full_attention" };
@@ -182,6 +185,9 @@ export class KvCacheManager implements KvCacheManagerApi {
       this.types.forEach((t, k) => {
         const b = t.manager.blockSize;
         const prev = lists[k];
+        // Mutation testing: `false` (searching full attention again each round) is equivalent: its
+        // hit is downward-closed and `cur` a multiple of the alignment, so the search finds the
+        // same first floor(cur / b) blocks that the cut keeps.
         if (t.fullAttention && prev !== undefined) {
           for (const l of prev) l.length = Math.min(l.length, Math.floor(cur / b));
         } else {
@@ -317,6 +323,8 @@ export class KvCacheManager implements KvCacheManagerApi {
     const s = this.own(seq);
     checkCount("computedTokens", computedTokens, 0);
     if (computedTokens > s.allocatedTokens) throw rangeFailure("sequence {0}: {1} computed exceeds the {2} allocated", s.id, computedTokens, s.allocatedTokens);
+    // Mutation testing: `false` here and `true` for `m.caches` below are equivalent shortcuts: without
+    // prefix caching no group caches, and cacheBlocks of a group that does not cache does nothing.
     if (!this.caching) return;
     for (let g = 0; g < this.managers.length; g++) {
       const m = this.managers[g]!;
@@ -354,6 +362,8 @@ export class KvCacheManager implements KvCacheManagerApi {
     let need = 0;
     for (const plan of plans) for (const b of plan) if (b === FRESH || this.pool.isEvictable(b)) need++;
     if (need > this.pool.numFree) return undefined;
+    // Mutation testing: the filter written true is equivalent, touch skips the null block and a FRESH
+    // entry (-1) reaches only a negative index of the pool's typed array, where nothing is written.
     for (const plan of plans) this.pool.touch(plan.filter((b) => b > NULL_BLOCK));
     let reservedPages = 0;
     plans.forEach((plan, g) => {
@@ -368,6 +378,9 @@ export class KvCacheManager implements KvCacheManagerApi {
       for (const b of plan) blocks.push(b === FRESH ? taken[k++]! : b);
       st.blocks = blocks;
       st.real = st.blocks.reduce((n, b) => n + (b === NULL_BLOCK ? 0 : 1), 0);
+      // Mutation testing: the kind test written true or false is equivalent: state groups never read
+      // numCached, and an attention group starting at 0 offers its hit blocks to the cache again,
+      // where, already hashed, they are skipped and cut no run.
       st.numCached = m.kind === "mamba" || m.kind === "ring" ? 0 : Math.min(hit.tokens / m.blockSize, st.blocks.length);
       reservedPages += st.real;
     });
