@@ -45,14 +45,24 @@ export class EventQueue<P> {
 
   /** The time of the earliest event, or undefined when empty. */
   peekTime(): number | undefined {
-    return this.heap.peek()?.atMs;
+    return this.heap.length === 0 ? undefined : this.heap.data[0]!.atMs;
+  }
+
+  /**
+   * The time of the earliest event, Infinity when empty (events are finite). For the replay's
+   * loop: always a number, so V8's compiled loop never meets an undefined it has no feedback for.
+   */
+  nextTimeMs(): number {
+    return this.heap.length === 0 ? Infinity : this.heap.data[0]!.atMs;
   }
 
   /** Removes and returns the earliest event if it is due at or before `nowMs`. */
   popDue(nowMs: number): QueuedEvent<P> | undefined {
-    const top = this.heap.peek();
-    if (top === undefined || top.atMs > nowMs) return undefined;
-    return this.heap.pop();
+    // The length first: reading past the end of the heap's array (an empty queue) would throw
+    // V8's compiled replay loop away the first time the queue ran dry.
+    const heap = this.heap;
+    if (heap.length === 0 || heap.data[0]!.atMs > nowMs) return undefined;
+    return heap.pop();
   }
 
   /** Every pending event, in no particular order (for diagnostics). */

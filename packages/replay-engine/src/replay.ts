@@ -429,13 +429,14 @@ class ReplayEngine {
           }
           for (const w of this.workers) if (w.dirty && !w.busy) this.startPass(w);
           for (const g of this.groups) if (!g.busy) this.startGroupStep(g);
-          if (this.queue.peekTime() !== this.now && this.network?.nextTimeMs() !== this.now) break;
+          if (this.queue.nextTimeMs() !== this.now && this.network?.nextTimeMs() !== this.now) break;
         }
+        // Infinity, not undefined, for "none": the loop's comparisons see numbers only.
         const netNext = this.network?.nextTimeMs();
-        const queueNext = this.queue.peekTime();
-        const heapNext = netNext === undefined ? queueNext : queueNext === undefined ? netNext : Math.min(queueNext, netNext);
-        const t = next === undefined ? heapNext : heapNext === undefined ? next.arrivalMs : Math.min(heapNext, next.arrivalMs);
-        if (t === undefined) break;
+        const queueNext = this.queue.nextTimeMs();
+        const heapNext = netNext === undefined ? queueNext : Math.min(queueNext, netNext);
+        const t = next === undefined ? heapNext : Math.min(heapNext, next.arrivalMs);
+        if (t === Infinity) break;
         // The state now holds until t (or the cap): the samples due before then see it.
         this.sampler?.advance(cap !== undefined && t > cap ? cap : t);
         if (cap !== undefined && t > cap) {
@@ -716,7 +717,7 @@ class ReplayEngine {
     for (const fe of this.firstPool) {
       for (const p of fe.ranks) {
         if (p.busy) t = Math.min(t, p.passEndMs);
-        else if (p.rank.hasWork()) t = Math.min(t, this.queue.peekTime() ?? Infinity);
+        else if (p.rank.hasWork()) t = Math.min(t, this.queue.nextTimeMs());
       }
     }
     return t;

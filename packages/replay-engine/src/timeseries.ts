@@ -139,14 +139,13 @@ export class Sampler {
   private readonly stride: number;
   /** The columns that count events in the interval (merged by adding); the others are gauges. */
   private readonly counterColumns: Int32Array;
-  /**
-   * Starts empty and grows from 16 rows, doubling: `take` makes its growing call within its first
-   * samples, so that V8 has type feedback for it when it optimises `take` (see `take`).
-   */
-  private data = new Float64Array(0);
+  /** Room for 16 rows at first, doubled whenever full (see `take`). */
+  private data: Float64Array;
   private count = 0;
   /** The count at which an adaptive sampler merges its samples (-1: never). */
   private readonly compactAt: number;
+  /** The count at which `take` calls `full`: the rows `data` holds, or `compactAt` if that comes first. */
+  private limit = 0;
   /** The time of the next sample: count x interval. */
   private nextAt = 0;
   /** The open interval's counts, one slot per column (counter columns only). */
@@ -175,6 +174,8 @@ export class Sampler {
     this.counterColumns = Int32Array.from(counters);
     this.acc = new Float64Array(col);
     this.compactAt = this.adaptive ? MAX_ADAPTIVE_SAMPLES + 1 : -1;
+    this.data = new Float64Array(16 * col);
+    this.limit = this.nextLimit();
     this.runs = probes.map(() => ({ active: false, startMs: 0, ends: NO_ENDS, steps: 0, batch: 0, passes: 0, tokens: 0, pages: undefined, row: 0 }));
   }
 
@@ -292,23 +293,21 @@ export class Sampler {
   // A sample is taken some 13,000 times in a long adaptive run, most of them before the code is
   // warm: the rare paths (growing, compacting, a decode run's pages) are methods of their own so
   // that `take` stays small. V8 throws an optimised `take` away and compiles it again when it first
-  // meets a path it has no type feedback for (recompiling it cost more than the samples), so the
-  // buffer grows in the first samples (16, 32, 64... rows), and compacting, first met at sample
-  // 4,097, is one comparison and one call (one recompile left, none for a fixed interval).
+  // meets a path it has no type feedback for (a TurboFan compile of `take` costs more than a
+  // thousand samples), so growing and compacting share one call, `full`, made from the 16th
+  // sample on: compacting, first met at sample 4,097, adds no new path to `take`.
   private take(t: number): void {
     const stride = this.stride;
-    if ((this.count + 1) * stride > this.data.length) this.grow();
     const d = this.data;
     const acc = this.acc;
     const row = this.count * stride;
     const runs = this.runs;
     const base = this.base;
     for (let i = 0; i < runs.length; i++) if (runs[i]!.active) this.drainRun(runs[i]!, base[i]!, t);
-    // Counters: the open interval's counts, then a fresh interval.
-    for (const c of this.counterColumns) {
-      d[row + c] = acc[c]!;
-      acc[c] = 0;
-    }
+    // Counters: the open interval's counts (acc is 0 in every gauge column, written below), then
+    // a fresh interval. Two typed-array builtins, no loop to compile.
+    d.set(acc, row);
+    acc.fill(0);
     d[row + TIME] = t;
     d[row + IN_FLIGHT] = this.handoffsInFlight;
     const probes = this.probes;
@@ -331,13 +330,24 @@ export class Sampler {
     }
     this.count++;
     this.nextAt = this.count * this.interval;
-    if (this.count === this.compactAt) this.compact();
+    if (this.count === this.limit) this.full();
   }
 
-  private grow(): void {
-    const grown = new Float64Array(Math.max(this.data.length * 2, this.stride * 16));
-    grown.set(this.data);
-    this.data = grown;
+  /** The next count at which `take` must grow the buffer or compact. */
+  private nextLimit(): number {
+    const rows = this.data.length / this.stride;
+    return this.compactAt > 0 && this.compactAt < rows ? this.compactAt : rows;
+  }
+
+  /** `take` reached `limit`: compacts (adaptive, at `compactAt`), else doubles the buffer. */
+  private full(): void {
+    if (this.count === this.compactAt) this.compact();
+    else {
+      const grown = new Float64Array(this.data.length * 2);
+      grown.set(this.data);
+      this.data = grown;
+    }
+    this.limit = this.nextLimit();
   }
 
   /**
