@@ -5,10 +5,13 @@
 //
 //   instructions (default when valgrind is installed)
 //     Counts the instructions each run executes under `valgrind --tool=callgrind`, with node
-//     single-threaded (V8 compiles and collects on the main thread: the same work, counted) and
-//     fixed hash and random seeds, so a count repeats to about 0.01% whatever else the machine
-//     runs. One run per scenario is enough. The replay's cost is the run's count less what loading
-//     node and the modules costs (a run that stops before the replay); the overhead is
+//     single-threaded (V8 compiles and collects on the main thread: the same work, counted),
+//     fixed hash and random seeds, and V8's predictable GC schedule (fixed young generation and
+//     heap growing: by default V8 sizes them from timings, so how often it collects, and so the
+//     count, moved by 2-4% from run to run on a loaded machine), so a count repeats to about
+//     0.01% whatever else the machine runs. One run per scenario is enough. The replay's cost is
+//     the run's count less what loading node and the modules costs (a run that stops before the
+//     replay); the overhead is
 //     (ts - plain) / (plain - load). Counts instructions, not time: cache misses are not weighed.
 //     Slow: some 50x a normal run (the 1x trace takes minutes, 8x a good part of an hour).
 //
@@ -26,7 +29,7 @@ import { fileURLToPath } from "node:url";
 
 const BENCH = fileURLToPath(new URL("./replay-bench.mjs", import.meta.url));
 const PAIRS = { agg: ["agg-rr", "agg-rr-ts"], pd: ["pd", "pd-ts"] };
-const DETERMINISTIC = ["--single-threaded", "--hash-seed=1", "--random-seed=1"];
+const DETERMINISTIC = ["--single-threaded", "--predictable-gc-schedule", "--hash-seed=1", "--random-seed=1"];
 
 function hasValgrind() {
   return spawnSync("valgrind", ["--version"], { encoding: "utf8" }).status === 0;

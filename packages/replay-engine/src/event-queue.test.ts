@@ -41,6 +41,22 @@ describe("EventQueue", () => {
     expect(q.peekTime()).toBeUndefined();
   });
 
+  it("nextTimeMs: the earliest time, Infinity when empty (never undefined)", () => {
+    const q = new EventQueue<string>();
+    expect(q.nextTimeMs()).toBe(Infinity);
+    expect(q.popDue(Infinity)).toBeUndefined();
+    q.push(4, Phase.passCompletion, Stage.aggregated, 0, "b");
+    q.push(2, Phase.passCompletion, Stage.aggregated, 0, "a");
+    // Earliest of 4 and 2.
+    expect(q.nextTimeMs()).toBe(2);
+    expect(drain(q, 2)).toEqual(["a"]);
+    expect(q.nextTimeMs()).toBe(4);
+    expect(drain(q, 4)).toEqual(["b"]);
+    // Drained: empty again.
+    expect(q.nextTimeMs()).toBe(Infinity);
+    expect(q.popDue(10)).toBeUndefined();
+  });
+
   it("refuses a non-finite time", () => {
     const q = new EventQueue<string>();
     expect(() => { q.push(Number.NaN, Phase.passCompletion, Stage.aggregated, 0, "x"); }).toThrow(/finite/);
