@@ -45,7 +45,11 @@ export abstract class PackedHashView implements BlockHashView {
   abstract blockKeysInto(from: number, to: number, out: Int32Array): void;
 }
 
-/** High half of block i's hash: read directly from a packed view, split from the BigInt otherwise. */
+/**
+ * High half of block i's hash: read directly from a packed view, split from the BigInt otherwise.
+ * (Mutation testing: the view test written false here and in blockHashLo is equivalent, the BigInt
+ * of a packed view joins the same halves.)
+ */
 export function blockHashHi(view: BlockHashView, i: number): number {
   return view instanceof PackedHashView ? view.blockHi(i) : hashHi(view.blockHash(i));
 }
@@ -129,6 +133,8 @@ export class HashChain extends PackedHashView {
    * pool that reports no KV events, equal exactly when the tokens are, like the real ones.
    */
   extend(source: TokenSource, blockSize: number, numBlocks: number, parent: { chain: PackedHashView; index: number } | null, offset: number, lookupKeys = false): void {
+    // Mutation testing: `false` and `numBlocks < this.count` are equivalent: callers extend a chain
+    // only past its length, and at its own length the loop below adds nothing.
     if (numBlocks <= this.count) return;
     if (WORDS * numBlocks > this.words.length) {
       const grown = new Uint32Array(WORDS * Math.max(numBlocks, 2 * this.count));

@@ -122,6 +122,8 @@ export class KvCacheManager implements KvCacheManagerApi {
     this.alignment = this.types.reduce((a, t) => (a / gcd(a, t.manager.blockSize)) * t.manager.blockSize, 1);
     this.simpleHybrid = this.types.length === 2 && this.types[0]!.fullAttention;
     this.fullAttentionIndex = this.managers.findIndex((m) => m.kind === "full_attention");
+    // Mutation testing: `false` is equivalent, hitFor's fast path then gives way to a search that
+    // finds the same zero hit (a group that does not cache holds no cached block).
     this.hitImpossible = this.managers.some((m) => (m.kind === "full_attention" || m.kind === "window") && !m.caches);
     const mamba = this.managers.filter((m): m is MambaManager => m instanceof MambaManager);
     this.prefillChunking = mamba.length === 0 ? "any" : mamba.every((m) => m.checkpointBlocks > 0) ? "whole_blocks_before_final" : "align_split";

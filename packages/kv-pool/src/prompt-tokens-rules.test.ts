@@ -91,6 +91,8 @@ describe("path prompts", () => {
   it("materialises ids [5, 7, 9] at unit 3 and length 7 as 5 5 5 7 7 7 9", () => {
     const p = createPathPrompt(Uint32Array.from([5, 7, 9]), 7, 3);
     expect(Array.from(p.tokens)).toEqual([5, 5, 5, 7, 7, 7, 9]);
+    // Built once: the same array at every read (issue 17).
+    expect(p.tokens).toBe(p.tokens);
     // Length 0 and a length ending on a unit boundary (6 = 2 x 3).
     expect(Array.from(createPathPrompt(Uint32Array.from([5, 7, 9]), 0, 3).tokens)).toEqual([]);
     expect(Array.from(createPathPrompt(Uint32Array.from([5, 7, 9]), 6, 3).tokens)).toEqual([5, 5, 5, 7, 7, 7]);
