@@ -192,6 +192,11 @@ describe("BlockHashTable limits", () => {
     // Nothing changed: still two keys, values 0 and 2^31 - 1.
     expect(t.size).toBe(2);
     expect(t.get(0, 1, 1)).toBe(0);
+    // setValueAt takes both ends as well: key (0, 1, 1) set to 2^31 - 1, then back to 0.
+    t.setValueAt(t.find(0, 1, 1), 0x7fff_ffff);
+    expect(t.get(0, 1, 1)).toBe(0x7fff_ffff);
+    t.setValueAt(t.find(0, 1, 1), 0);
+    expect(t.get(0, 1, 1)).toBe(0);
   });
 
   it("lists entries of value 0 and with halves at or above 2^31 (as u32)", () => {

@@ -11,6 +11,8 @@ import { failure, rangeFailure } from "./errors.js";
  * output, so their low bits are already uniform): keys differing only in their high half collide,
  * which the tests use to build probe runs by hand.
  */
+// Mutation testing: `at - GROUP` (and `to - GROUP`) survives wherever a slot's group is read or
+// written, and is equivalent: GROUP is word 0, so at - 0 = at + 0.
 const GROUP = 0;
 const HI = 1;
 const LO = 2;
