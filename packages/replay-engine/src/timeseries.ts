@@ -150,6 +150,8 @@ export class Sampler {
   private nextAt = 0;
   /** The open interval's counts, one slot per column (counter columns only). */
   private readonly acc: Float64Array;
+  /** Zeros, as many as `acc` holds: copying them (a memory copy) clears `acc` faster than `fill` (a C++ call). */
+  private readonly zeros: Float64Array;
   private handoffsInFlight = 0;
   /**
    * Per worker, its decode run in flight (the rank ran its steps when it started): its passes and
@@ -173,6 +175,7 @@ export class Sampler {
     for (const b of this.base) counters.push(b + PASSES, b + PASS_TOKENS, b + PASS_MS);
     this.counterColumns = Int32Array.from(counters);
     this.acc = new Float64Array(col);
+    this.zeros = new Float64Array(col);
     this.compactAt = this.adaptive ? MAX_ADAPTIVE_SAMPLES + 1 : -1;
     this.data = new Float64Array(16 * col);
     this.limit = this.nextLimit();
@@ -305,9 +308,9 @@ export class Sampler {
     const base = this.base;
     for (let i = 0; i < runs.length; i++) if (runs[i]!.active) this.drainRun(runs[i]!, base[i]!, t);
     // Counters: the open interval's counts (acc is 0 in every gauge column, written below), then
-    // a fresh interval. Two typed-array builtins, no loop to compile.
+    // a fresh interval. Two typed-array copies, no loop to compile.
     d.set(acc, row);
-    acc.fill(0);
+    acc.set(this.zeros);
     d[row + TIME] = t;
     d[row + IN_FLIGHT] = this.handoffsInFlight;
     const probes = this.probes;
@@ -394,7 +397,12 @@ export class Sampler {
       return out;
     };
     const perS = 1000 / this.interval;
-    const rate = (c: number) => column(c).map((v) => v * perS);
+    // One array per series (no column copied, then mapped into a second one).
+    const rate = (c: number): number[] => {
+      const out = new Array<number>(n);
+      for (let i = 0; i < n; i++) out[i] = d[i * stride + c]! * perS;
+      return out;
+    };
     return {
       sample_ms: this.interval,
       adaptive: this.adaptive,
@@ -414,7 +422,11 @@ export class Sampler {
           return out;
         };
         const passes = column(b + PASSES);
-        const mean = (c: number) => column(c).map((v, k) => (passes[k] === 0 ? null : v / passes[k]!));
+        const mean = (c: number): (number | null)[] => {
+          const out = new Array<number | null>(n);
+          for (let i = 0; i < n; i++) out[i] = passes[i] === 0 ? null : d[i * stride + c]! / passes[i]!;
+          return out;
+        };
         return {
           label: p.label ?? `${workerPrefix[p.role]}${p.id}`,
           role: p.role,
