@@ -8,8 +8,10 @@
 //     single-threaded (V8 compiles and collects on the main thread: the same work, counted),
 //     fixed hash and random seeds, and V8's predictable GC schedule (fixed young generation and
 //     heap growing: by default V8 sizes them from timings, so how often it collects, and so the
-//     count, moved by 2-4% from run to run on a loaded machine), so a count repeats to about
-//     0.01% whatever else the machine runs. One run per scenario is enough. The replay's cost is
+//     count, moved by 2-4% from run to run on a loaded machine). Counts still move by up to about
+//     1% between runs of the same code (the trace is read asynchronously, so what V8 has seen
+//     when it compiles varies), and the overhead by 1-3 points: take several runs and read the
+//     spread before concluding on a change of a point or two. The replay's cost is
 //     the run's count less what loading node and the modules costs (a run that stops before the
 //     replay); the overhead is
 //     (ts - plain) / (plain - load). Counts instructions, not time: cache misses are not weighed.
