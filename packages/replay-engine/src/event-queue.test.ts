@@ -12,7 +12,7 @@ describe("EventQueue", () => {
     const q = new EventQueue<string>();
     q.push(5, Phase.passCompletion, Stage.prefill, 0, "t5");
     q.push(1, Phase.transferCompletion, Stage.decode, 3, "t1");
-    expect(q.peekTime()).toBe(1);
+    expect(q.nextTimeMs()).toBe(1);
     expect(drain(q, 10)).toEqual(["t1", "t5"]);
   });
 
@@ -38,7 +38,7 @@ describe("EventQueue", () => {
     expect(q.popDue(2.999)).toBeUndefined();
     expect(q.size).toBe(1);
     expect(q.popDue(3)?.payload).toBe("a");
-    expect(q.peekTime()).toBeUndefined();
+    expect(q.nextTimeMs()).toBe(Infinity);
   });
 
   it("nextTimeMs: the earliest time, Infinity when empty (never undefined)", () => {

@@ -43,11 +43,6 @@ export class EventQueue<P> {
     this.heap.push({ atMs, phase, stage, workerId, seq: this.seq++, payload });
   }
 
-  /** The time of the earliest event, or undefined when empty. */
-  peekTime(): number | undefined {
-    return this.heap.length === 0 ? undefined : this.heap.data[0]!.atMs;
-  }
-
   /**
    * The time of the earliest event, Infinity when empty (events are finite). For the replay's
    * loop: always a number, so V8's compiled loop never meets an undefined it has no feedback for.
