@@ -96,7 +96,8 @@ describe("BlockPool: free-queue rings past their first 8 slots", () => {
     const pool = new BlockPool(12, 1, false);
     const taken = pool.takeFree(10); // 1..10; queue [11]
     for (const b of taken) pool.cacheBlockKey(b, 0, 0x100 + b, 0x200 + b, NULL_BLOCK);
-    // Hashed: each goes to the back in the order freed.
+    // Hashed: each goes to the back, after the untouched 11, in the order freed (10 pushes to a
+    // ring of 8 slots: it is rebuilt larger on the 9th).
     pool.free([3, 1, 4, 10, 5, 9, 2, 6, 8, 7]);
     expect(pool.freeQueueOrder()).toEqual([11, 3, 1, 4, 10, 5, 9, 2, 6, 8, 7]);
     expect(pool.numFree).toBe(11);
@@ -106,7 +107,8 @@ describe("BlockPool: free-queue rings past their first 8 slots", () => {
   it("the front ring keeps 10 unhashed blocks freed in one call in order", () => {
     const pool = new BlockPool(12, 1, false);
     pool.takeFree(10); // 1..10; queue [11]
-    // Fresh blocks go to the front in the order given.
+    // Fresh blocks go to the front, before the untouched 11, in the order given (10 pushes to a
+    // ring of 8 slots).
     pool.free([3, 1, 4, 10, 5, 9, 2, 6, 8, 7]);
     expect(pool.freeQueueOrder()).toEqual([3, 1, 4, 10, 5, 9, 2, 6, 8, 7, 11]);
     expect(pool.takeFree(11)).toEqual([3, 1, 4, 10, 5, 9, 2, 6, 8, 7, 11]);
@@ -114,7 +116,9 @@ describe("BlockPool: free-queue rings past their first 8 slots", () => {
 
   it("a hit deep in the untouched range moves the 11 ids before it to the front part, in id order", () => {
     const pool = new BlockPool(20, 1, false);
-    pool.touch([12]); // untouched 1..19: 1..11 move to the front part, 13..19 stay untouched
+    // Untouched 1..19: 1..11 move to the end of the (empty) front part in id order (11 pushes to a
+    // ring of 8 slots), 12 is taken, 13..19 stay untouched after them.
+    pool.touch([12]);
     const rest = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16, 17, 18, 19];
     expect(pool.freeQueueOrder()).toEqual(rest);
     expect(pool.numFree).toBe(18);
