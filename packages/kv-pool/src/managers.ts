@@ -86,29 +86,33 @@ function nullBlocks(n: number): number[] {
 }
 
 /** Scratch for the int32 hash halves a full-attention hit search reads (grows, reused). */
+// Stryker disable next-line ArithmeticOperator: equivalent, a first size of 2 / 4,096 (0) only makes the search grow the scratch to its first batch's exact size
 let hitKeys = new Int32Array(2 * 4096);
 
 /** Scratch for the int32 hash halves of the blocks one cacheFullBlocks call caches (grows, reused). */
+// Stryker disable next-line ArithmeticOperator: equivalent, a first size of 2 / 1,024 (0) only makes keyScratch grow it on its first call
 let scratch = new Int32Array(2 * 1024);
 
 function keyScratch(numBlocks: number): Int32Array {
-  // Equivalent mutants (Stryker): the growth test dropped (true) or written >=, and 2 x scratch.length
-  // written 2 / scratch.length: the scratch grows more often, or to exactly 2 x numBlocks (enough).
-  if (2 * numBlocks > scratch.length) scratch = new Int32Array(Math.max(2 * numBlocks, 2 * scratch.length));
+  // Stryker disable next-line EqualityOperator: equivalent, written >= the scratch also grows when it is exactly big enough (the keys read are the same)
+  if (2 * numBlocks > scratch.length) {
+    // Stryker disable next-line ArithmeticOperator: equivalent, 2 x scratch.length written 2 / scratch.length grows it to exactly 2 x numBlocks, enough for the keys
+    scratch = new Int32Array(Math.max(2 * numBlocks, 2 * scratch.length));
+  }
   return scratch;
 }
 
 /** Caches table entries [numCached, computed / B): consecutive new keys form one `stored` run. */
 function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, state: GroupState, hashes: BlockHashView, computed: number): void {
   const numFull = Math.min(Math.floor(computed / blockSize), state.blocks.length);
-  // Equivalent mutants (Stryker): this test dropped (false) or written <: at numFull = numCached
-  // both paths below cache nothing, and numFull is never below numCached (commits only grow, and a
-  // hit or a reservation sets numCached to blocks its computed prefix covers).
+  // vLLM's num_cached_blocks >= num_full_blocks: a commit of fewer full blocks than cached (killed
+  // in manager-boundaries.test.ts) keeps numCached.
+  // Stryker disable next-line EqualityOperator: equivalent, written < the equal case goes on to cache the empty range [numCached, numCached) and sets numCached to itself
   if (numFull <= state.numCached) return;
-  // Equivalent mutant (Stryker): this test written false: the loop below makes the same cache
-  // calls in the same order (it builds runs only for events, which emitStored drops when off).
+  // Stryker disable next-line BlockStatement: equivalent, without this fast path the loop below makes the same cache calls in the same order (cacheTableRun is that loop inside the pool; runs are built only for events, which are off here)
   if (!pool.collectsEvents && hashes instanceof PackedHashView) {
     // No events to build: the same cache calls in the same order, in one loop inside the pool.
+    // Stryker disable next-line ArithmeticOperator: equivalent, numFull + numCached only asks for a bigger scratch (it reads the first 2 x (numFull - numCached) words)
     const keys = keyScratch(numFull - state.numCached);
     hashes.blockKeysInto(state.numCached, numFull, keys);
     pool.cacheTableRun(state.blocks, state.numCached, numFull, groupIndex, keys);
@@ -129,10 +133,10 @@ function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, s
       flush();
       continue;
     }
-    // Equivalent mutants (Stryker): collectsEvents written true (emitStored drops a run when events
-    // are off), and the parent written NULL_BLOCK at every index (the parent only links a run, a
-    // lookup shortcut: block-pool.ts finds the same first copies without it).
-    if (pool.cacheBlockKey(b, groupIndex, blockHashHi(hashes, i), blockHashLo(hashes, i), i === 0 ? NULL_BLOCK : state.blocks[i - 1]!) && pool.collectsEvents) {
+    // A duplicate copy (cacheBlockKey false) stores nothing and ends the run (manager-boundaries.test.ts).
+    // Stryker disable next-line ConditionalExpression: equivalent, the parent written NULL_BLOCK at every index only drops a run link, a lookup shortcut: block-pool.ts finds the same first copies without it
+    const parent = i === 0 ? NULL_BLOCK : state.blocks[i - 1]!;
+    if (pool.cacheBlockKey(b, groupIndex, blockHashHi(hashes, i), blockHashLo(hashes, i), parent) && pool.collectsEvents) {
       if (run === undefined) {
         run = [];
         runStart = i;
@@ -148,7 +152,7 @@ function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, s
 
 /** Caches one block that holds the state at the end of table block `index`. */
 function cacheOne(pool: PoolOps, groupIndex: number, block: number, index: number, hashes: BlockHashView): void {
-  // Equivalent mutant (Stryker): collectsEvents written true: emitStored drops the event when events are off.
+  // A duplicate copy (cacheBlockKey false) emits nothing, events on or off (manager-boundaries.test.ts).
   if (pool.cacheBlockKey(block, groupIndex, blockHashHi(hashes, index), blockHashLo(hashes, index), NULL_BLOCK) && pool.collectsEvents) {
     pool.emitStored(groupIndex, index === 0 ? null : hashes.blockHash(index - 1), [{ blockHash: hashes.blockHash(index), tokensHash: hashes.tokensHash(index) }]);
   }
@@ -195,6 +199,7 @@ abstract class AttentionManager implements SingleTypeManager {
     for (let i = skipped; i < hitBlocks.length; i++) {
       const b = hitBlocks[i]!;
       state.blocks.push(b);
+      // Stryker disable next-line ConditionalExpression: equivalent (true), no hit list has a null at or above `skipped`: a window hit of L blocks is null only below L - cdiv(W - 1, B) = floor((L x B - W + 1) / B) <= skipped (computed >= L x B), a full-attention hit has none
       if (b !== NULL_BLOCK) state.real++;
     }
     this.pool.touch(state.blocks);
@@ -203,6 +208,8 @@ abstract class AttentionManager implements SingleTypeManager {
 
   allocateNewBlocks(state: GroupState, numTokens: number): void {
     const n = cdiv(numTokens, this.blockSize) - state.blocks.length;
+    // n < 0 (a step needing fewer blocks than held) is killed in manager-boundaries.test.ts.
+    // Stryker disable next-line EqualityOperator: equivalent, written < 0 the n = 0 case takes 0 blocks from the pool and adds 0 to real
     if (n <= 0) return;
     this.pool.takeFreeInto(n, state.blocks, this.groupIndex);
     state.real += n;
@@ -254,8 +261,7 @@ abstract class AttentionManager implements SingleTypeManager {
     // Step k allocates when cdiv(computed + k + 1, B) > len: quiet while computed + k + 1 <= len x B.
     let quiet = len * b - computed;
     // Step k caches (or just moves numCached) once floor((computed + k + 1) / B) passes numCached.
-    // Equivalent mutants (Stryker): numCached < len dropped (true) or written <=. With every block
-    // cached (numCached = len) the bound (len + 1) x B - computed - 1 is never below len x B - computed.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, numCached < len dropped (true) or written <=: with every block cached (numCached = len) the bound (len + 1) x B - computed - 1 is never below len x B - computed
     if (this.caches && state.numCached < len) quiet = Math.min(quiet, (state.numCached + 1) * b - computed - 1);
     return Math.max(0, Math.min(quiet, this.quietSkipSteps(state, computed)));
   }
@@ -311,14 +317,14 @@ export class FullAttentionManager extends AttentionManager {
       let hi: number;
       let lo: number;
       if (packed !== undefined) {
-        // Mutation testing: `true` here (a batch read from every block on) and the batch below
-        // written Math.max (batches of 4,096 keys) are equivalent: the same keys, read in other batches.
+        // Stryker disable next-line ConditionalExpression: equivalent, `true` reads a batch from every block on: the same keys, read in other batches
         if (i === keysTo) {
           keysFrom = i;
           keysTo = Math.min(max, i + batch);
           // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: equivalent, never true (a batch is at most 4,096 keys and hitKeys starts at 2 x 4,096, never shrinking); a growth a mutant forces is to the batch's exact size
           if (2 * (keysTo - keysFrom) > keys.length) keys = hitKeys = new Int32Array(2 * (keysTo - keysFrom));
           packed.blockKeysInto(keysFrom, keysTo, keys);
+          // Stryker disable next-line MethodExpression: equivalent, Math.max reads batches of 4,096 keys or more (hitKeys holds 4,096, growing if asked): the same keys, read in other batches
           batch = Math.min(2 * batch, 4096);
         }
         hi = keys[2 * (i - keysFrom)]!;
@@ -365,8 +371,7 @@ export class WindowManager extends AttentionManager {
   protected override quietSkipSteps(state: GroupState, computed: number): number {
     const b = this.blockSize;
     const s = computed - this.window + 1;
-    // Equivalent mutants (Stryker): s > 0 dropped (true) or written s >= 0. For s <= 0,
-    // floor(s / B) <= 0, so the index is -1 or less either way and the check below skips it.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, s > 0 dropped (true) or written s >= 0: for s <= 0, floor(s / B) <= 0, so the index is -1 or less either way and the check below skips it
     const idx = s > 0 ? Math.min(Math.floor(s / b), state.blocks.length) - 1 : -1;
     if (idx >= 0 && state.blocks[idx] !== NULL_BLOCK) return 0;
     // S reaches the next multiple of B after k = next - s steps; the walk may then see a block.
@@ -455,6 +460,7 @@ export class MambaManager implements SingleTypeManager {
     if (tracked) return required > state.blocks.length ? 1 : 0;
     let evictable = 0;
     for (const blk of hitBlocks) if (this.pool.isEvictable(blk)) evictable++;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, always true: a step computes at least one token past its hit (newTokens >= 1), so cdiv(total, B) >= hit tokens / B + 1 > hitBlocks.length
     return (required > hitBlocks.length ? 1 : 0) + evictable;
   }
 
@@ -580,11 +586,10 @@ export class MambaManager implements SingleTypeManager {
     // cacheBlocks looks at the running block when computed + k + 1 is a multiple of B.
     quiet = Math.min(quiet, (b - ((computed + 1) % b)) % b);
     const p = state.prevStateIdx;
-    // The previous state block is released once cdiv(computed + k, B) - 1 > p.
-    // Equivalent mutants (Stryker): the null test dropped (true), and the bound written with
-    // - 1, (p + 1) / B or (p - 1). A previous state is kept only from the step that passed its
-    // block, so here computed > (p + 1) x B: the bound and every one of these forms are <= 0, and
-    // a kept previous state is never the null block (releasing it resets p to -1).
+    // The previous state block is released once cdiv(computed + k, B) - 1 > p. After a commit
+    // computed > (p + 1) x B and the bound is <= 0; asked between a step's allocation and its commit
+    // it can be 1 (manager-boundaries.test.ts).
+    // Stryker disable next-line ConditionalExpression: equivalent, the null test dropped (true): a kept previous state is never the null block (it is the last entry of a table, never null, and releasing it resets p to -1)
     if (p >= 0 && state.blocks[p] !== NULL_BLOCK) quiet = Math.min(quiet, (p + 1) * b - computed + 1);
     return Math.max(0, quiet);
   }
@@ -603,6 +608,7 @@ export class MambaManager implements SingleTypeManager {
  */
 export class SingleBlockStateManager implements SingleTypeManager {
   readonly kind = "ring";
+  // Stryker disable next-line BooleanLiteral: equivalent, `true` only makes commitComputed call this group's cacheBlocks (which does nothing) after building its hash chain (no event, no state); hitImpossible reads `caches` of attention groups only
   readonly caches = false;
   readonly blockSize: number;
   readonly hitTypeKey = undefined;
