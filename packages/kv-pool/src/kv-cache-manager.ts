@@ -97,7 +97,13 @@ export class KvCacheManager implements KvCacheManagerApi {
     // written false, the kind's string emptied) or link a group that never caches (caching or
     // prefix_cacheable dropped or inverted): links only keep keys out of the table, and a group
     // without them finds the same first copies in the table (block-pool.ts).
-    const linked = groups.map((g) => g.kind === "full_attention" && this.caching && g.prefix_cacheable !== false);
+    // (ConditionalExpression `false` on the return below is one of these too, left unmarked: its
+    // `true` twin, linking window groups, is killed by kv-cache-manager-boundaries.test.ts.)
+    const linked = groups.map((g) => {
+      // Stryker disable next-line EqualityOperator,BooleanLiteral: equivalent, these only link a full-attention group that never caches or unlink one that does (see above)
+      const cacheable = g.prefix_cacheable !== false;
+      return g.kind === "full_attention" && this.caching && cacheable;
+    });
     this.pool = this.createPool(numPages, groups.length, options.collectEvents === true, linked);
     internals.set(this, this.pool);
     this.managers = groups.map((g, i) => this.managerFor(g, i, options.vllmVersion));
@@ -112,18 +118,22 @@ export class KvCacheManager implements KvCacheManagerApi {
       // below reaches the same length; merging them (as vLLM does) only saves searches.
       if (t !== undefined) t.groups.push(m.groupIndex);
       else {
+        // Stryker disable next-line ConditionalExpression: equivalent (false), every type then searched in group order each round; each type's hit is the largest length <= the bound where it hits, monotone in the bound, so the descending rounds end at the same greatest common length in any order
         const nt = { manager: m, groups: [m.groupIndex], fullAttention: m.kind === "full_attention" };
         byKey.set(m.hitTypeKey, nt);
         types.push(nt);
       }
     }
     // Full attention first (its hit set is downward-closed), otherwise group order.
+    // Stryker disable next-line MethodExpression: equivalent, a filter dropped lists some types twice (the same search twice, the same lcm) or leaves full attention after another type; the rounds reach the same greatest common length in any order (see fullAttention above), simpleHybrid is then false and every round runs
     this.types = [...types.filter((t) => t.fullAttention), ...types.filter((t) => !t.fullAttention)];
     this.alignment = this.types.reduce((a, t) => (a / gcd(a, t.manager.blockSize)) * t.manager.blockSize, 1);
+    // Stryker disable next-line ConditionalExpression: equivalent (false), hitFor then runs the confirming round its shortcut skips (see hitFor)
     this.simpleHybrid = this.types.length === 2 && this.types[0]!.fullAttention;
     this.fullAttentionIndex = this.managers.findIndex((m) => m.kind === "full_attention");
     // Mutation testing: `false` is equivalent, hitFor's fast path then gives way to a search that
     // finds the same zero hit (a group that does not cache holds no cached block).
+    // Stryker disable next-line ConditionalExpression,MethodExpression,ArrowFunction: equivalent, each surviving mutant only turns the zero-hit fast path off (every or undefined: false), the search then finds the same zero hit
     this.hitImpossible = this.managers.some((m) => (m.kind === "full_attention" || m.kind === "window") && !m.caches);
     const mamba = this.managers.filter((m): m is MambaManager => m instanceof MambaManager);
     this.prefillChunking = mamba.length === 0 ? "any" : mamba.every((m) => m.checkpointBlocks > 0) ? "whole_blocks_before_final" : "align_split";
@@ -219,11 +229,14 @@ export class KvCacheManager implements KvCacheManagerApi {
   private hitOf(s: Sequence, hit: PrefixHit | undefined): Hit | undefined {
     if (hit === undefined || hit.tokens === 0) return undefined;
     if (!(hit instanceof Hit) || hit.owner !== this) throw new Error("a prefix hit must come from this manager's findPrefixHit");
-    if (s.tracked || s.reservedTokens >= 0) throw new Error(`sequence ${s.id} already holds blocks: a hit is taken only at first admission`);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, never true: hitOf is called only from plan, which refuses a reserved sequence first, and a reservation is never of 0 tokens (transferredTokens >= 1)
+    if (s.reservedTokens >= 0) throw new Error(`sequence ${s.id} already holds blocks: a hit is taken only at first admission`);
+    if (s.tracked) throw new Error(`sequence ${s.id} already holds blocks: a hit is taken only at first admission`);
     // The hit's blocks must still hold their keys: nothing may have evicted them since the lookup.
     hit.blocks.forEach((l, g) => {
       const chain = s.chain(this.managers[g]!.blockSize);
       // The keys as int32 halves, read in batches (never boxed).
+      // Stryker disable next-line EqualityOperator: equivalent (<=), the extra pass at from = l.length reads the empty range [l.length, l.length) and checks no block
       for (let from = 0; from < l.length; from += VALIDATE_BATCH) {
         const to = Math.min(l.length, from + VALIDATE_BATCH);
         chain.blockKeysInto(from, to, validateKeys);
@@ -243,6 +256,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     const { computedTokens, newTokens } = request;
     checkCount("computedTokens", computedTokens, 0);
     checkCount("newTokens", newTokens, 1);
+    // Stryker disable next-line EqualityOperator: equivalent (> 0), reservedTokens is -1 or a reservation's transferredTokens, which is >= 1
     if (s.reservedTokens >= 0) throw new Error(`sequence ${s.id} has a pending destination reservation: activate it first`);
     const hit = this.hitOf(s, request.hit);
     const computed = computedTokens + (hit?.tokens ?? 0);
@@ -260,11 +274,15 @@ export class KvCacheManager implements KvCacheManagerApi {
       // Equivalent mutants (Stryker): checkpointBlocks > 0 dropped (true) or written >= 0, and
       // cp.length > 0 the same: with k = 0 the plan is empty, and an empty plan takes no block and
       // leaves the group's checkpoints empty, as remove-skipped already left them. Shortcuts.
-      if (m instanceof MambaManager && m.checkpointBlocks > 0) {
-        const cp = m.checkpointPlan(computed, total, s.numPromptTokens);
-        if (cp.length > 0) {
-          need += cp.length;
-          (checkpoints ??= [])[g] = cp;
+      if (m instanceof MambaManager) {
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (see above), with k = 0 the plan is empty
+        if (m.checkpointBlocks > 0) {
+          const cp = m.checkpointPlan(computed, total, s.numPromptTokens);
+          // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (see above), an empty plan takes no block and sets the group's checkpoints to the empty lists remove-skipped left
+          if (cp.length > 0) {
+            need += cp.length;
+            (checkpoints ??= [])[g] = cp;
+          }
         }
       }
     }
@@ -303,13 +321,17 @@ export class KvCacheManager implements KvCacheManagerApi {
 
   quietDecodeSteps(seq: KvSequence, computedTokens: number): number {
     const s = this.own(seq);
-    // Equivalent mutants (Stryker): the reservation test dropped or written > 0, or joined to the
-    // tracked test with &&: a reserved sequence is untracked, and an untracked sequence without a
-    // reservation holds no block, where every group's bound is 0.
-    if (!s.tracked || s.reservedTokens >= 0 || computedTokens !== s.numTokens - 1 || computedTokens > s.allocatedTokens) return 0;
+    // The reservation test on its own line, so its equivalent mutants (dropped: a reserved sequence is
+    // untracked and returns 0 on the next line; > 0: a reservation is never of 0 tokens) are marked alone.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, see above
+    if (s.reservedTokens >= 0) return 0;
+    if (!s.tracked || computedTokens !== s.numTokens - 1 || computedTokens > s.allocatedTokens) return 0;
     let quiet = Number.MAX_SAFE_INTEGER;
-    // Equivalent mutants (Stryker): quiet > 0 dropped (true) or written >= 0; a shortcut, no group's bound is negative.
-    for (let g = 0; g < this.managers.length && quiet > 0; g++) quiet = Math.min(quiet, this.managers[g]!.quietDecodeSteps(s.groups[g]!, computedTokens));
+    for (let g = 0; g < this.managers.length; g++) {
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (false, < 0), a shortcut: no group's bound is negative, and once 0 the minimum stays 0
+      if (quiet <= 0) break;
+      quiet = Math.min(quiet, this.managers[g]!.quietDecodeSteps(s.groups[g]!, computedTokens));
+    }
     return quiet;
   }
 
@@ -327,10 +349,15 @@ export class KvCacheManager implements KvCacheManagerApi {
     if (computedTokens > s.allocatedTokens) throw rangeFailure("sequence {0}: {1} computed exceeds the {2} allocated", s.id, computedTokens, s.allocatedTokens);
     // Mutation testing: `false` here and `true` for `m.caches` below are equivalent shortcuts: without
     // prefix caching no group caches, and cacheBlocks of a group that does not cache does nothing.
+    // Stryker disable next-line ConditionalExpression: equivalent (false), see above
     if (!this.caching) return;
     for (let g = 0; g < this.managers.length; g++) {
       const m = this.managers[g]!;
-      if (m.caches) m.cacheBlocks(s.groups[g]!, s.chain(m.blockSize).ensure(Math.floor(computedTokens / m.blockSize)), computedTokens);
+      // Stryker disable next-line ConditionalExpression: equivalent (false), see above
+      if (!m.caches) continue;
+      // Stryker disable next-line ArithmeticOperator: equivalent (*), ensure hashes at most the sequence's full blocks, and cacheBlocks bounds what it caches by computedTokens itself: more blocks hashed earlier, the same blocks cached
+      const hashes = s.chain(m.blockSize).ensure(Math.floor(computedTokens / m.blockSize));
+      m.cacheBlocks(s.groups[g]!, hashes, computedTokens);
     }
   }
 
@@ -357,6 +384,7 @@ export class KvCacheManager implements KvCacheManagerApi {
   reserveDestination(seq: KvSequence, transferredTokens: number): DestinationReservation | undefined {
     const s = this.own(seq);
     checkCount("transferredTokens", transferredTokens, 1);
+    // Stryker disable next-line EqualityOperator: equivalent (> 0), reservedTokens is -1 or a reservation's transferredTokens, which is >= 1
     if (s.tracked || s.reservedTokens >= 0) throw new Error(`sequence ${s.id} already holds blocks on this rank`);
     if (transferredTokens > s.numTokens) throw new RangeError(`sequence ${s.id}: ${transferredTokens} transferred exceeds its ${s.numTokens} tokens`);
     const hit = this.hitFor(Math.min(s.numTokens - 1, transferredTokens), (b, max) => s.chain(b).ensure(max));
@@ -366,6 +394,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     if (need > this.pool.numFree) return undefined;
     // Mutation testing: the filter written true is equivalent, touch skips the null block and a FRESH
     // entry (-1) reaches only a negative index of the pool's typed array, where nothing is written.
+    // Stryker disable next-line MethodExpression,ConditionalExpression,EqualityOperator: equivalent (the filter dropped, true, >=), see above: touch skips the null block, and FRESH touches nothing
     for (const plan of plans) this.pool.touch(plan.filter((b) => b > NULL_BLOCK));
     let reservedPages = 0;
     plans.forEach((plan, g) => {
@@ -383,6 +412,7 @@ export class KvCacheManager implements KvCacheManagerApi {
       // Mutation testing: the kind test written true or false is equivalent: state groups never read
       // numCached, and an attention group starting at 0 offers its hit blocks to the cache again,
       // where, already hashed, they are skipped and cut no run.
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, see above
       st.numCached = m.kind === "mamba" || m.kind === "ring" ? 0 : Math.min(hit.tokens / m.blockSize, st.blocks.length);
       reservedPages += st.real;
     });
