@@ -100,7 +100,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     // (ConditionalExpression `false` on the return below is one of these too, left unmarked: its
     // `true` twin, linking window groups, is killed by kv-cache-manager-boundaries.test.ts.)
     const linked = groups.map((g) => {
-      // Stryker disable next-line EqualityOperator,BooleanLiteral: equivalent, these only link a full-attention group that never caches or unlink one that does (see above)
+      // Stryker disable next-line ConditionalExpression,EqualityOperator,BooleanLiteral: equivalent, true, false, === and !== true only link a full-attention group that never caches or unlink one that does (see above)
       const cacheable = g.prefix_cacheable !== false;
       return g.kind === "full_attention" && this.caching && cacheable;
     });
