@@ -25,7 +25,8 @@
 //   node bench/replay-bench.mjs                      everything (KVSIM_BENCH_RUNS runs each, default 3)
 //   KVSIM_BENCH_SCENARIOS=agg-rr KVSIM_BENCH_TRACES=1x node bench/replay-bench.mjs
 //   node bench/replay-bench.mjs --one <scenario> <trace-file>   one run, one JSON line (internal)
-//   node bench/replay-bench.mjs --load | --trace <1x|8x>         imports only; a trace's path (internal)
+//   node bench/replay-bench.mjs --parse <scenario> <trace-file> imports and parsing only (internal)
+//   node bench/replay-bench.mjs --trace <1x|8x>                  a trace's path (internal)
 /* global console, process, URL */
 import { spawnSync } from "node:child_process";
 import { createReadStream, createWriteStream, existsSync, readFileSync, statSync } from "node:fs";
@@ -100,12 +101,23 @@ const SCENARIOS = {
 };
 
 /** One replay in this process; prints one JSON line with its figures. */
-async function runOne(name, traceFile) {
+async function runOne(name, traceFile, parseOnly = false) {
   const raw = SCENARIOS[name].spec();
   raw.workload.trace = traceFile;
   const spec = SpecSchema.parse({ ...raw, profile: validateProfile(raw.profile) });
-  const lines = createInterface({ input: createReadStream(traceFile, "utf8"), crlfDelay: Infinity });
-  const records = readTrace(lines, { format: "mooncake", file: traceFile, traceBlockSize: spec.workload.trace_block_size });
+  // KVSIM_BENCH_PRELOAD=1 (bench/timeseries-overhead.mjs): the trace is read at once and parsed
+  // before the replay starts. Streamed (the default), when each chunk of the file arrives relative
+  // to the replay's work varies from run to run, and with it what V8 has seen when it compiles:
+  // instruction counts moved by about 1% between runs of the same code.
+  const preload = process.env.KVSIM_BENCH_PRELOAD === "1";
+  const lines = preload ? readFileSync(traceFile, "utf8").split("\n") : createInterface({ input: createReadStream(traceFile, "utf8"), crlfDelay: Infinity });
+  let records = readTrace(lines, { format: "mooncake", file: traceFile, traceBlockSize: spec.workload.trace_block_size });
+  if (preload) {
+    const all = [];
+    for await (const r of records) all.push(r);
+    records = all;
+    if (parseOnly) return;
+  }
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   const timeseries = SCENARIOS[name].timeseries;
@@ -175,8 +187,13 @@ async function main() {
     await runOne(process.argv[3], process.argv[4]);
     return;
   }
-  // Loads everything --one loads and stops (what a run costs before the replay: node and imports).
-  if (process.argv[2] === "--load") return;
+  // What --one does before the replay starts, with the trace preloaded (KVSIM_BENCH_PRELOAD=1):
+  // node, the imports and parsing the trace; bench/timeseries-overhead.mjs takes it off each run.
+  if (process.argv[2] === "--parse") {
+    process.env.KVSIM_BENCH_PRELOAD = "1";
+    await runOne(process.argv[3], process.argv[4], true);
+    return;
+  }
   // The trace file of "1x" or "8x" (writes the 8x one if needed), for bench/timeseries-overhead.mjs.
   if (process.argv[2] === "--trace") {
     console.log(process.argv[3] === `${SCALE}x` ? await scaledTrace() : TRACE);
