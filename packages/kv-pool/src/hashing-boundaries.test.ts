@@ -1,0 +1,169 @@
+import { xxh3 } from "@node-rs/xxhash";
+import { describe, expect, it } from "vitest";
+import { HashChain, computeBlockHashes, tokensKeyInto, type TokenSource } from "./hashing.js";
+
+// Independent oracles, written from the documentation of hashing.ts with the native XXH3:
+// * a chained block hash is XXH3-64 (seed 1337) of 16 bytes [parent LE u64, tokens hash LE u64];
+// * a lookup key (tokensKeyInto) folds XXH3-64 (seed 1337) over [key so far LE u64, pair LE u64]
+//   with the pair u64 = token j x 2^32 + token j + 1 (0 past an odd end), from a fixed start.
+const SEED = 1337n;
+/** The fold's fixed start: hex digits 17-32 of pi's fraction (3.243f6a88 85a308d3 13198a2e 03707344...). */
+const KEY_START = 0x1319_8a2e_0370_7344n;
+
+/** XXH3-64 (seed 1337) of [a LE u64, b LE u64]. */
+const pair = (a: bigint, b: bigint): bigint => {
+  const bytes = new Uint8Array(16);
+  const view = new DataView(bytes.buffer);
+  view.setBigUint64(0, a, true);
+  view.setBigUint64(8, b, true);
+  return xxh3.xxh64(bytes, SEED);
+};
+
+/** The lookup key of exactly these tokens (one block), by the documented fold. */
+const refKey = (tokens: readonly number[]): bigint => {
+  let acc = KEY_START;
+  for (let j = 0; j < tokens.length; j += 2) acc = pair(acc, (BigInt(tokens[j]!) << 32n) | BigInt(tokens[j + 1] ?? 0));
+  return acc;
+};
+
+const join = (hi: number, lo: number): bigint => (BigInt(hi) << 32n) | BigInt(lo);
+
+/** Tokens 101, 102, ... (all different, so every misplaced read changes a key). */
+const seq = (n: number): number[] => Array.from({ length: n }, (_, k) => 101 + k);
+
+/** `tokens` read from token `s` on as a head [s, h) and a tail [h, end): the pool's split of a sequence's tokens. */
+const split = (tokens: readonly number[], s: number, h: number): TokenSource => ({
+  head: Uint32Array.from(tokens.slice(s, h)),
+  headStart: s,
+  headLength: h,
+  tail: Uint32Array.from(tokens.slice(h)),
+});
+
+const keyInto = (source: TokenSource, start: number, blockSize: number): bigint => {
+  const out = new Uint32Array(2);
+  tokensKeyInto(source, start, blockSize, out, 0);
+  return join(out[0]!, out[1]!);
+};
+
+describe("tokensKeyInto: the documented fold, read across a head that starts late and a tail", () => {
+  it("a block's key is the fold over its own tokens only, odd and even sizes, from any start", () => {
+    const t = seq(20);
+    const plain: TokenSource = { head: Uint32Array.from(t), headStart: 0, headLength: 20, tail: new Uint32Array(0) };
+    for (const bs of [1, 2, 3, 4, 5]) {
+      // Blocks at 0 and inside the tokens (tokens follow each block: they must not count).
+      for (const start of [0, 5, 10]) expect(keyInto(plain, start, bs)).toBe(refKey(t.slice(start, start + bs)));
+    }
+    // Hand check of the odd end: [7] folds one pair (7, 0), [7, 0] the same pair: equal keys.
+    expect(refKey([7])).toBe(refKey([7, 0]));
+    const one = { head: Uint32Array.from([7, 9]), headStart: 0, headLength: 2, tail: new Uint32Array(0) };
+    expect(keyInto(one, 0, 1)).toBe(refKey([7, 0]));
+  });
+
+  it("the key does not depend on the token after the block (odd size: the last token pairs with 0)", () => {
+    const a = { head: Uint32Array.from([1, 2, 3, 4]), headStart: 0, headLength: 4, tail: new Uint32Array(0) };
+    const b = { head: Uint32Array.from([1, 2, 3, 5]), headStart: 0, headLength: 4, tail: new Uint32Array(0) };
+    expect(keyInto(a, 0, 3)).toBe(keyInto(b, 0, 3));
+    const c = { head: Uint32Array.from([1, 2, 3, 4, 6]), headStart: 0, headLength: 5, tail: new Uint32Array(0) };
+    expect(keyInto(a, 0, 4)).toBe(keyInto(c, 0, 4));
+  });
+
+  it("reads token k at head[k - headStart] before headLength and tail[k - headLength] after, whatever the split", () => {
+    const t = seq(24);
+    for (const bs of [3, 4]) {
+      // Heads starting at 2 and 5, ending at 7, 8 and 11: blocks before, across and after the boundary.
+      for (const [s, h] of [[2, 7], [2, 8], [5, 11], [5, 8]] as const) {
+        const src = split(t, s, h);
+        for (let start = Math.ceil(s / bs) * bs; start + bs <= 24; start += bs) {
+          expect(keyInto(src, start, bs), `bs ${bs} head [${s}, ${h}) block at ${start}`).toBe(refKey(t.slice(start, start + bs)));
+        }
+      }
+    }
+  });
+
+  it("writes the key to out[at] (high) and out[at + 1] (low) only, whatever the buffer held", () => {
+    const t = seq(6);
+    const src = split(t, 0, 6);
+    for (const bs of [3, 4]) {
+      const out = new Uint32Array(8).fill(0xdead_beef);
+      tokensKeyInto(src, 1, bs, out, 3);
+      expect(join(out[3]!, out[4]!)).toBe(refKey(t.slice(1, 1 + bs)));
+      expect([out[0], out[1], out[2], out[5], out[6], out[7]]).toEqual(new Array(6).fill(0xdead_beef));
+    }
+  });
+});
+
+describe("HashChain.extend with lookup keys: tokens hash is the key, chained like real hashes", () => {
+  it("blocks at an absolute offset read their own tokens; block 0 has no parent, later ones chain", () => {
+    const t = seq(30);
+    for (const bs of [3, 4]) {
+      // Offset 2: the chain's blocks 0..3 are absolute blocks 2..5, tokens [2 bs, 6 bs).
+      const src = split(t, bs, 2 * bs + 1);
+      const c = new HashChain(1);
+      c.extend(src, bs, 2, null, 2, true);
+      c.extend(src, bs, 4, null, 2, true);
+      expect(c.length).toBe(4);
+      let parent: bigint | undefined;
+      for (let i = 0; i < 4; i++) {
+        const abs = 2 + i;
+        const key = refKey(t.slice(abs * bs, (abs + 1) * bs));
+        expect(c.tokensHash(i), `bs ${bs} block ${i}`).toBe(key);
+        const block = parent === undefined ? key : pair(parent, key);
+        expect(c.blockHash(i)).toBe(block);
+        parent = block;
+      }
+    }
+  });
+
+  it("an empty chain's first block chains on the given parent", () => {
+    const t = seq(12);
+    const first = new HashChain();
+    first.extend(split(t, 0, 12), 3, 1, null, 0, true);
+    const c = new HashChain();
+    c.extend(split(t, 0, 12), 3, 2, { chain: first, index: 0 }, 1, true);
+    const k0 = refKey(t.slice(0, 3));
+    const b1 = pair(k0, refKey(t.slice(3, 6)));
+    expect(c.blockHash(0)).toBe(b1);
+    expect(c.blockHash(1)).toBe(pair(b1, refKey(t.slice(6, 9))));
+  });
+});
+
+describe("HashChain.extend with real hashes reads a head that starts late", () => {
+  it("blocks past a head starting at token s hash as the plain tokens' blocks do", () => {
+    // Block size 7 (odd), head from token 9 to 17, tail after: blocks 2..4 (tokens 14..34) cross it.
+    const t = seq(35);
+    const ref = computeBlockHashes(t, 7);
+    const parent = new HashChain();
+    parent.extend(split(t, 0, 35), 7, 2, null, 0);
+    const c = new HashChain();
+    c.extend(split(t, 9, 17), 7, 3, { chain: parent, index: 1 }, 2);
+    for (let i = 0; i < 3; i++) expect(c.tokensHash(i)).toBe(ref[2 + i]!.tokensHash);
+    expect([0, 1, 2].map((i) => c.blockHash(i))).toEqual(ref.slice(2).map((h) => h.blockHash));
+  });
+});
+
+describe("HashChain bounds", () => {
+  it("extending to fewer blocks than it holds keeps the chain", () => {
+    const t = seq(12);
+    const c = new HashChain();
+    c.extend(split(t, 0, 12), 4, 3, null, 0);
+    const before = [0, 1, 2].map((i) => c.blockHash(i));
+    c.extend(split(t, 0, 12), 4, 1, null, 0);
+    expect(c.length).toBe(3);
+    expect([0, 1, 2].map((i) => c.blockHash(i))).toEqual(before);
+  });
+
+  it("copyPrefix refuses more blocks than the source holds, and a chain that is not empty", () => {
+    const t = seq(8);
+    const src = new HashChain();
+    src.extend(split(t, 0, 8), 4, 2, null, 0);
+    expect(() => {
+      new HashChain(4).copyPrefix(src, 3);
+    }).toThrow(/^copyPrefix of 3 blocks from a chain of 2$/);
+    const full = new HashChain();
+    full.copyPrefix(src, 2);
+    expect(full.blockHash(1)).toBe(src.blockHash(1));
+    expect(() => {
+      full.copyPrefix(src, 1);
+    }).toThrow(/^hash chain invariant: copyPrefix on a non-empty chain$/);
+  });
+});
