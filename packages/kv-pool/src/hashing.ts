@@ -83,7 +83,7 @@ export class HashChain extends PackedHashView {
 
   constructor(capacity = 4) {
     super();
-    // Stryker disable next-line MethodExpression: equivalent, the first capacity only saves growing (extend and copyPrefix grow the array)
+    // Stryker disable next-line MethodExpression,ArithmeticOperator: equivalent, the first capacity only saves growing (extend and copyPrefix grow the array to what they write)
     this.words = new Uint32Array(WORDS * Math.max(capacity, 1));
   }
 
@@ -133,9 +133,9 @@ export class HashChain extends PackedHashView {
    * pool that reports no KV events, equal exactly when the tokens are, like the real ones.
    */
   extend(source: TokenSource, blockSize: number, numBlocks: number, parent: { chain: PackedHashView; index: number } | null, offset: number, lookupKeys = false): void {
-    // Mutation testing: `false` and `numBlocks < this.count` are equivalent: callers extend a chain
-    // only past its length, and at its own length the loop below adds nothing.
+    // Stryker disable next-line EqualityOperator: equivalent, `<` differs only at the chain's own length, where the loop below adds nothing and the count is set to itself
     if (numBlocks <= this.count) return;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, growing when the words already fit copies the same words into a larger array: the same hashes
     if (WORDS * numBlocks > this.words.length) {
       const grown = new Uint32Array(WORDS * Math.max(numBlocks, 2 * this.count));
       grown.set(this.words.subarray(0, WORDS * this.count));
@@ -153,6 +153,7 @@ export class HashChain extends PackedHashView {
       pHi = parent.chain.blockHi(parent.index);
       pLo = parent.chain.blockLo(parent.index);
     }
+    // Stryker disable next-line EqualityOperator: equivalent, one more block hashes past the source's tokens (undefined reads as 0) into the slot past the count, dropped when past the array and rewritten before any read otherwise; the hasher's memo stays consistent with its scratch
     for (let i = this.count; i < numBlocks; i++) {
       const at = WORDS * i;
       if (lookupKeys) tokensKeyInto(source, (offset + i) * blockSize, blockSize, w, at + 2);
@@ -220,16 +221,17 @@ class BlockHasher {
     const words = this.words;
     let same = this.hasLast;
     const { head, tail, headLength, headStart } = source;
+    // Stryker disable next-line EqualityOperator: equivalent, the extra step compares past the scratch's end (undefined !== v), so it only marks the block changed and hashes it again: the same hash
     for (let j = 0; j < this.blockSize; j++) {
       const k = start + j;
       const v = k < headLength ? head[k - headStart]! : tail[k - headLength]!;
-      // Mutation testing: `true` here and for `!same` below, `hasLast = true` written false and the
-      // hasher's memo test in hasherFor written true are equivalent: they only hash a block again.
+      // Stryker disable next-line ConditionalExpression: equivalent, `true` only hashes the block again (the scratch gets the same tokens)
       if (words[j] !== v) {
         words[j] = v;
         same = false;
       }
     }
+    // Stryker disable next-line ConditionalExpression: equivalent, `true` only hashes an unchanged block again: the same hash
     if (!same) {
       // Stryker disable next-line all: equivalent, big-endian hosts only (on little-endian ones it writes the bytes the array holds)
       if (!LITTLE_ENDIAN) {
@@ -252,6 +254,7 @@ const hashers = new Map<number, BlockHasher>();
 
 function hasherFor(blockSize: number): BlockHasher {
   let h = hashers.get(blockSize);
+  // Stryker disable next-line ConditionalExpression: equivalent, a new hasher per call starts with no memo and hashes every block: the same hashes
   if (h === undefined) {
     h = new BlockHasher(blockSize);
     hashers.set(blockSize, h);

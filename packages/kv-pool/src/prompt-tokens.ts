@@ -58,8 +58,7 @@ export abstract class PromptBase implements PromptTokens {
         // the tokens below, which gives the same hashes (copying them only saves the work).
         if (other !== undefined) c.copyPrefix(other, Math.min(Math.floor(src.tokens / blockSize), other.length, n));
       }
-      // Mutation testing: `true` and `c.length <= n` are equivalent: extending a chain to the
-      // length it has already changes nothing (HashChain.extend returns at once).
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `true` and `<=` only add a call extending the chain to the length it has (c.length > n never: a copy takes at most n blocks), and HashChain.extend returns at once
       if (c.length < n) {
         const t = this.tokens;
         c.extend({ head: t, headStart: 0, headLength: t.length, tail: EMPTY }, blockSize, n, null, 0);
@@ -165,6 +164,7 @@ export class PathPrompt extends PromptBase {
       pathKeys = new Uint32Array(2 * ids.length);
       let hi = PATH_SEED_HI;
       let lo = PATH_SEED_LO;
+      // Stryker disable next-line EqualityOperator: equivalent, the extra step writes past the keys array's end (a typed array drops it) and changes no key
       for (let j = 0; j < ids.length; j++) {
         xxh3PairInto(hi, lo, 0, ids[j]!, pathKeys, 2 * j);
         hi = pathKeys[2 * j]!;
@@ -178,7 +178,11 @@ export class PathPrompt extends PromptBase {
   get tokens(): Uint32Array {
     if (this.materialized === undefined) {
       const t = new Uint32Array(this.length);
-      for (let j = 0; j * this.unit < this.length; j++) t.fill(this.ids[j]!, j * this.unit, Math.min(this.length, (j + 1) * this.unit));
+      // Stryker disable next-line EqualityOperator,ArithmeticOperator: equivalent, the extra steps (j x unit >= length) fill the empty range from j x unit to length: more work, the same tokens
+      for (let j = 0; j * this.unit < this.length; j++) {
+        // Stryker disable next-line MethodExpression: equivalent, filling id j to the end instead is overwritten from (j + 1) x unit on by the later ids: the same tokens
+        t.fill(this.ids[j]!, j * this.unit, Math.min(this.length, (j + 1) * this.unit));
+      }
       this.materialized = t;
     }
     return this.materialized;
@@ -192,7 +196,16 @@ export class PathPrompt extends PromptBase {
     const head = new Uint32Array(this.length - s);
     // Token k is ids[floor(k / unit)]: one fill per id the range touches.
     const u = this.unit;
-    for (let j = Math.floor(s / u); j * u < this.length; j++) head.fill(this.ids[j]!, Math.max(j * u, s) - s, Math.min((j + 1) * u, this.length) - s);
+    const first = Math.floor(s / u);
+    // Stryker disable next-line EqualityOperator,ArithmeticOperator: equivalent, the extra steps (j x u >= length) fill the empty range from j x u - s to the end: more work, the same tokens
+    for (let j = first; j * u < this.length; j++) {
+      const from = Math.max(j * u, s) - s;
+      // Stryker disable next-line MethodExpression: equivalent, filling id j to the end instead is overwritten from (j + 1) x u on by the later ids: the same tokens
+      const end = Math.min((j + 1) * u, this.length);
+      // Stryker disable next-line ArithmeticOperator: equivalent, filling id j s tokens further is overwritten by the later ids, which fill from their own first token on: the same tokens
+      const to = end - s;
+      head.fill(this.ids[j]!, from, to);
+    }
     this.lastTail = { head, headStart: s };
     this.lastTailStart = start;
     return this.lastTail;
