@@ -144,6 +144,8 @@ export class BlockPool {
     linkedGroups: readonly boolean[] = [],
   ) {
     if (!Number.isInteger(numPages) || numPages < 2) throw new RangeError(`numPages must be an integer >= 2 (page 0 is the null page), got ${numPages}`);
+    // Mutation testing: `numGroups >= GROUP_MASK - 1` survives: telling it apart takes a pool of
+    // GROUP_MASK - 1 (16.7 M) groups, with per-group arrays of some 200 MB: too big for the suite.
     if (!Number.isInteger(numGroups) || numGroups < 1 || numGroups > GROUP_MASK - 1) throw new RangeError(`numGroups must be a positive integer, got ${numGroups}`);
     this.cap = Math.min(numPages, INITIAL_BLOCKS);
     this.rec = new Int32Array(this.cap * STRIDE);
@@ -183,6 +185,8 @@ export class BlockPool {
   private queued(id: number): boolean {
     if (id >= this.untouchedFrom) return id < this.numPages;
     // Stryker disable next-line EqualityOperator: equivalent, block 0's QPOS word stays 0 (it is never queued), and every id below untouchedFrom has a record (popFront's id is reached before the next pop, dequeue reaches it first)
+    // Mutation testing: `id < this.cap` written true survives, equivalent: the ids that reach this
+    // line are below untouchedFrom, and each of those has a record (id < cap holds anyway).
     return id > 0 && id < this.cap && this.rec[id * STRIDE + QPOS] !== 0;
   }
 
@@ -241,6 +245,8 @@ export class BlockPool {
 
   /** Checks that a block can enter the free queue. */
   private checkEnqueue(id: number): void {
+    // Mutation testing: `id < 0` survives, equivalent: free skips the null block 0, and the pool's
+    // own pushes never enqueue it, so id 0 never reaches this check.
     if (id <= 0 || id >= this.numPages || !Number.isInteger(id)) throw rangeFailure("block id {0} outside 1..{1}", id, this.numPages - 1);
     if (this.queued(id)) throw failure("pool invariant: block {0} is already in the free queue", id);
   }
@@ -270,6 +276,8 @@ export class BlockPool {
   private pushFrontPartEnd(id: number): void {
     this.checkEnqueue(id);
     // Stryker disable next-line EqualityOperator: equivalent, the full-ring test written `!==` rebuilds on every other push (the ring is never full); `frontTail > POS_LIMIT` differs only after 2^30 pushes without a rebuild and `<` only rebuilds on every push (compaction only)
+    // Mutation testing: the POS_LIMIT test written true or false survives, equivalent: true only
+    // rebuilds (compacts) on every push; false differs only after 2^30 pushes without a rebuild.
     if (this.frontTail - this.frontHead === this.front.length || this.frontTail >= POS_LIMIT) this.rebuildFront();
     const pos = this.frontTail++;
     this.front[pos & (this.front.length - 1)] = id;
@@ -355,6 +363,8 @@ export class BlockPool {
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, the table never maps a key to block 0, and the scan below finds the same first copy the table names (the one block of the key with FIRST)
     if (t >= 0) return t;
     // Stryker disable next-line EqualityOperator: equivalent, the record at this.cap reads undefined, which holds no key
+    // Mutation testing: the FIRST test written true survives, equivalent: a key not in the table has
+    // a single copy, its first, so the first block holding the key is that copy.
     for (let id = 1; id < this.cap; id++) if (this.holdsKey(id, group, hi, lo) && (this.rec[id * STRIDE + META]! & FIRST) !== 0) return id;
     return NULL_BLOCK;
   }
@@ -583,6 +593,8 @@ export class BlockPool {
       // Stryker disable next-line ConditionalExpression: equivalent (false), with pf the null block it reads CHILD[0], which stays 0
       const c = pf === NULL_BLOCK ? 0 : r[pf * STRIDE + CHILD]!;
       // Stryker disable next-line LogicalOperator: equivalent in every result, a first copy whose parent's link names a block not run-dependent goes to the table instead of taking the link: the key stays reachable and lookups give the same first copy
+      // Mutation testing: the whole test written false survives, equivalent like the `&&` above: every
+      // first copy then goes to the table instead of a run link, and lookups find the same first copy.
       if (pf !== NULL_BLOCK && (c === 0 || !this.isRunDependent(c))) {
         r[pf * STRIDE + CHILD] = id;
       } else {
@@ -619,6 +631,8 @@ export class BlockPool {
     this.sink = this.cache.touchHomes(group, keys, to - from);
     for (let i = from; i < to; i++) {
       const b = blocks[i]!;
+      // Mutation testing: `b < this.cap` written true or `<=` survives, equivalent: a block of the run
+      // is referenced, so it has a record (b < cap always).
       if (b === NULL_BLOCK || (b < this.cap && this.rec[b * STRIDE + META] !== 0)) continue;
       const hi = keys[2 * (i - from)]!;
       const lo = keys[2 * (i - from) + 1]!;
@@ -634,6 +648,9 @@ export class BlockPool {
         const at = b * STRIDE;
         const pat = parent * STRIDE;
         // Stryker disable next-line ArithmeticOperator,BlockStatement: equivalent, REF is word 0, and without the inline body the block goes through cacheBlockKey, which takes the same branches
+        // Mutation testing: the whole test written false, and `get(...) <= 0`, survive, equivalent: the
+        // block then goes through cacheBlockKey, which takes the same branches (the table never maps a
+        // key to block 0).
         if (r[at + REF]! > 0 && (r[pat + META]! & FIRST) !== 0 && r[pat + CHILD] === 0 && this.cache.get(group, hi, lo) < 0) {
           r[at + HI] = hi;
           r[at + LO] = lo;
