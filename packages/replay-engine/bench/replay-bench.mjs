@@ -109,7 +109,7 @@ async function runOne(name, traceFile, parseOnly = false) {
   // before the replay starts. Streamed (the default), when each chunk of the file arrives relative
   // to the replay's work varies from run to run, and with it what V8 has seen when it compiles:
   // instruction counts moved by about 1% between runs of the same code.
-  const preload = process.env.KVSIM_BENCH_PRELOAD === "1";
+  const preload = parseOnly || process.env.KVSIM_BENCH_PRELOAD === "1";
   const lines = preload ? readFileSync(traceFile, "utf8").split("\n") : createInterface({ input: createReadStream(traceFile, "utf8"), crlfDelay: Infinity });
   let records = readTrace(lines, { format: "mooncake", file: traceFile, traceBlockSize: spec.workload.trace_block_size });
   if (preload) {
@@ -187,10 +187,9 @@ async function main() {
     await runOne(process.argv[3], process.argv[4]);
     return;
   }
-  // What --one does before the replay starts, with the trace preloaded (KVSIM_BENCH_PRELOAD=1):
+  // What --one does before the replay starts, with the trace preloaded (as KVSIM_BENCH_PRELOAD=1):
   // node, the imports and parsing the trace; bench/timeseries-overhead.mjs takes it off each run.
   if (process.argv[2] === "--parse") {
-    process.env.KVSIM_BENCH_PRELOAD = "1";
     await runOne(process.argv[3], process.argv[4], true);
     return;
   }
