@@ -45,6 +45,7 @@ export class SequenceChain extends PackedHashView {
     const n = this.baseLength;
     const mid = Math.min(Math.max(from, n), to);
     if (from < mid) this.base.blockKeysInto(from, mid, out);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (true, <=), mid is at most `to`, so both only add a call at mid = to, for the empty range [mid - n, to - n) of the output chain: it writes nothing (and subarray clamps its start)
     if (mid < to) this.ext.blockKeysInto(mid - n, to - n, mid === from ? out : out.subarray(2 * (mid - from)));
   }
 
@@ -62,6 +63,7 @@ export class SequenceChain extends PackedHashView {
   ensure(numBlocks: number): this {
     const n = this.baseLength;
     const target = Math.min(numBlocks, Math.floor(this.seq.numTokens / this.blockSize));
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (true, >=), the extra call asks for target - n output blocks with target at most the length, which the output chain already holds: extend returns at once (the source it builds first is the same one a later call builds)
     if (target > this.length) {
       // The source and parent are the same at every call but for the output array (it grows): reused.
       const src = (this.source ??= { ...this.seq.tokenSource(n * this.blockSize) });
@@ -81,6 +83,7 @@ export class GroupState {
   /** Table entries below this index were already offered to the cache. */
   numCached = 0;
   /** Mamba-type: table index of the previous state block still held, -1 when none. */
+  // Stryker disable next-line UnaryOperator: equivalent, no index here releases or bounds anything before MambaManager.allocateNewBlocks first sets it (len - 1): an untracked sequence's plan reads it on an empty table (blocks[p] undefined, whose refCount is not 1; nothing is removed); on a destination reservation's table (nulls, then the running block at k - 1, k = cdiv(T, B)) an index below k - 1 is a null entry, and one at k - 1 or past is released only once computed passes the k x B tokens allocated (p < cdiv(computed, B) - 1) and bounds quiet steps by (p + 1) x B - computed + 1, above the table's own k x B - computed
   prevStateIdx = -1;
   /** 0.32.0 checkpoint blocks, latest boundary first, with the block index each one caches (-1: none). */
   checkpoints: number[] = [];
@@ -90,6 +93,7 @@ export class GroupState {
     this.blocks = [];
     this.real = 0;
     this.numCached = 0;
+    // Stryker disable next-line UnaryOperator: equivalent, as for the field above (a freed sequence is untracked with an empty table)
     this.prevStateIdx = -1;
     this.checkpoints = [];
     this.checkpointHashIdx = [];
