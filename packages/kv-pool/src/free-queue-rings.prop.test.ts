@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { propRuns } from "./test-helpers.js";
+import { eventsText, poolState, propRuns } from "./test-helpers.js";
 import { describe, expect, it } from "vitest";
 import { BlockPool, NULL_BLOCK, type PoolOps } from "./block-pool.js";
 import { ReferencePool } from "./reference-pool.js";
@@ -82,4 +82,261 @@ describe("the free queue's rings", () => {
     expect(rings.front.length).toBeLessThanOrEqual(64);
     expect(rings.back.length).toBeLessThanOrEqual(64);
   });
+});
+
+/*
+ * Harness for block runs (docs/design/block-runs.md, stage 0), at the pool's own calls: block
+ * tables of hundreds of blocks built the way managers build them (takeFreeInto in chunks and
+ * single blocks, cacheTableRun or cacheBlockKey in table order, freeTableTailFirst, a window's
+ * lowest blocks freed, single-block state tables), hits walking a cached chain with findFirst and
+ * touching a table-order prefix of it. Both pools are compared after every call.
+ */
+type TableOp =
+  /**
+   * A table of group 0 (linked) or 1 (window): its content shares `prefix` blocks of a base chain;
+   * a hit of at most `cap` blocks. A twin is a second table of the same content opened with it
+   * (two requests with one prompt admitted together): both cache the same keys, as duplicates.
+   */
+  | { readonly t: "open"; readonly g: number; readonly base: number; readonly prefix: number; readonly cap: number; readonly twin: boolean }
+  | { readonly t: "grow"; readonly i: number; readonly n: number }
+  | { readonly t: "cache"; readonly i: number; readonly k: number; readonly batched: boolean }
+  | { readonly t: "free"; readonly i: number; readonly reopen: boolean }
+  | { readonly t: "window"; readonly i: number; readonly k: number }
+  | { readonly t: "state"; readonly i: number };
+
+const tableOpArb: fc.Arbitrary<TableOp> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ t: fc.constant("open" as const), g: fc.nat(1), base: fc.nat(1), prefix: fc.nat(400), cap: fc.oneof(fc.constant(1000), fc.nat(40), fc.nat(400)), twin: fc.boolean() }) },
+  { weight: 5, arbitrary: fc.record({ t: fc.constant("grow" as const), i: fc.nat(), n: fc.oneof(fc.constant(1), fc.integer({ min: 16, max: 300 })) }) },
+  { weight: 4, arbitrary: fc.record({ t: fc.constant("cache" as const), i: fc.nat(), k: fc.integer({ min: 1, max: 300 }), batched: fc.boolean() }) },
+  { weight: 3, arbitrary: fc.record({ t: fc.constant("free" as const), i: fc.nat(), reopen: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ t: fc.constant("window" as const), i: fc.nat(), k: fc.integer({ min: 1, max: 40 }) }) },
+  { weight: 1, arbitrary: fc.record({ t: fc.constant("state" as const), i: fc.nat(3) }) },
+);
+
+interface Table {
+  readonly g: number;
+  readonly base: number;
+  readonly prefix: number;
+  readonly serial: number;
+  /** Names the table's own keys (after the prefix): a twin or a preempted table coming back has its original's. */
+  readonly content: number;
+  /** The table in each pool (BlockPool's first). */
+  readonly blocks: [number[], number[]];
+  /** Entries [0, cached) are cache-visible. */
+  cached: number;
+}
+
+/** Block i's key in a table: the base chain's for i < prefix, the table's own after. */
+const keyHalves = (t: Table, i: number): [number, number] => {
+  const k = i < t.prefix ? 1 + t.base * 100_000 + i : 1_000_000 + t.content * 1000 + i;
+  return [k, (k * 0x9e37) ^ 0x5bd1];
+};
+
+interface TableShapes {
+  maxTable: number;
+  bigTakes: number;
+  takes1: number;
+  evicted: number;
+  evictedDup: number;
+  hitFromQueue: number;
+  hitShared: number;
+  hitCut: number;
+  evictionsAcrossTables: number;
+  windowFreed: number;
+  reopenHits: number;
+  stateCycles: number;
+}
+
+function runTables(pages: number, ops: readonly TableOp[], sh: TableShapes): void {
+  const pools: [PoolOps, PoolOps] = [new BlockPool(pages, 3, true, [true, false, false]), new ReferencePool(pages, 3, true)];
+  const [bp, ref] = pools;
+  const tables: Table[] = [];
+  /** Group 2: single-block state tables (a running block, its predecessor cached then freed). */
+  const states: ([number, number] | undefined)[] = [undefined, undefined, undefined, undefined];
+  let serial = 0;
+  let stateKey = 0;
+  let call = 0;
+  const compare = (what: string): void => {
+    call++;
+    const tablesOf = (p: 0 | 1): string => `${tables.map((t) => t.blocks[p].join(".")).join("|")} ${states.map((s) => s?.[p] ?? "-").join(",")}`;
+    expect({ call, what, ...poolState(bp, true), events: eventsText(bp.takeEvents()), tables: tablesOf(0) }).toEqual({
+      call,
+      what,
+      ...poolState(ref, false),
+      events: eventsText(ref.takeEvents()),
+      tables: tablesOf(1),
+    });
+    for (const t of tables) sh.maxTable = Math.max(sh.maxTable, t.blocks[1].length);
+  };
+  /** The table (serial) that last took each block (ids of the reference pool), to see evictions span freed tables. */
+  const origin = new Map<number, number>();
+  const take = (n: number, out: [number[], number[]], g: number, by: number): void => {
+    const front = ref.freeQueueOrder().slice(0, n).filter((b) => ref.isHashed(b));
+    sh.evicted += front.length;
+    if (new Set(front.map((b) => origin.get(b))).size >= 2) sh.evictionsAcrossTables++;
+    if (front.length > 0) {
+      const multi = new Set(
+        ref
+          .cacheSnapshot()
+          .map((e) => e.slice(e.lastIndexOf(":") + 1).split("/"))
+          .filter((c) => c.length > 1)
+          .flat()
+          .map(Number),
+      );
+      for (const b of front) if (multi.has(b)) sh.evictedDup++;
+    }
+    if (n === 1) sh.takes1++;
+    if (n >= 64) sh.bigTakes++;
+    const start = out[1].length;
+    pools.forEach((p, k) => {
+      p.takeFreeInto(n, out[k as 0 | 1], g);
+    });
+    for (let i = start; i < out[1].length; i++) origin.set(out[1][i]!, by);
+  };
+  const open = (g: number, base: number, prefix: number, cap: number, sameAs?: Table): Table => {
+    const id = serial++;
+    const t: Table = { g, base, prefix, serial: id, content: sameAs?.content ?? id, blocks: [[], []], cached: 0 };
+    // The hit walk, as a manager's: first copies in table order (a linked group follows its links).
+    const linked = g === 0;
+    const hits: [number[], number[]] = [[], []];
+    for (let i = 0; i < cap; i++) {
+      const [hi, lo] = keyHalves(t, i);
+      const found = pools.map((p, k) => p.findFirst(g, linked && i > 0 ? hits[k as 0 | 1][i - 1]! : NULL_BLOCK, hi, lo));
+      expect(found[0]).toBe(found[1]);
+      if (found[1] === NULL_BLOCK) break;
+      if (i === cap - 1) {
+        // The chain would go on past the hit: the hit ends inside it.
+        const [nhi, nlo] = keyHalves(t, i + 1);
+        if (ref.findFirst(g, NULL_BLOCK, nhi, nlo) !== NULL_BLOCK) sh.hitCut++;
+      }
+      hits[0].push(found[0]!);
+      hits[1].push(found[1]!);
+    }
+    for (const b of hits[1]) {
+      if (ref.refCount(b) > 0) sh.hitShared++;
+      else sh.hitFromQueue++;
+    }
+    pools.forEach((p, k) => {
+      p.touch(hits[k as 0 | 1]);
+    });
+    t.blocks[0].push(...hits[0]);
+    t.blocks[1].push(...hits[1]);
+    t.cached = hits[1].length;
+    tables.push(t);
+    return t;
+  };
+
+  for (const op of ops) {
+    switch (op.t) {
+      case "open": {
+        const t = open(op.g, op.base, op.prefix, op.cap);
+        compare(`open ${t.serial} g${t.g} hit ${t.cached}`);
+        if (op.twin) {
+          const twin = open(op.g, op.base, op.prefix, op.cap, t);
+          compare(`twin of ${t.serial} hit ${twin.cached}`);
+        }
+        break;
+      }
+      case "grow": {
+        if (tables.length === 0) break;
+        const t = tables[op.i % tables.length]!;
+        const n = Math.min(op.n, ref.numFree);
+        if (n === 0) break;
+        take(n, t.blocks, t.g, t.serial);
+        compare(`grow ${t.serial} ${n}`);
+        break;
+      }
+      case "cache": {
+        if (tables.length === 0) break;
+        const t = tables[op.i % tables.length]!;
+        const to = Math.min(t.blocks[1].length, t.cached + op.k);
+        if (to <= t.cached) break;
+        const keys = new Int32Array(2 * (to - t.cached));
+        for (let i = t.cached; i < to; i++) [keys[2 * (i - t.cached)], keys[2 * (i - t.cached) + 1]] = keyHalves(t, i);
+        pools.forEach((p, k) => {
+          const blocks = t.blocks[k as 0 | 1];
+          if (op.batched) p.cacheTableRun(blocks, t.cached, to, t.g, keys);
+          else
+            for (let i = t.cached; i < to; i++) {
+              const b = blocks[i]!;
+              if (b !== NULL_BLOCK && !p.isHashed(b)) p.cacheBlockKey(b, t.g, keys[2 * (i - t.cached)]!, keys[2 * (i - t.cached) + 1]!, i === 0 ? NULL_BLOCK : blocks[i - 1]!);
+            }
+        });
+        compare(`cache ${t.serial} [${t.cached}, ${to}) ${op.batched}`);
+        t.cached = to;
+        break;
+      }
+      case "free": {
+        if (tables.length === 0) break;
+        const t = tables[op.i % tables.length]!;
+        const released = pools.map((p, k) => p.freeTableTailFirst(t.blocks[k as 0 | 1], []));
+        expect(released[0]).toBe(released[1]);
+        tables.splice(tables.indexOf(t), 1);
+        compare(`free ${t.serial}`);
+        if (op.reopen) {
+          // A preempted table comes back: it hits its own cached prefix.
+          const again = open(t.g, t.base, t.prefix, 1000, t);
+          if (again.cached > 0) sh.reopenHits++;
+          compare(`reopen ${t.serial} as ${again.serial} hit ${again.cached}`);
+        }
+        break;
+      }
+      case "window": {
+        // remove_skipped_blocks: the lowest real blocks of a window table, freed highest first.
+        const ws = tables.filter((t) => t.g === 1);
+        if (ws.length === 0) break;
+        const t = ws[op.i % ws.length]!;
+        const lo = t.blocks[1].findIndex((b) => b !== NULL_BLOCK);
+        if (lo < 0) break;
+        const hi = Math.min(t.blocks[1].length, lo + op.k);
+        const released = pools.map((p, k) => {
+          const blocks = t.blocks[k as 0 | 1];
+          const ids = blocks.slice(lo, hi).reverse();
+          blocks.fill(NULL_BLOCK, lo, hi);
+          return p.free(ids);
+        });
+        expect(released[0]).toBe(released[1]);
+        sh.windowFreed += hi - lo;
+        compare(`window ${t.serial} [${lo}, ${hi})`);
+        break;
+      }
+      case "state": {
+        if (ref.numFree === 0) break;
+        const old = states[op.i];
+        const fresh: [number[], number[]] = [[], []];
+        take(1, fresh, 2, -1 - op.i);
+        if (old !== undefined) {
+          // The old state is cached (a Mamba block kept for hits), then released.
+          const key = ++stateKey;
+          pools.forEach((p, k) => {
+            p.cacheBlockKey(old[k]!, 2, 0x77 + key, key, NULL_BLOCK);
+            p.free([old[k]!]);
+          });
+          sh.stateCycles++;
+        }
+        states[op.i] = [fresh[0][0]!, fresh[1][0]!];
+        compare(`state ${op.i}`);
+        break;
+      }
+    }
+  }
+}
+
+describe("block-runs harness: the pool's own calls on long block tables", () => {
+  it("BlockPool and the reference pool agree after every call (long tables, shared prefixes, cut hits, windows, states)", () => {
+    const sh: TableShapes = { maxTable: 0, bigTakes: 0, takes1: 0, evicted: 0, evictedDup: 0, hitFromQueue: 0, hitShared: 0, hitCut: 0, evictionsAcrossTables: 0, windowFreed: 0, reopenHits: 0, stateCycles: 0 };
+    fc.assert(
+      fc.property(fc.integer({ min: 64, max: 400 }), fc.array(tableOpArb, { minLength: 40, maxLength: 150 }), (pages, ops) => {
+        runTables(pages, ops, sh);
+      }),
+      // A failure shrinks for at most 30 s, then is reported (before the test's timeout).
+      { seed: 3200, numRuns: propRuns(100), plugins: [fc.interruptAfterTimeLimit(30_000)] },
+    );
+    // Every shape occurred (the property is not vacuous): tables of hundreds of blocks, big and
+    // single-block takes, evictions (of duplicated keys too, and from several freed tables in one
+    // take), hits out of the queue and on blocks other tables hold, hits ending where the cached
+    // chain goes on, window frees, re-opened tables hitting their own prefix, state blocks cycled.
+    for (const [name, v] of Object.entries(sh)) expect([name, v > 0]).toEqual([name, true]);
+    expect(sh.maxTable).toBeGreaterThanOrEqual(200);
+  }, 120_000);
 });

@@ -1,6 +1,7 @@
 import { xxh3 } from "@node-rs/xxhash";
 import type { CacheGroup } from "@kvsim/profile-schema";
 import type { KvSequence } from "./contract.js";
+import type { PoolOps } from "./block-pool.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
 import { xxh3PairInto } from "./xxh3-pair.js";
 import { createPromptTokens } from "./prompt-tokens.js";
@@ -69,3 +70,43 @@ export function jsPairHash(a: bigint, b: bigint): bigint {
   xxh3PairInto(Number(a >> 32n), Number(a & 0xffffffffn), Number(b >> 32n), Number(b & 0xffffffffn), out, 0);
   return (BigInt(out[0]!) << 32n) | BigInt(out[1]!);
 }
+
+/** A pool's observable state, field by field, for comparing two pools after every operation. */
+export interface PoolState {
+  readonly numFree: number;
+  readonly queue: string;
+  /** Per block: reference count, then h (hashed) / e (evictable) / f (free) flags. */
+  readonly blocks: string;
+  readonly cache: string;
+  readonly metrics: string;
+  readonly groupPages: string;
+}
+
+/**
+ * Reads every observable of a pool: free count and queue order, each block's reference count and
+ * hashed / evictable / free status, the cache (keys with their copies in caching order), metrics
+ * and per-group pages. `askIsFree` false derives "free" from the queue order instead of calling
+ * `isFree` per block (the reference pool's `isFree` scans its queue: O(P^2) for a whole pool).
+ */
+export function poolState(pool: PoolOps, askIsFree: boolean): PoolState {
+  const queue = pool.freeQueueOrder();
+  const queued = new Uint8Array(pool.numPages);
+  for (const b of queue) queued[b] = 1;
+  const blocks: string[] = [];
+  for (let b = 0; b < pool.numPages; b++) {
+    const free = askIsFree ? pool.isFree(b) : queued[b] === 1;
+    blocks.push(`${pool.refCount(b)}${pool.isHashed(b) ? "h" : ""}${pool.isEvictable(b) ? "e" : ""}${free ? "f" : ""}`);
+  }
+  const gp = pool.groupPages();
+  return {
+    numFree: pool.numFree,
+    queue: queue.join(","),
+    blocks: blocks.join(","),
+    cache: pool.cacheSnapshot().join(";"),
+    metrics: JSON.stringify(pool.metrics()),
+    groupPages: `${Array.from(gp.used).join(",")} | ${Array.from(gp.cached).join(",")}`,
+  };
+}
+
+/** Events as comparable text (block hashes are bigints). */
+export const eventsText = (events: readonly unknown[]): string => JSON.stringify(events, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
