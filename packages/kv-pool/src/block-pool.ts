@@ -184,41 +184,10 @@ export class BlockPool {
   /** True when the block is in the free queue. */
   private queued(id: number): boolean {
     if (id >= this.untouchedFrom) return id < this.numPages;
-    // Stryker disable next-line EqualityOperator: equivalent, block 0's QPOS word stays 0 (it is never queued), and every id below untouchedFrom has a record (popFront's id is reached before the next pop, dequeue reaches it first)
+    // Stryker disable next-line EqualityOperator: equivalent, block 0's QPOS word stays 0 (it is never queued), and every id below untouchedFrom has a record (takeFreeInto reaches the untouched ids it takes, dequeue reaches its id first)
     // Mutation testing: `id < this.cap` written true survives, equivalent: the ids that reach this
     // line are below untouchedFrom, and each of those has a record (id < cap holds anyway).
     return id > 0 && id < this.cap && this.rec[id * STRIDE + QPOS] !== 0;
-  }
-
-  /** Pops the front of the free queue (which must not be empty). */
-  private popFront(): number {
-    const r = this.rec;
-    if (this.frontLive > 0) {
-      const mask = this.front.length - 1;
-      for (;;) {
-        const pos = this.frontHead++;
-        const id = this.front[pos & mask]!;
-        if (r[id * STRIDE + QPOS] === -pos) {
-          r[id * STRIDE + QPOS] = 0;
-          this.frontLive--;
-          return id;
-        }
-      }
-    }
-    this.frontHead = this.frontTail;
-    if (this.untouchedFrom < this.numPages) return this.untouchedFrom++;
-    // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, takeFreeInto refuses n > numFree before popping, so a pop never finds the queue empty
-    if (this.backLive === 0) throw new Error("pool invariant: the free queue is empty");
-    const mask = this.back.length - 1;
-    for (;;) {
-      const pos = this.backHead++;
-      const id = this.back[pos & mask]!;
-      if (r[id * STRIDE + QPOS] === pos) {
-        r[id * STRIDE + QPOS] = 0;
-        this.backLive--;
-        return id;
-      }
-    }
   }
 
   /** Takes a queued block out of the free queue. */
@@ -407,21 +376,47 @@ export class BlockPool {
   /** `takeFree`, appending the blocks to `out`. */
   takeFreeInto(n: number, out: number[], group = -1): void {
     if (n > this.numFree) throw failure("pool invariant: {0} blocks asked, {1} free", n, this.numFree);
-    // Two passes: first pop the n blocks (a tight loop, so the CPU loads many of their records
-    // at once: each is a cache miss, the queue holding blocks in free order, not id order), then
-    // take them. Popping reads and writes only the queue and QPOS words; evicting touches neither,
-    // so the blocks and every change are those of one pass that pops and evicts in turn.
+    // Two passes: first pop the n blocks in queue order (front part, untouched range, back part),
+    // then take them. Popping reads and writes only the rings and QPOS words; evicting touches
+    // neither, so the blocks and every change are those of one pass that pops and evicts in turn.
     const start = out.length;
-    // When the pops come from the back ring (a full pool), load the records of the next n entries
-    // in a loop of plain reads first: popping checks each entry's QPOS word, one miss after another.
-    // Stryker disable next-line all: equivalent, a read-only prefetch whose result is only kept in `sink` (whatever range it reads, nothing is written)
-    if (this.frontLive === 0 && this.untouchedFrom === this.numPages) this.sink = this.prefetchRing(this.back, this.backHead, Math.min(this.backTail, this.backHead + n));
-    for (let i = 0; i < n; i++) {
-      const id = this.popFront();
-      this.reach(id);
-      out.push(id);
+    let left = n;
+    if (this.frontLive > 0) {
+      const r = this.rec;
+      const ring = this.front;
+      const mask = ring.length - 1;
+      let head = this.frontHead;
+      let live = this.frontLive;
+      while (left > 0 && live > 0) {
+        const pos = head++;
+        const id = ring[pos & mask]!;
+        const at = id * STRIDE + QPOS;
+        if (r[at] === -pos) {
+          r[at] = 0;
+          live--;
+          out.push(id);
+          left--;
+        }
+      }
+      this.frontHead = head;
+      this.frontLive = live;
+    }
+    if (left > 0) {
+      // The front part is empty: its stale entries go.
+      this.frontHead = this.frontTail;
+      // Blocks never taken yet, in id order; they get records here (block records only grow).
+      const fresh = Math.min(left, this.numPages - this.untouchedFrom);
+      if (fresh > 0) {
+        const from = this.untouchedFrom;
+        this.reach(from + fresh - 1);
+        for (let id = from; id < from + fresh; id++) out.push(id);
+        this.untouchedFrom = from + fresh;
+        left -= fresh;
+      }
+      if (left > 0) this.popBackInto(left, out);
     }
     const r = this.rec;
+    const events = this.events;
     for (let i = start; i < start + n; i++) {
       const id = out[i]!;
       const at = id * STRIDE;
@@ -429,7 +424,16 @@ export class BlockPool {
       if (meta !== 0) {
         this.freeHashed--;
         this.cachedOf[(meta & GROUP_MASK) - 1]!--;
-        this.evict(id);
+        // The common eviction inline: the key's only copy, reached through a run link (not in the
+        // table), with no events to build; its link, if any, names a block that is not run
+        // dependent. `evict` takes the same branches then (no table slot, no event).
+        const child = r[at + CHILD]!;
+        if ((meta & (FIRST | IN_TABLE)) === FIRST && r[at + COPY] === 0 && events === undefined && (child === 0 || !this.isRunDependent(child))) {
+          r[at + META] = 0;
+          r[at + CHILD] = 0;
+        } else {
+          this.evict(id);
+        }
       }
       // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0 (at - 0 = at + 0)
       r[at + REF] = 1;
@@ -437,6 +441,34 @@ export class BlockPool {
     }
     // Stryker disable next-line ConditionalExpression: equivalent (true), usedOf[-1] += n on a typed array changes nothing
     if (group >= 0) this.usedOf[group]! += n;
+  }
+
+  /** Pops `count` blocks from the back part (which holds them) into `out`. */
+  private popBackInto(count: number, out: number[]): void {
+    const ring = this.back;
+    const tail = this.backTail;
+    // Load the records of the next entries in a loop of plain reads first: popping checks each
+    // entry's QPOS word, one cache miss after another otherwise.
+    // Stryker disable next-line all: equivalent, a read-only prefetch whose result is only kept in `sink` (whatever range it reads, nothing is written)
+    this.sink = this.prefetchRing(ring, this.backHead, Math.min(tail, this.backHead + count));
+    const r = this.rec;
+    const mask = ring.length - 1;
+    let head = this.backHead;
+    let left = count;
+    while (left > 0 && head < tail) {
+      const pos = head++;
+      const id = ring[pos & mask]!;
+      const at = id * STRIDE + QPOS;
+      if (r[at] === pos) {
+        r[at] = 0;
+        out.push(id);
+        left--;
+      }
+    }
+    this.backHead = head;
+    this.backLive -= count - left;
+    // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, takeFreeInto refuses n > numFree before popping, so the back part holds the blocks asked for
+    if (left > 0) throw new Error("pool invariant: the free queue is empty");
   }
 
   /** Reads the QPOS words of the blocks at ring positions [from, to) (a prefetch); returns them folded. */
