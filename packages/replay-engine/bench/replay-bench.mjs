@@ -2,7 +2,9 @@
 // shared data folder is present) and a generated 8x trace through the built package, and prints,
 // per scenario and trace, simulated requests per wall second and per CPU second (the replay's own
 // user + system time: steadier than wall time on a shared machine), wall and CPU time per request
-// and peak RSS, as the median of several runs with their spread (min..max).
+// and peak RSS, as the median of several runs with their spread (min..max). On the 1x trace it
+// also prints "warm req/s": the same replay run a second time in the same process, as a sweep's
+// later points run (the first replay of a process also waits for V8 to compile the hot code).
 //
 //   aggregated round robin   4 workers, a linear profile with 16-token blocks, polynomial timing
 //   aggregated kv-aware      the same with the kv_aware router
@@ -100,7 +102,22 @@ const SCENARIOS = {
   "pd-ts": { label: "P/D GLM 2+2 + time series", spec: () => SCENARIOS.pd.spec(), timeseries: {} },
 };
 
-/** One replay in this process; prints one JSON line with its figures. */
+/** The trace's records for one replay: streamed (the default) or read and parsed at once. */
+async function traceRecords(spec, traceFile, preload) {
+  const lines = preload ? readFileSync(traceFile, "utf8").split("\n") : createInterface({ input: createReadStream(traceFile, "utf8"), crlfDelay: Infinity });
+  const records = readTrace(lines, { format: "mooncake", file: traceFile, traceBlockSize: spec.workload.trace_block_size });
+  if (!preload) return records;
+  const all = [];
+  for await (const r of records) all.push(r);
+  return all;
+}
+
+/**
+ * One replay in this process; prints one JSON line with its figures. With KVSIM_BENCH_WARM=1 the
+ * same replay then runs a second time in the same process (the trace read again the same way)
+ * and its wall and CPU time are reported too: what a sweep's later points cost, once V8 has
+ * compiled the hot code (the first replay of a process pays for that).
+ */
 async function runOne(name, traceFile, parseOnly = false) {
   const raw = SCENARIOS[name].spec();
   raw.workload.trace = traceFile;
@@ -110,25 +127,32 @@ async function runOne(name, traceFile, parseOnly = false) {
   // to the replay's work varies from run to run, and with it what V8 has seen when it compiles:
   // instruction counts moved by about 1% between runs of the same code.
   const preload = parseOnly || process.env.KVSIM_BENCH_PRELOAD === "1";
-  const lines = preload ? readFileSync(traceFile, "utf8").split("\n") : createInterface({ input: createReadStream(traceFile, "utf8"), crlfDelay: Infinity });
-  let records = readTrace(lines, { format: "mooncake", file: traceFile, traceBlockSize: spec.workload.trace_block_size });
-  if (preload) {
-    const all = [];
-    for await (const r of records) all.push(r);
-    records = all;
-    if (parseOnly) return;
-  }
-  const t0 = performance.now();
-  const cpu0 = process.cpuUsage();
   const timeseries = SCENARIOS[name].timeseries;
-  const result = await runReplay({ spec, records, traceFile, ...(timeseries === undefined ? {} : { timeseries }) });
-  const wallMs = performance.now() - t0;
-  const cpu = process.cpuUsage(cpu0);
+  const replay = async () => {
+    const records = await traceRecords(spec, traceFile, preload);
+    const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
+    const result = await runReplay({ spec, records, traceFile, ...(timeseries === undefined ? {} : { timeseries }) });
+    const cpu = process.cpuUsage(cpu0);
+    return { result, wallMs: performance.now() - t0, cpuMs: (cpu.user + cpu.system) / 1000 };
+  };
+  if (parseOnly) {
+    await traceRecords(spec, traceFile, true);
+    return;
+  }
+  const { result, wallMs, cpuMs } = await replay();
   if (!result.ok) {
     console.log(JSON.stringify({ ok: false, reason: result.reason }));
     return;
   }
   const r = result.report;
+  // Peak RSS of the first replay (the figure the bench compares between traces).
+  const rssMb = process.resourceUsage().maxRSS / 1024;
+  const warm = process.env.KVSIM_BENCH_WARM === "1" ? await replay() : undefined;
+  if (warm !== undefined && (!warm.result.ok || warm.result.report.digest !== r.digest)) {
+    console.log(JSON.stringify({ ok: false, reason: "the second replay in the process gave another result" }));
+    return;
+  }
   console.log(
     JSON.stringify({
       ok: true,
@@ -137,8 +161,9 @@ async function runOne(name, traceFile, parseOnly = false) {
       inputTokens: r.total_input_tokens,
       outputTokens: r.total_output_tokens,
       wallMs,
-      cpuMs: (cpu.user + cpu.system) / 1000,
-      rssMb: process.resourceUsage().maxRSS / 1024,
+      cpuMs,
+      ...(warm === undefined ? {} : { warmWallMs: warm.wallMs, warmCpuMs: warm.cpuMs }),
+      rssMb,
       digest: r.digest,
     }),
   );
@@ -209,7 +234,7 @@ async function main() {
   if (traces.includes(`${SCALE}x`)) files[`${SCALE}x`] = await scaledTrace();
   console.log(`replay-engine bench: the public Mooncake trace (1x) and ${SCALE} copies of it in a row (${SCALE}x); 16-token blocks for the linear profile`);
   console.log(`median of ${runs} run(s), spread min..max; load average at start ${loadavg().map((l) => l.toFixed(2)).join(" ")} (figures are noisy on a shared machine)`);
-  const header = ["scenario", "trace", "requests", "simulated req/s", "req/CPU-s", "wall ms/request", "CPU ms/request", "peak RSS MB", "digest"];
+  const header = ["scenario", "trace", "requests", "simulated req/s", "warm req/s", "req/CPU-s", "wall ms/request", "CPU ms/request", "peak RSS MB", "digest"];
   const rows = [];
   /** Median CPU ms per request by "scenario trace", for the time series overhead line. */
   const cpuMedians = new Map();
@@ -219,7 +244,9 @@ async function main() {
     for (const trace of traces) {
       const results = [];
       for (let i = 0; i < runs; i++) {
-        const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--one", name, files[trace]], { encoding: "utf8", maxBuffer: 1 << 20 });
+        // The warm figure (a second replay in the same process) only where it is cheap: the 1x trace.
+        const env = { ...process.env, KVSIM_BENCH_WARM: trace === "1x" ? "1" : "0" };
+        const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--one", name, files[trace]], { encoding: "utf8", maxBuffer: 1 << 20, env });
         const line = child.stdout.trim().split("\n").pop() ?? "";
         const res = child.status === 0 && line.startsWith("{") ? JSON.parse(line) : { ok: false, reason: `exit ${child.status}: ${child.stderr.trim().split("\n").slice(-3).join(" / ")}` };
         if (!res.ok) {
@@ -239,6 +266,7 @@ async function main() {
         trace,
         `${r0.requests}${complete}`,
         fmt(results.map((r) => r.requests / (r.wallMs / 1000)), 0),
+        r0.warmWallMs === undefined ? "-" : fmt(results.map((r) => r.requests / (r.warmWallMs / 1000)), 0),
         fmt(results.map((r) => r.requests / (r.cpuMs / 1000)), 0),
         fmt(results.map((r) => r.wallMs / r.requests), 3),
         fmt(results.map((r) => r.cpuMs / r.requests), 3),
