@@ -376,30 +376,29 @@ export class BlockPool {
   /** `takeFree`, appending the blocks to `out`. */
   takeFreeInto(n: number, out: number[], group = -1): void {
     if (n > this.numFree) throw failure("pool invariant: {0} blocks asked, {1} free", n, this.numFree);
-    // Two passes: first pop the n blocks in queue order (front part, untouched range, back part),
-    // then take them. Popping reads and writes only the rings and QPOS words; evicting touches
-    // neither, so the blocks and every change are those of one pass that pops and evicts in turn.
-    const start = out.length;
+    // Pops the n blocks in queue order (front part, untouched range, back part) and takes each as
+    // it is popped. Popping reads and writes only the rings and QPOS words, taking (evicting)
+    // touches neither, so the order of the two within a call changes nothing.
+    const owner = group + 1;
     let left = n;
     if (this.frontLive > 0) {
       const r = this.rec;
       const ring = this.front;
       const mask = ring.length - 1;
       let head = this.frontHead;
-      let live = this.frontLive;
-      while (left > 0 && live > 0) {
+      while (left > 0 && this.frontLive > 0) {
         const pos = head++;
         const id = ring[pos & mask]!;
         const at = id * STRIDE + QPOS;
         if (r[at] === -pos) {
           r[at] = 0;
-          live--;
+          this.frontLive--;
           out.push(id);
+          this.claim(id, owner);
           left--;
         }
       }
       this.frontHead = head;
-      this.frontLive = live;
     }
     if (left > 0) {
       // The front part is empty: its stale entries go.
@@ -409,42 +408,21 @@ export class BlockPool {
       if (fresh > 0) {
         const from = this.untouchedFrom;
         this.reach(from + fresh - 1);
-        for (let id = from; id < from + fresh; id++) out.push(id);
         this.untouchedFrom = from + fresh;
+        for (let id = from; id < from + fresh; id++) {
+          out.push(id);
+          this.claim(id, owner);
+        }
         left -= fresh;
       }
-      if (left > 0) this.popBackInto(left, out);
-    }
-    const r = this.rec;
-    const events = this.events;
-    for (let i = start; i < start + n; i++) {
-      const id = out[i]!;
-      const at = id * STRIDE;
-      const meta = r[at + META]!;
-      if (meta !== 0) {
-        this.freeHashed--;
-        this.cachedOf[(meta & GROUP_MASK) - 1]!--;
-        // The common eviction inline: the key's only copy, reached through a run link (not in the
-        // table), with no events to build; its link, if any, names a block that is not run
-        // dependent. `evict` takes the same branches then (no table slot, no event).
-        const child = r[at + CHILD]!;
-        if ((meta & (FIRST | IN_TABLE)) === FIRST && r[at + COPY] === 0 && events === undefined && (child === 0 || !this.isRunDependent(child))) {
-          r[at + META] = 0;
-          r[at + CHILD] = 0;
-        } else {
-          this.evict(id);
-        }
-      }
-      // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0 (at - 0 = at + 0)
-      r[at + REF] = 1;
-      r[at + OWNER] = group + 1;
+      if (left > 0) this.popBackInto(left, out, owner);
     }
     // Stryker disable next-line ConditionalExpression: equivalent (true), usedOf[-1] += n on a typed array changes nothing
     if (group >= 0) this.usedOf[group]! += n;
   }
 
-  /** Pops `count` blocks from the back part (which holds them) into `out`. */
-  private popBackInto(count: number, out: number[]): void {
+  /** Pops `count` blocks from the back part (which holds them) into `out`, taking each. */
+  private popBackInto(count: number, out: number[], owner: number): void {
     const ring = this.back;
     const tail = this.backTail;
     // Load the records of the next entries in a loop of plain reads first: popping checks each
@@ -462,6 +440,7 @@ export class BlockPool {
       if (r[at] === pos) {
         r[at] = 0;
         out.push(id);
+        this.claim(id, owner);
         left--;
       }
     }
@@ -469,6 +448,30 @@ export class BlockPool {
     this.backLive -= count - left;
     // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, takeFreeInto refuses n > numFree before popping, so the back part holds the blocks asked for
     if (left > 0) throw new Error("pool invariant: the free queue is empty");
+  }
+
+  /** Takes a block just popped: evicts its key if it caches one, then reference 1 for `owner` (group + 1). */
+  private claim(id: number, owner: number): void {
+    const r = this.rec;
+    const at = id * STRIDE;
+    const meta = r[at + META]!;
+    if (meta !== 0) {
+      this.freeHashed--;
+      this.cachedOf[(meta & GROUP_MASK) - 1]!--;
+      // The common eviction inline: the key's only copy, reached through a run link (not in the
+      // table), with no events to build, its link (if any) naming a block that is not run
+      // dependent. `evict` takes the same branches then (no table slot, no event).
+      const child = r[at + CHILD]!;
+      if ((meta & (FIRST | IN_TABLE)) === FIRST && r[at + COPY] === 0 && this.events === undefined && (child === 0 || !this.isRunDependent(child))) {
+        r[at + META] = 0;
+        r[at + CHILD] = 0;
+      } else {
+        this.evict(id);
+      }
+    }
+    // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0 (at - 0 = at + 0)
+    r[at + REF] = 1;
+    r[at + OWNER] = owner;
   }
 
   /** Reads the QPOS words of the blocks at ring positions [from, to) (a prefetch); returns them folded. */
@@ -661,11 +664,15 @@ export class BlockPool {
     // Each new key is looked up in the table (a random slot): load those slots together first.
     // Stryker disable next-line ArithmeticOperator: equivalent, touchHomes is a read-only prefetch (its result is only kept in `sink`)
     this.sink = this.cache.touchHomes(group, keys, to - from);
+    // Caching allocates no record (cacheBlockKey does not grow the pool): the record array stays.
+    const r = this.rec;
+    const cap = this.cap;
+    const firstMeta = (group + 1) | FIRST;
     for (let i = from; i < to; i++) {
       const b = blocks[i]!;
-      // Mutation testing: `b < this.cap` written true or `<=` survives, equivalent: a block of the run
+      // Mutation testing: `b < cap` written true or `<=` survives, equivalent: a block of the run
       // is referenced, so it has a record (b < cap always).
-      if (b === NULL_BLOCK || (b < this.cap && this.rec[b * STRIDE + META] !== 0)) continue;
+      if (b === NULL_BLOCK || (b < cap && r[b * STRIDE + META] !== 0)) continue;
       const hi = keys[2 * (i - from)]!;
       const lo = keys[2 * (i - from) + 1]!;
       const parent = i === 0 ? NULL_BLOCK : blocks[i - 1]!;
@@ -675,8 +682,7 @@ export class BlockPool {
       // (pf = parent, CHILD[pf] = 0, findFirst goes to the table and misses); anything else goes
       // through it.
       // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: equivalent, skipping the inline path sends the block through cacheBlockKey, which takes the same branches; with the null block as parent (META 0, no FIRST) the inline test below fails, and a block of the run is referenced, hence has a record (b < cap)
-      if (linked && parent !== NULL_BLOCK && b < this.cap) {
-        const r = this.rec;
+      if (linked && parent !== NULL_BLOCK && b < cap) {
         const at = b * STRIDE;
         const pat = parent * STRIDE;
         // Stryker disable next-line ArithmeticOperator,BlockStatement: equivalent, REF is word 0, and without the inline body the block goes through cacheBlockKey, which takes the same branches
@@ -686,7 +692,7 @@ export class BlockPool {
         if (r[at + REF]! > 0 && (r[pat + META]! & FIRST) !== 0 && r[pat + CHILD] === 0 && this.cache.get(group, hi, lo) < 0) {
           r[at + HI] = hi;
           r[at + LO] = lo;
-          r[at + META] = (group + 1) | FIRST;
+          r[at + META] = firstMeta;
           r[pat + CHILD] = b;
           continue;
         }
