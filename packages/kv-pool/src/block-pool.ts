@@ -74,6 +74,8 @@ const GROUP_MASK = 0xff_ffff;
 const FIRST = 1 << 24;
 /** The key is in the hash table (with this block, its first copy, as the value). */
 const IN_TABLE = 1 << 25;
+/** Hash tables of more slots than this (16 bytes each: 256 KiB) are prefetched before a run of lookups. */
+const PREFETCH_SLOTS = 1 << 14;
 /** Block records stored before any growth. */
 const INITIAL_BLOCKS = 256;
 
@@ -550,9 +552,31 @@ export class BlockPool {
     this.prefetch(blocks, 0, blocks.length);
     try {
       // The table tail first, then `then` in its order (one batch: fresh blocks keep their order).
+      const r = this.rec;
       for (let i = blocks.length - 1; i >= 0; i--) {
         const id = blocks[i]!;
-        if (id !== NULL_BLOCK && this.release(id)) released++;
+        if (id === NULL_BLOCK) continue;
+        const at = id * STRIDE;
+        const meta = r[at + META]!;
+        // The common case inline: the last reference of a cached block, which goes to the back
+        // of the free queue (ring not full). `release` and `pushBack` do exactly this then: the
+        // block is taken (id below untouchedFrom, QPOS 0), so the enqueue check passes.
+        // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,BlockStatement: equivalent, any block not taking the inline path goes through release, which makes the same changes
+        if (r[at + REF] === 1 && meta !== 0 && id < this.untouchedFrom && r[at + QPOS] === 0 && this.backTail - this.backHead < this.back.length && this.backTail < POS_LIMIT) {
+          r[at + REF] = 0;
+          released++;
+          const owner = r[at + OWNER]!;
+          // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `true` and `owner >= 0` make usedOf[-1]--, which changes nothing on a typed array
+          if (owner > 0) this.usedOf[owner - 1]!--;
+          const pos = this.backTail++;
+          this.back[pos & (this.back.length - 1)] = id;
+          r[at + QPOS] = pos;
+          this.backLive++;
+          this.freeHashed++;
+          this.cachedOf[(meta & GROUP_MASK) - 1]!++;
+          continue;
+        }
+        if (this.release(id)) released++;
       }
       for (const id of then) if (id !== NULL_BLOCK && this.release(id)) released++;
     } finally {
@@ -661,9 +685,11 @@ export class BlockPool {
   cacheTableRun(blocks: readonly number[], from: number, to: number, group: number, keys: Int32Array): void {
     // Stryker disable next-line ConditionalExpression: equivalent (false), without the inline path cacheBlockKey takes the same branches for the same blocks
     const linked = this.linked[group] === 1;
-    // Each new key is looked up in the table (a random slot): load those slots together first.
-    // Stryker disable next-line ArithmeticOperator: equivalent, touchHomes is a read-only prefetch (its result is only kept in `sink`)
-    this.sink = this.cache.touchHomes(group, keys, to - from);
+    // Each new key is looked up in the table (a random slot): when the table is too big to stay
+    // in cache (as in groups whose every key is in it), load those slots together first. Linked
+    // groups keep only run heads in the table, which stays small: the extra pass would only cost.
+    // Stryker disable next-line all: equivalent, touchHomes is a read-only prefetch (its result is only kept in `sink`)
+    if (this.cache.capacity > PREFETCH_SLOTS) this.sink = this.cache.touchHomes(group, keys, to - from);
     // Caching allocates no record (cacheBlockKey does not grow the pool): the record array stays.
     const r = this.rec;
     const cap = this.cap;
