@@ -35,19 +35,22 @@ const NO_BLOCKS: readonly number[] = [];
 const VALIDATE_BATCH = 1024;
 const validateKeys = new Int32Array(2 * VALIDATE_BATCH);
 
-/** What one step needs, computed before anything changes. */
+/**
+ * What one step needs, computed before anything changes. One per manager, rewritten by every
+ * `plan` (a plan is read at once by its caller, never kept): no object per step.
+ */
 interface StepPlan {
-  readonly hit: Hit | undefined;
+  hit: Hit | undefined;
   /** Tokens computed before the step, the hit included (vLLM's C). */
-  readonly computed: number;
+  computed: number;
   /** Tokens covered after the step (C + n). */
-  readonly total: number;
+  total: number;
   /** Pages taken from the free queue, evictable hit blocks included. */
-  readonly need: number;
+  need: number;
   /** Pages the step's remove-skipped would return to the free queue. */
-  readonly releasable: number;
+  releasable: number;
   /** Per Mamba-type group with 0.32.0 checkpoint blocks: the block index each one caches. */
-  readonly checkpoints: number[][] | undefined;
+  checkpoints: number[][] | undefined;
 }
 
 /** Groups of identical spec, searched together (vLLM merges them into one type). */
@@ -86,6 +89,10 @@ export class KvCacheManager implements KvCacheManagerApi {
   private readonly fullAttentionIndex: number;
   /** A full-attention or window group that never caches makes every hit 0. */
   private readonly hitImpossible: boolean;
+  /** The hit of 0 tokens (its lists are empty and never written): shared, not made per lookup. */
+  private readonly zeroHit: Hit;
+  /** The last `plan` (see StepPlan). */
+  private readonly stepPlan: StepPlan = { hit: undefined, computed: 0, total: 0, need: 0, releasable: 0, checkpoints: undefined };
 
   constructor(options: KvPoolOptions) {
     const { groups, numPages } = options;
@@ -135,6 +142,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     // finds the same zero hit (a group that does not cache holds no cached block).
     // Stryker disable next-line ConditionalExpression,MethodExpression,ArrowFunction: equivalent, each surviving mutant only turns the zero-hit fast path off (every or undefined: false), the search then finds the same zero hit
     this.hitImpossible = this.managers.some((m) => (m.kind === "full_attention" || m.kind === "window") && !m.caches);
+    this.zeroHit = new Hit(0, this.managers.map(() => []), this);
     const mamba = this.managers.filter((m): m is MambaManager => m instanceof MambaManager);
     this.prefillChunking = mamba.length === 0 ? "any" : mamba.every((m) => m.checkpointBlocks > 0) ? "whole_blocks_before_final" : "align_split";
   }
@@ -183,7 +191,7 @@ export class KvCacheManager implements KvCacheManagerApi {
 
   /** vLLM's hybrid fixed point (vllm-rules.md 4.4) for a hit of at most `maxLength` tokens. */
   private hitFor(maxLength: number, view: (blockSize: number, maxBlocks: number) => BlockHashView): Hit {
-    const zero = new Hit(0, this.managers.map(() => []), this);
+    const zero = this.zeroHit;
     // Fast paths: without caching every attention group is non-caching (hitImpossible) and every
     // state group a ring, a non-caching attention group holds no cached block, and maxLength 0 leaves
     // no whole block to search; the search below returns zero in each case.
@@ -194,7 +202,8 @@ export class KvCacheManager implements KvCacheManagerApi {
     let hitLength = maxLength;
     for (;;) {
       let cur = hitLength;
-      this.types.forEach((t, k) => {
+      for (let k = 0; k < this.types.length; k++) {
+        const t = this.types[k]!;
         const b = t.manager.blockSize;
         const prev = lists[k];
         // Mutation testing: `false` (searching full attention again each round) is equivalent: its
@@ -207,7 +216,7 @@ export class KvCacheManager implements KvCacheManagerApi {
           lists[k] = t.manager.findLongestCacheHit(view(b, Math.floor(cur / b)), cur, this.alignment, t.groups);
         }
         cur = lists[k]![0]!.length * b;
-      });
+      }
       if (cur >= hitLength) break;
       hitLength = cur;
       // Full attention and one other type: a second round would find the same length (the other
@@ -219,10 +228,16 @@ export class KvCacheManager implements KvCacheManagerApi {
     // Stryker disable next-line ConditionalExpression: equivalent, a hit of length 0 built below has the same empty block lists as zero
     if (hitLength === 0) return zero;
     const blocks: number[][] = this.managers.map(() => []);
-    this.types.forEach((t, k) => {
+    for (let k = 0; k < this.types.length; k++) {
+      const t = this.types[k]!;
       const n = hitLength / t.manager.blockSize;
-      t.groups.forEach((g, j) => (blocks[g] = lists[k]![j]!.slice(0, n)));
-    });
+      // The searches' lists are this lookup's own: cut in place rather than copied.
+      t.groups.forEach((g, j) => {
+        const l = lists[k]![j]!;
+        l.length = Math.min(l.length, n);
+        blocks[g] = l;
+      });
+    }
     return new Hit(hitLength, blocks, this);
   }
 
@@ -270,7 +285,7 @@ export class KvCacheManager implements KvCacheManagerApi {
       const m = this.managers[g]!;
       const st = s.groups[g]!;
       // An untracked sequence holds no block (a reserved one was refused above): nothing to skip.
-      for (const b of m.skippedBlocks(st, computed)) if (this.pool.refCount(b) === 1) releasable++;
+      releasable += m.releasableSkipped(st, computed);
       need += m.numBlocksToAllocate(st, s.tracked, total, hit?.blocks[g] ?? NO_BLOCKS, computed);
       // Equivalent mutants (Stryker): checkpointBlocks > 0 dropped (true) or written >= 0, and
       // cp.length > 0 the same: with k = 0 the plan is empty, and an empty plan takes no block and
@@ -287,7 +302,14 @@ export class KvCacheManager implements KvCacheManagerApi {
         }
       }
     }
-    return { hit, computed, total, need, releasable, checkpoints };
+    const p = this.stepPlan;
+    p.hit = hit;
+    p.computed = computed;
+    p.total = total;
+    p.need = need;
+    p.releasable = releasable;
+    p.checkpoints = checkpoints;
+    return p;
   }
 
   pagesNeeded(seq: KvSequence, request: AllocateRequest): number {
@@ -308,12 +330,16 @@ export class KvCacheManager implements KvCacheManagerApi {
     }
     // Hit blocks of every group are touched before any fresh block is taken, so none is evicted.
     for (let g = 0; g < n; g++) this.managers[g]!.allocateNewBlocks(s.groups[g]!, p.total);
-    if (p.checkpoints !== undefined) {
-      p.checkpoints.forEach((cp, g) => {
+    const checkpoints = p.checkpoints;
+    if (checkpoints !== undefined) {
+      // Groups without checkpoints are holes of this sparse list, skipped as forEach skipped them.
+      for (let g = 0; g < checkpoints.length; g++) {
+        const cp = checkpoints[g];
+        if (cp === undefined) continue;
         const st = s.groups[g]!;
         st.checkpoints = this.pool.takeFree(cp.length, g);
         st.checkpointHashIdx = cp;
-      });
+      }
     }
     s.tracked = true;
     s.allocatedTokens = p.total;

@@ -2,7 +2,7 @@ import type { CacheGroup } from "@kvsim/profile-schema";
 import { cdiv } from "@kvsim/profile-schema";
 import { NULL_BLOCK, type PoolOps, type StoredBlock } from "./block-pool.js";
 import { blockHashHi, blockHashLo, PackedHashView, type BlockHashView } from "./hashing.js";
-import type { GroupState } from "./sequence.js";
+import { NO_CHECKPOINTS, type GroupState } from "./sequence.js";
 
 /** The common "nothing to release" answer, shared so a decode step allocates nothing. */
 const NONE: number[] = [];
@@ -38,6 +38,11 @@ export interface SingleTypeManager {
   allocateNewBlocks(state: GroupState, numTokens: number): void;
   /** The blocks `removeSkippedBlocks(state, computed)` would release, in free order (changes nothing). */
   skippedBlocks(state: GroupState, computed: number): number[];
+  /**
+   * How many of `skippedBlocks(state, computed)` hold their last reference (reference count 1):
+   * the pages remove-skipped would give back. Builds no list (a step's plan asks on every step).
+   */
+  releasableSkipped(state: GroupState, computed: number): number;
   /** vLLM's remove_skipped_blocks: nulls the blocks that no longer matter; returns them in free order. */
   removeSkippedBlocks(state: GroupState, computed: number): number[];
   /** Makes newly computed blocks cache-visible; emits `stored` runs through the pool. */
@@ -233,6 +238,19 @@ abstract class AttentionManager implements SingleTypeManager {
 
   skippedBlocks(state: GroupState, computed: number): number[] {
     return this.walkSkipped(state, computed, false);
+  }
+
+  releasableSkipped(state: GroupState, computed: number): number {
+    const skippedTokens = this.skippedTokens(computed);
+    if (skippedTokens <= 0) return 0;
+    let n = 0;
+    // The walk of walkSkipped, counting instead of listing.
+    for (let i = Math.min(Math.floor(skippedTokens / this.blockSize), state.blocks.length) - 1; i >= 0; i--) {
+      const b = state.blocks[i]!;
+      if (b === NULL_BLOCK) break;
+      if (this.pool.refCount(b) === 1) n++;
+    }
+    return n;
   }
 
   removeSkippedBlocks(state: GroupState, computed: number): number[] {
@@ -521,8 +539,8 @@ export class MambaManager implements SingleTypeManager {
     }
     for (const c of state.checkpoints) out.push(c);
     if (apply) {
-      state.checkpoints = [];
-      state.checkpointHashIdx = [];
+      state.checkpoints = NO_CHECKPOINTS;
+      state.checkpointHashIdx = NO_CHECKPOINTS;
     }
     return out;
   }
@@ -530,6 +548,15 @@ export class MambaManager implements SingleTypeManager {
   /** The passed previous state block and the last chunk's checkpoint blocks. */
   skippedBlocks(state: GroupState, computed: number): number[] {
     return this.collect(state, computed, false);
+  }
+
+  releasableSkipped(state: GroupState, computed: number): number {
+    const p = state.prevStateIdx;
+    let n = 0;
+    // The blocks of collect, counted instead of listed.
+    if (p >= 0 && p < cdiv(computed, this.blockSize) - 1 && state.blocks[p] !== NULL_BLOCK && this.pool.refCount(state.blocks[p]!) === 1) n++;
+    for (const c of state.checkpoints) if (this.pool.refCount(c) === 1) n++;
+    return n;
   }
 
   removeSkippedBlocks(state: GroupState, computed: number): number[] {
@@ -544,10 +571,13 @@ export class MambaManager implements SingleTypeManager {
       const blk = state.blocks[i];
       if (blk !== undefined && blk !== NULL_BLOCK && !this.pool.isHashed(blk) && i < hashes.length) cacheOne(this.pool, this.groupIndex, blk, i, hashes);
     }
-    state.checkpoints.forEach((blk, j) => {
+    // A plain loop: a callback here would allocate its closure on every commit of every step.
+    const checkpoints = state.checkpoints;
+    for (let j = 0; j < checkpoints.length; j++) {
+      const blk = checkpoints[j]!;
       const i = state.checkpointHashIdx[j]!;
       if (i >= 0 && (i + 1) * b <= computed && !this.pool.isHashed(blk) && i < hashes.length) cacheOne(this.pool, this.groupIndex, blk, i, hashes);
-    });
+    }
   }
 
   /** Keeps only the running block (the last table entry); checkpoints go too. */
@@ -562,8 +592,8 @@ export class MambaManager implements SingleTypeManager {
     }
     state.prevStateIdx = -1;
     out.push(...state.checkpoints);
-    state.checkpoints = [];
-    state.checkpointHashIdx = [];
+    state.checkpoints = NO_CHECKPOINTS;
+    state.checkpointHashIdx = NO_CHECKPOINTS;
     return out;
   }
 
@@ -646,6 +676,10 @@ export class SingleBlockStateManager implements SingleTypeManager {
 
   skippedBlocks(): number[] {
     return NONE;
+  }
+
+  releasableSkipped(): number {
+    return 0;
   }
 
   removeSkippedBlocks(): number[] {

@@ -74,6 +74,12 @@ export class SequenceChain extends PackedHashView {
   }
 }
 
+/**
+ * The empty checkpoint lists every group starts with and returns to: shared (a sequence has one
+ * per group), which is safe because checkpoint lists are only ever replaced whole, never written.
+ */
+export const NO_CHECKPOINTS: number[] = [];
+
 /** The blocks one sequence holds in one cache group. */
 export class GroupState {
   /** The block table, NULL_BLOCK (0) where a block was skipped or never needed. */
@@ -86,8 +92,8 @@ export class GroupState {
   // Stryker disable next-line UnaryOperator: equivalent, no index here releases or bounds anything before MambaManager.allocateNewBlocks first sets it (len - 1): an untracked sequence's plan reads it on an empty table (blocks[p] undefined, whose refCount is not 1; nothing is removed); on a destination reservation's table (nulls, then the running block at k - 1, k = cdiv(T, B)) an index below k - 1 is a null entry, and one at k - 1 or past is released only once computed passes the k x B tokens allocated (p < cdiv(computed, B) - 1) and bounds quiet steps by (p + 1) x B - computed + 1, above the table's own k x B - computed
   prevStateIdx = -1;
   /** 0.32.0 checkpoint blocks, latest boundary first, with the block index each one caches (-1: none). */
-  checkpoints: number[] = [];
-  checkpointHashIdx: number[] = [];
+  checkpoints: number[] = NO_CHECKPOINTS;
+  checkpointHashIdx: number[] = NO_CHECKPOINTS;
 
   reset(): void {
     this.blocks = [];
@@ -95,8 +101,8 @@ export class GroupState {
     this.numCached = 0;
     // Stryker disable next-line UnaryOperator: equivalent, as for the field above (a freed sequence is untracked with an empty table)
     this.prevStateIdx = -1;
-    this.checkpoints = [];
-    this.checkpointHashIdx = [];
+    this.checkpoints = NO_CHECKPOINTS;
+    this.checkpointHashIdx = NO_CHECKPOINTS;
   }
 }
 
