@@ -4,9 +4,7 @@
  */
 import type { PrefixHit } from "@kvsim/kv-pool";
 import type { EffectsBuilder, Req, RankState } from "./rank-state.js";
-
-/** Records one scheduled row: the step planner's bookkeeping (budget, batch sums, computed counts). */
-export type RecordRow = (req: Req, computedBefore: number, n: number) => void;
+import type { StepRows } from "./step-rows.js";
 
 /**
  * vLLM's `_mamba_block_aligned_split` (vllm-rules 3.6): while a prompt is being prefilled, a chunk
@@ -48,8 +46,8 @@ export function wholeSequenceFits(state: RankState, req: Req, hit: PrefixHit): b
 }
 
 /** Admits the activated destination at the head: its one-token row. False stops the waiting pass. */
-export function admitActivated(state: RankState, req: Req, budget: number, fx: EffectsBuilder, record: RecordRow): boolean {
-  let n = Math.min(req.seq.numTokens - req.computed, budget);
+export function admitActivated(state: RankState, req: Req, fx: EffectsBuilder, rows: StepRows): boolean {
+  let n = Math.min(req.seq.numTokens - req.computed, rows.budget);
   n = alignChunk(state, req, req.computed, n);
   // Stryker disable next-line ConditionalExpression,EqualityOperator,BooleanLiteral: unreachable, an activated destination has its one last token to compute and the pass has budget left
   if (n <= 0) return false;
@@ -59,13 +57,14 @@ export function admitActivated(state: RankState, req: Req, budget: number, fx: E
   req.phase = "running";
   state.running.push(req);
   fx.admissions.push({ requestId: req.id, reusedTokens: req.handoff?.hitTokens ?? 0, resumed: false });
-  record(req, req.computed, n);
+  rows.record(req, req.computed, n);
   return true;
 }
 
 /** Tries to admit the waiting head (vllm-rules 1.2 step 3). */
-export function admitWaiting(state: RankState, req: Req, budget: number, fx: EffectsBuilder, record: RecordRow): "admitted" | "rejected" | "stop" {
+export function admitWaiting(state: RankState, req: Req, fx: EffectsBuilder, rows: StepRows): "admitted" | "rejected" | "stop" {
   const engine = state.engine;
+  const budget = rows.budget;
   // A waiting request has computed nothing (new, or preempted: recompute): look up the prefix cache.
   const hit: PrefixHit = state.pool.findPrefixHit(req.seq);
   const full = req.seq.numTokens - hit.tokens;
@@ -101,7 +100,7 @@ export function admitWaiting(state: RankState, req: Req, budget: number, fx: Eff
   req.phase = "running";
   state.running.push(req);
   fx.admissions.push({ requestId: req.id, reusedTokens: hit.tokens, resumed: req.preemptions > 0 });
-  record(req, hit.tokens, n);
+  rows.record(req, hit.tokens, n);
   return "admitted";
 }
 

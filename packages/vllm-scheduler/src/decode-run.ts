@@ -60,17 +60,23 @@ export interface DecodeRunPages {
   readonly data: Float64Array;
 }
 
-/** Decode-only steps run back to back from `startMs`; each gave every request of the batch one token. */
+/**
+ * Decode-only steps run back to back from `startMs`; each gave every request of the batch one token.
+ *
+ * `stepEndsMs`, `requestIds`, `firstTokenIndex` and `pages` are the rank's scratch buffers (a run
+ * allocates none of them): valid until the rank's next decode run; a caller that keeps them longer
+ * copies them. The typed arrays may be longer than the run: read only the entries documented.
+ */
 export interface DecodeRun {
   readonly startMs: number;
   /** The end of the last step. */
   readonly endMs: number;
   readonly steps: number;
-  /** The end of each step (its tokens' time), `steps` entries. */
+  /** The end of each step (its tokens' time), in the first `steps` entries. */
   readonly stepEndsMs: Float64Array;
   /** The batch, in running order (every step scheduled exactly these requests). */
   readonly requestIds: readonly string[];
-  /** Per request of the batch, the output index of its token in the first step (then +1 per step). */
+  /** Per request of the batch (the first `requestIds.length` entries), the output index of its token in the first step (then +1 per step). */
   readonly firstTokenIndex: Int32Array;
   /** Σ over the steps of the profile-table queries clamped. */
   readonly clampedTimingQueries: number;
@@ -97,6 +103,9 @@ export class DecodeRunScratch {
   ends = new Float64Array(64);
   /** The recorded pages (see {@link DecodeRunPages}). */
   pages = new Float64Array(64);
+  /** The batch's ids and first token indices (see {@link DecodeRun}). */
+  readonly requestIds: string[] = [];
+  firstTokenIndex = new Int32Array(16);
   readonly batch: MutableBatch = {
     prefill: { count: 0, sumIsl: 0, sumPrefix: 0 },
     decode: { count: 0, sumSequenceTokens: 0 },
@@ -169,8 +178,10 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
   batch.decode.count = n;
   batch.decodeRows = n;
 
-  const firstTokenIndex = new Int32Array(n);
-  const requestIds: string[] = new Array<string>(n);
+  if (scratch.firstTokenIndex.length < n) scratch.firstTokenIndex = new Int32Array(Math.max(n, scratch.firstTokenIndex.length * 2));
+  const firstTokenIndex = scratch.firstTokenIndex;
+  const requestIds = scratch.requestIds;
+  requestIds.length = n;
   for (let i = 0; i < n; i++) {
     firstTokenIndex[i] = running[i]!.outputs;
     requestIds[i] = running[i]!.id;
@@ -270,7 +281,7 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
     startMs: nowMs,
     endMs: t,
     steps,
-    stepEndsMs: scratch.ends.slice(0, steps),
+    stepEndsMs: scratch.ends,
     requestIds,
     firstTokenIndex,
     clampedTimingQueries: clamped,

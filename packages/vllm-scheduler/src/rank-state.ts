@@ -19,6 +19,7 @@ import { kvBlockSizeTokens } from "./geometry.js";
 import { RankConfigError, mambaBlockSize, rankConfigProblems } from "./rank-config.js";
 import { createTimingModel, type TimingModel } from "./timing-model.js";
 import { requestIdHash } from "./token-ids.js";
+import { StepRows } from "./step-rows.js";
 
 export type Phase =
   /** In the waiting deque (new or preempted). */
@@ -153,6 +154,8 @@ export class RankState {
   /** Bumped whenever blocks are freed, so a failed destination head is retried only when capacity grew. */
   capacityGeneration = 0;
   reserveFailedAt: { handoff: Handoff; generation: number } | undefined;
+  /** The step planner's scratch (step-rows.ts). */
+  readonly stepRows = new StepRows();
 
   constructor(config: RankConfig) {
     this.groups = poolGroupsForProfile(config.profile, config.engine);

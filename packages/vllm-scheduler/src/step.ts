@@ -7,7 +7,6 @@
 import type { ScheduledWork, StepResult, TokenEmitted } from "./contract.js";
 import { admitActivated, admitWaiting, alignChunk } from "./admission.js";
 import { EffectsBuilder, type Req, type RankState } from "./rank-state.js";
-import type { DecodeBatch, StepBatch } from "./timing-model.js";
 import { tokenIdFromHash } from "./token-ids.js";
 
 /** A planned and priced step. */
@@ -23,7 +22,9 @@ export interface PlannedStep {
   readonly finishing: readonly Req[];
 }
 
-const NO_DECODE: DecodeBatch = { count: 0, sumSequenceTokens: 0 };
+/** What a synchronous plan samples and finishes on its own (never written: see `planStep`). */
+const NONE_SAMPLED: { readonly req: Req; readonly index: number }[] = [];
+const NONE_FINISHING: Req[] = [];
 
 /**
  * Plans and prices one step from the rank's state now; undefined when it schedules nothing (the
@@ -36,53 +37,17 @@ const NO_DECODE: DecodeBatch = { count: 0, sumSequenceTokens: 0 };
  */
 export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, synchronous: boolean): PlannedStep | undefined {
   const engine = state.engine;
-  const scheduled: Req[] = [];
   const maxModelLen = engine.max_model_len;
   const threshold = engine.long_prefill_token_threshold;
-  let budget = engine.max_num_batched_tokens;
   let preempted = false;
-  let prefillCount = 0;
-  let sumIsl = 0;
-  let sumPrefix = 0;
-  let promptRows = 0;
-  let promptTokens = 0;
-  let promptContextTokens = 0;
-  let decodeRows = 0;
-  let decodeKvTokens = 0;
-  const chargePrefill = state.role !== "decode";
-
-  const record = (req: Req, computedBefore: number, n: number): void => {
-    req.stepTokens = n;
-    scheduled.push(req);
-    budget -= n;
-    const promptBefore = Math.min(computedBefore, req.promptTokens);
-    const promptAfter = Math.min(computedBefore + n, req.promptTokens);
-    if (chargePrefill && promptAfter > promptBefore) {
-      prefillCount++;
-      sumIsl += promptAfter;
-      sumPrefix += promptBefore;
-    }
-    // A decode row computes the one token at the end of a sequence that already has output.
-    // Not killed (Stryker): the end-of-sequence test dropped (true). It differs only for a resumed
-    // request recomputing in a 1-token chunk short of its end (1 token of budget left), which no
-    // test sets up; n === 1 dropped is equivalent (a longer chunk cannot end one token in).
-    if (chargePrefill && !(n === 1 && req.outputs > 0 && computedBefore + 1 === req.seq.numTokens)) {
-      promptRows++;
-      promptTokens += n;
-      promptContextTokens += computedBefore;
-    } else {
-      decodeRows++;
-      decodeKvTokens += computedBefore + n;
-    }
-    // Computed counts advance at schedule time (vllm-rules 1.2 step 8).
-    req.computed = computedBefore + n;
-  };
+  const rows = state.stepRows;
+  rows.reset(engine.max_num_batched_tokens, state.role !== "decode");
 
   // 1. Running requests in list order.
   const running = state.running;
   // Equivalent mutants (Stryker): budget > 0 written >= 0 or dropped; with no budget left every
   // row below gets n = 0 and is skipped.
-  for (let i = 0; i < running.length && budget > 0; ) {
+  for (let i = 0; i < running.length && rows.budget > 0; ) {
     const req = running[i]!;
     if (req.phase === "finishing") {
       // Async scheduling: its last token is in flight; vLLM skips a request certain to be done.
@@ -93,7 +58,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
     // Equivalent mutant (Stryker): n >= threshold sets n to the threshold either way.
     if (threshold > 0 && n > threshold) n = threshold;
     // Stryker disable next-line EqualityOperator: equivalent, n >= budget sets n to the budget either way
-    if (n > budget) n = budget;
+    if (n > rows.budget) n = rows.budget;
     // Stryker disable next-line ArithmeticOperator: never binding, the submit check keeps prompt + outputs <= max_model_len, so computed + n stays <= max_model_len - 1
     if (maxModelLen !== undefined) n = Math.min(n, maxModelLen - 1 - req.computed);
     n = alignChunk(state, req, req.computed, n);
@@ -138,60 +103,56 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       if (victim === req) break;
     }
     if (!allocated) break;
-    record(req, req.computed, n);
+    rows.record(req, req.computed, n);
     i++;
   }
 
   // 2. Waiting requests, only if nothing was preempted in this step.
   // Equivalent mutants (Stryker): budget > 0 written >= 0 or dropped; with no budget an activated
   // row gets n = 0 (false) and a waiting one n = 0 or a head-of-line stop.
-  while (!preempted && budget > 0 && running.length < engine.max_num_seqs) {
+  while (!preempted && rows.budget > 0 && running.length < engine.max_num_seqs) {
     const materialized = state.peekLive(state.activated, "activated");
     if (materialized !== undefined) {
-      if (!admitActivated(state, materialized, budget, fx, record)) break;
+      if (!admitActivated(state, materialized, fx, rows)) break;
       continue;
     }
     // A pending destination head blocks fresh admissions so that it cannot starve.
     if (state.peekPendingDestination() !== undefined) break;
     const req = state.peekLive(state.waiting, "waiting");
     if (req === undefined) break;
-    const outcome = admitWaiting(state, req, budget, fx, record);
+    const outcome = admitWaiting(state, req, fx, rows);
     if (outcome === "stop") break;
   }
 
-  if (scheduled.length === 0) return undefined;
+  const count = rows.count;
+  if (count === 0) return undefined;
 
   // 3. Price the pass.
-  let decode = NO_DECODE;
+  const batch = rows.batch;
   if (state.role !== "prefill") {
-    let count = 0;
+    let decodeCount = 0;
     let sumSequenceTokens = 0;
-    for (const req of scheduled) {
+    for (let i = 0; i < count; i++) {
+      const req = rows.at(i);
       if (req.computed >= req.seq.numTokens && req.outputs < req.maxOutputTokens) {
-        count++;
+        decodeCount++;
         sumSequenceTokens += req.seq.numTokens;
       }
     }
-    decode = { count, sumSequenceTokens };
+    batch.decode.count = decodeCount;
+    batch.decode.sumSequenceTokens = sumSequenceTokens;
   }
-  const batch: StepBatch = {
-    prefill: { count: prefillCount, sumIsl, sumPrefix },
-    decode,
-    promptRows,
-    promptTokens,
-    promptContextTokens,
-    decodeRows,
-    decodeKvTokens,
-  };
   const price = state.timing.step(batch);
   const endMs = nowMs + price.prefillMs + price.decodeMs;
 
   // 4. Blocks become cache-visible once computed; requests that reached their end sample one token.
   // Stryker disable next-line BooleanLiteral: equivalent, compacting a running list where nothing finished keeps it as it is (every entry is running or finishing)
   let finishedAny = false;
-  const sampled: { readonly req: Req; readonly index: number }[] = [];
-  const finishing: Req[] = [];
-  for (const req of scheduled) {
+  // The synchronous loop samples and finishes at once: its plan lists neither (shared empty lists).
+  const sampled: { readonly req: Req; readonly index: number }[] = synchronous ? NONE_SAMPLED : [];
+  const finishing: Req[] = synchronous ? NONE_FINISHING : [];
+  for (let i = 0; i < count; i++) {
+    const req = rows.at(i);
     state.pool.commitComputed(req.seq, req.computed);
     if (req.computed < req.seq.numTokens) continue; // a prefill chunk short of the end samples nothing
     if (req.outputs < req.maxOutputTokens) {
@@ -220,11 +181,13 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
 
   const work: ScheduledWork[] = [];
   let scheduledTokens = 0;
-  for (const req of scheduled) {
+  for (let i = 0; i < count; i++) {
+    const req = rows.at(i);
     work.push({ requestId: req.id, tokens: req.stepTokens });
     scheduledTokens += req.stepTokens;
     req.stepTokens = 0;
   }
+  rows.clear();
   return { prefillMs: price.prefillMs, decodeMs: price.decodeMs, clamped: price.clamped, work, scheduledTokens, sampled, finishing };
 }
 
