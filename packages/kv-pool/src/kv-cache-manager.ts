@@ -15,7 +15,7 @@ import type {
   PromptTokens,
 } from "./contract.js";
 import { FRESH, FullAttentionManager, MambaManager, SingleBlockStateManager, WindowManager, type SingleTypeManager } from "./managers.js";
-import { asPromptImpl } from "./prompt-tokens.js";
+import { asPromptImpl, type PromptBase } from "./prompt-tokens.js";
 import type { BlockHashView } from "./hashing.js";
 import { Sequence } from "./sequence.js";
 import { rangeFailure } from "./errors.js";
@@ -49,8 +49,8 @@ interface StepPlan {
   need: number;
   /** Pages the step's remove-skipped would return to the free queue. */
   releasable: number;
-  /** Per Mamba-type group with 0.32.0 checkpoint blocks: the block index each one caches. */
-  checkpoints: number[][] | undefined;
+  /** Some Mamba-type group takes 0.32.0 checkpoint blocks in this step (`allocateSlots` lists them). */
+  checkpoints: boolean;
 }
 
 /** Groups of identical spec, searched together (vLLM merges them into one type). */
@@ -60,6 +60,12 @@ interface HitType {
   readonly fullAttention: boolean;
 }
 
+
+/** True when a reservation plan holds a hit block (an entry above NULL_BLOCK; FRESH is below it). */
+function holdsHitBlock(plan: readonly number[]): boolean {
+  for (const b of plan) if (b > NULL_BLOCK) return true;
+  return false;
+}
 
 function gcd(a: number, b: number): number {
   while (b !== 0) [a, b] = [b, a % b];
@@ -92,7 +98,7 @@ export class KvCacheManager implements KvCacheManagerApi {
   /** The hit of 0 tokens (its lists are empty and never written): shared, not made per lookup. */
   private readonly zeroHit: Hit;
   /** The last `plan` (see StepPlan). */
-  private readonly stepPlan: StepPlan = { hit: undefined, computed: 0, total: 0, need: 0, releasable: 0, checkpoints: undefined };
+  private readonly stepPlan: StepPlan = { hit: undefined, computed: 0, total: 0, need: 0, releasable: 0, checkpoints: false };
 
   constructor(options: KvPoolOptions) {
     const { groups, numPages } = options;
@@ -180,17 +186,27 @@ export class KvCacheManager implements KvCacheManagerApi {
 
   findPrefixHit(seq: KvSequence): PrefixHit {
     const s = this.own(seq);
-    return this.hitFor(s.numTokens - 1, (b, max) => s.chain(b).ensure(max));
+    return this.hitFor(s.numTokens - 1, s, undefined);
   }
 
   peekPrefixHitTokens(prompt: PromptTokens): number {
     const p = asPromptImpl(prompt);
-    const real = this.pool.collectsEvents;
-    return this.hitFor(p.length - 1, (b) => (real ? p.chain(b) : p.keys(b))).tokens;
+    return this.hitFor(p.length - 1, undefined, p).tokens;
   }
 
-  /** vLLM's hybrid fixed point (vllm-rules.md 4.4) for a hit of at most `maxLength` tokens. */
-  private hitFor(maxLength: number, view: (blockSize: number, maxBlocks: number) => BlockHashView): Hit {
+  /**
+   * The hashes a hit search reads at `blockSize`, at least `maxBlocks` of them when there are: a
+   * sequence's own chain, or else a bare prompt's (real hashes when the pool reports KV events,
+   * its cheaper lookup keys otherwise). Two arguments rather than a callback: a lookup runs on
+   * every step a waiting head is retried, and a closure per lookup was garbage.
+   */
+  private hitView(s: Sequence | undefined, p: PromptBase | undefined, blockSize: number, maxBlocks: number): BlockHashView {
+    if (s !== undefined) return s.chain(blockSize).ensure(maxBlocks);
+    return this.pool.collectsEvents ? p!.chain(blockSize) : p!.keys(blockSize);
+  }
+
+  /** vLLM's hybrid fixed point (vllm-rules.md 4.4) for a hit of at most `maxLength` tokens of sequence `s` (or, without one, prompt `p`). */
+  private hitFor(maxLength: number, s: Sequence | undefined, p: PromptBase | undefined): Hit {
     const zero = this.zeroHit;
     // Fast paths: without caching every attention group is non-caching (hitImpossible) and every
     // state group a ring, a non-caching attention group holds no cached block, and maxLength 0 leaves
@@ -213,7 +229,7 @@ export class KvCacheManager implements KvCacheManagerApi {
           for (const l of prev) l.length = Math.min(l.length, Math.floor(cur / b));
         } else {
           // Stryker disable next-line ArithmeticOperator: equivalent, more hashes than floor(cur / b) change nothing: the search stops at maxLength = cur
-          lists[k] = t.manager.findLongestCacheHit(view(b, Math.floor(cur / b)), cur, this.alignment, t.groups);
+          lists[k] = t.manager.findLongestCacheHit(this.hitView(s, p, b, Math.floor(cur / b)), cur, this.alignment, t.groups);
         }
         cur = lists[k]![0]!.length * b;
       }
@@ -249,7 +265,9 @@ export class KvCacheManager implements KvCacheManagerApi {
     // 0 tokens (transferredTokens >= 1).
     if (s.tracked || s.reservedTokens >= 0) throw new Error(`sequence ${s.id} already holds blocks: a hit is taken only at first admission`);
     // The hit's blocks must still hold their keys: nothing may have evicted them since the lookup.
-    hit.blocks.forEach((l, g) => {
+    // (A loop, not forEach: a waiting head with a hit is planned again on every step it waits.)
+    for (let g = 0; g < hit.blocks.length; g++) {
+      const l = hit.blocks[g]!;
       const chain = s.chain(this.managers[g]!.blockSize);
       // The keys as int32 halves, read in batches (never boxed).
       // Stryker disable next-line EqualityOperator: equivalent (<=), the extra pass at from = l.length reads the empty range [l.length, l.length) and checks no block
@@ -263,7 +281,7 @@ export class KvCacheManager implements KvCacheManagerApi {
           }
         }
       }
-    });
+    }
     return hit;
   }
 
@@ -280,25 +298,24 @@ export class KvCacheManager implements KvCacheManagerApi {
     if (total > s.numTokens) throw rangeFailure("sequence {0}: {1} computed + {2} new exceeds its {3} tokens", s.id, computed, newTokens, s.numTokens);
     let need = 0;
     let releasable = 0;
-    let checkpoints: number[][] | undefined;
+    let checkpoints = false;
     for (let g = 0; g < this.managers.length; g++) {
       const m = this.managers[g]!;
       const st = s.groups[g]!;
       // An untracked sequence holds no block (a reserved one was refused above): nothing to skip.
       releasable += m.releasableSkipped(st, computed);
       need += m.numBlocksToAllocate(st, s.tracked, total, hit?.blocks[g] ?? NO_BLOCKS, computed);
-      // Equivalent mutants (Stryker): checkpointBlocks > 0 dropped (true) or written >= 0, and
-      // cp.length > 0 the same: with k = 0 the plan is empty, and an empty plan takes no block and
-      // leaves the group's checkpoints empty, as remove-skipped already left them. Shortcuts.
+      // Equivalent mutants (Stryker): k > 0 dropped (true) or written >= 0 adds nothing for k = 0,
+      // and allocateSlots then lists empty plans, which take no block and leave the group's
+      // checkpoints empty, as remove-skipped already left them. Shortcuts.
       if (m instanceof MambaManager) {
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (see above), with k = 0 the plan is empty
-        if (m.checkpointBlocks > 0) {
-          const cp = m.checkpointPlan(computed, total, s.numPromptTokens);
-          // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (see above), an empty plan takes no block and sets the group's checkpoints to the empty lists remove-skipped left
-          if (cp.length > 0) {
-            need += cp.length;
-            (checkpoints ??= [])[g] = cp;
-          }
+        // Only counted here: a plan may be refused or only asked for its pages (a waiting head is
+        // planned on every step it waits); allocateSlots lists the blocks once the step fits.
+        const k = m.checkpointCount(computed, total, s.numPromptTokens);
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (see above)
+        if (k > 0) {
+          need += k;
+          checkpoints = true;
         }
       }
     }
@@ -330,12 +347,13 @@ export class KvCacheManager implements KvCacheManagerApi {
     }
     // Hit blocks of every group are touched before any fresh block is taken, so none is evicted.
     for (let g = 0; g < n; g++) this.managers[g]!.allocateNewBlocks(s.groups[g]!, p.total);
-    const checkpoints = p.checkpoints;
-    if (checkpoints !== undefined) {
-      // Groups without checkpoints are holes of this sparse list, skipped as forEach skipped them.
-      for (let g = 0; g < checkpoints.length; g++) {
-        const cp = checkpoints[g];
-        if (cp === undefined) continue;
+    if (p.checkpoints) {
+      for (let g = 0; g < n; g++) {
+        const m = this.managers[g]!;
+        if (!(m instanceof MambaManager)) continue;
+        const cp = m.checkpointPlan(p.computed, p.total, s.numPromptTokens);
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, an empty plan takes no block and sets the group's checkpoints to empty lists, as remove-skipped left them
+        if (cp.length === 0) continue;
         const st = s.groups[g]!;
         st.checkpoints = this.pool.takeFree(cp.length, g);
         st.checkpointHashIdx = cp;
@@ -414,35 +432,44 @@ export class KvCacheManager implements KvCacheManagerApi {
     // Stryker disable next-line EqualityOperator: equivalent (> 0), reservedTokens is -1 or a reservation's transferredTokens, which is >= 1
     if (s.tracked || s.reservedTokens >= 0) throw new Error(`sequence ${s.id} already holds blocks on this rank`);
     if (transferredTokens > s.numTokens) throw new RangeError(`sequence ${s.id}: ${transferredTokens} transferred exceeds its ${s.numTokens} tokens`);
-    const hit = this.hitFor(Math.min(s.numTokens - 1, transferredTokens), (b, max) => s.chain(b).ensure(max));
+    const hit = this.hitFor(Math.min(s.numTokens - 1, transferredTokens), s, undefined);
     const plans = this.managers.map((m, g) => m.planReservation(transferredTokens, hit.blocks[g]!, hit.tokens));
     let need = 0;
     for (const plan of plans) for (const b of plan) if (b === FRESH || this.pool.isEvictable(b)) need++;
     if (need > this.pool.numFree) return undefined;
+    // Only plans holding hit blocks are filtered and touched (most hold none; touching none is a no-op).
     // Mutation testing: the filter written true is equivalent, touch skips the null block and a FRESH
     // entry (-1) reaches only a negative index of the pool's typed array, where nothing is written.
     // Stryker disable next-line MethodExpression,ConditionalExpression,EqualityOperator: equivalent (the filter dropped, true, >=), see above: touch skips the null block, and FRESH touches nothing
-    for (const plan of plans) this.pool.touch(plan.filter((b) => b > NULL_BLOCK));
+    for (const plan of plans) if (holdsHitBlock(plan)) this.pool.touch(plan.filter((b) => b > NULL_BLOCK));
     let reservedPages = 0;
-    plans.forEach((plan, g) => {
+    // Plain loops below: a reservation is made per handoff, for every group.
+    for (let g = 0; g < plans.length; g++) {
+      const plan = plans[g]!;
       const st = s.groups[g]!;
       const m = this.managers[g]!;
-      const fresh = plan.reduce((n, b) => n + (b === FRESH ? 1 : 0), 0);
+      let fresh = 0;
+      for (const b of plan) if (b === FRESH) fresh++;
       const taken = this.pool.takeFree(fresh, g);
       let k = 0;
+      let real = 0;
       // Pushed one by one: a packed array, like every other block table (a plan can be holey, and
       // a holey table would send the code optimised for packed ones back to the interpreter).
       const blocks: number[] = [];
-      for (const b of plan) blocks.push(b === FRESH ? taken[k++]! : b);
+      for (const b of plan) {
+        const block = b === FRESH ? taken[k++]! : b;
+        blocks.push(block);
+        if (block !== NULL_BLOCK) real++;
+      }
       st.blocks = blocks;
-      st.real = st.blocks.reduce((n, b) => n + (b === NULL_BLOCK ? 0 : 1), 0);
+      st.real = real;
       // Mutation testing: the kind test written true or false is equivalent: state groups never read
       // numCached, and an attention group starting at 0 offers its hit blocks to the cache again,
       // where, already hashed, they are skipped and cut no run.
       // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, see above
       st.numCached = m.kind === "mamba" || m.kind === "ring" ? 0 : Math.min(hit.tokens / m.blockSize, st.blocks.length);
       reservedPages += st.real;
-    });
+    }
     s.reservedTokens = transferredTokens;
     const fa = this.managers[this.fullAttentionIndex];
     const missing = fa === undefined ? 0 : cdiv(transferredTokens, fa.blockSize) - hit.tokens / fa.blockSize;

@@ -200,6 +200,15 @@ abstract class AttentionManager implements SingleTypeManager {
 
   allocateNewComputedBlocks(state: GroupState, hitBlocks: readonly number[], totalComputed: number): void {
     const skipped = Math.floor(this.skippedTokens(totalComputed) / this.blockSize);
+    if (skipped === 0 && state.blocks.length === 0) {
+      // The table starts as one exact-size copy of the hit (pushed block by block, a long hit's
+      // table is regrown and copied a dozen times on the way).
+      state.blocks = hitBlocks.slice();
+      for (const b of hitBlocks) if (b !== NULL_BLOCK) state.real++;
+      this.pool.touch(state.blocks);
+      state.numCached = state.blocks.length;
+      return;
+    }
     for (let i = 0; i < skipped; i++) state.blocks.push(NULL_BLOCK);
     for (let i = skipped; i < hitBlocks.length; i++) {
       const b = hitBlocks[i]!;
@@ -317,11 +326,15 @@ export class FullAttentionManager extends AttentionManager {
   }
 
   findLongestCacheHit(hashes: BlockHashView, maxLength: number, alignment: number, groups: readonly number[]): number[][] {
-    const out: number[][] = groups.map(() => []);
+    // Loops, not map and fill: a waiting head with a hit is looked up again on every step it waits.
+    const out: number[][] = [];
+    const found: number[] = [];
+    while (out.length < groups.length) {
+      out.push([]);
+      found.push(NULL_BLOCK);
+    }
     const max = Math.min(Math.floor(maxLength / this.blockSize), hashes.length);
     const pool = this.pool;
-    // Stryker disable next-line ArrayDeclaration: equivalent, found[k] is read before it is set only at block 0, where undefined takes findFirst's table path as NULL_BLOCK does
-    const found = new Array<number>(groups.length).fill(NULL_BLOCK);
     // A packed view's keys are read in growing batches into a typed array (as int32, never boxed);
     // the batches double, so at most about as many keys are computed as the hit has blocks.
     const packed = hashes instanceof PackedHashView ? hashes : undefined;
@@ -503,6 +516,11 @@ export class MambaManager implements SingleTypeManager {
     for (let i = len; i < required - 1; i++) state.blocks.push(NULL_BLOCK);
     this.pool.takeFreeInto(1, state.blocks, this.groupIndex);
     state.real++;
+  }
+
+  /** How many checkpoint blocks a chunk [computed, numTokens) takes: `checkpointPlan(...).length`, without the list. */
+  checkpointCount(computed: number, numTokens: number, numPromptTokens: number): number {
+    return computed >= numPromptTokens || numTokens < numPromptTokens ? 0 : this.checkpointBlocks;
   }
 
   /**
