@@ -56,7 +56,7 @@ export function admitActivated(state: RankState, req: Req, fx: EffectsBuilder, r
   state.activatedLive--;
   req.phase = "running";
   state.running.push(req);
-  fx.admissions.push({ requestId: req.id, reusedTokens: req.handoff?.hitTokens ?? 0, resumed: false });
+  fx.admission({ requestId: req.id, reusedTokens: req.handoff?.hitTokens ?? 0, resumed: false });
   rows.record(req, req.computed, n);
   return true;
 }
@@ -99,7 +99,7 @@ export function admitWaiting(state: RankState, req: Req, fx: EffectsBuilder, row
   state.waitingLive--;
   req.phase = "running";
   state.running.push(req);
-  fx.admissions.push({ requestId: req.id, reusedTokens: hit.tokens, resumed: req.preemptions > 0 });
+  fx.admission({ requestId: req.id, reusedTokens: hit.tokens, resumed: req.preemptions > 0 });
   rows.record(req, hit.tokens, n);
   return "admitted";
 }
@@ -113,7 +113,7 @@ function isIdle(state: RankState): boolean {
 export function rejectWaiting(state: RankState, req: Req, fx: EffectsBuilder, reason: string): "rejected" {
   state.waiting.popFront();
   state.waitingLive--;
-  fx.rejections.push({ requestId: req.id, reason });
+  fx.rejection(req.id, reason);
   state.retire(req);
   return "rejected";
 }

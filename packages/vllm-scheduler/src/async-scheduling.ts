@@ -47,9 +47,9 @@ export class AsyncScheduling {
     if (current !== undefined && state.hasSchedulableWork()) this.next = planStep(state, fx, nowMs, false);
     if (current === undefined) return fx.empty ? undefined : stepResult(state, nowMs, undefined, fx);
     const endMs = nowMs + current.prefillMs + current.decodeMs;
-    emitSampled(current, endMs, fx.tokens);
+    emitSampled(current, endMs, fx);
     // A request cancelled since the step was planned produces nothing (vLLM drops its outputs).
-    for (const req of current.finishing) if (req.phase === "finishing") fx.finished.push({ requestId: req.id });
+    for (const req of current.finishing) if (req.phase === "finishing") fx.finish(req.id);
     this.inFlightFinishing = current.finishing;
     return stepResult(state, nowMs, current, fx);
   }

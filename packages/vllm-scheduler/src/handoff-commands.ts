@@ -40,7 +40,7 @@ export function submitHandoffPrefill(state: RankState, handoffId: string, reques
   // The prefill rank is asked for one token (vLLM's proxy sends max_tokens = 1); the decode rank checks the real output.
   const rejection = state.promptRejection(n, t, 1);
   if (rejection !== undefined) {
-    fx.rejections.push({ requestId: request.id, reason: rejection });
+    fx.rejection(request.id, rejection);
     state.retiredHandoffs.set(handoffId, "source");
     return ok(state, "submitted", fx);
   }
@@ -96,7 +96,7 @@ export function reserveDestination(state: RankState, handoffId: string, request:
   const t = transferredTokens(state.profile, tokens(n));
   const rejection = state.promptRejection(n, t, request.maxOutputTokens);
   if (rejection !== undefined) {
-    fx.rejections.push({ requestId: request.id, reason: rejection });
+    fx.rejection(request.id, rejection);
     state.retiredHandoffs.set(handoffId, "destination_rejected");
     return ok(state, "accepted", fx);
   }

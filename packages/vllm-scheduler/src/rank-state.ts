@@ -75,13 +75,52 @@ export interface Req {
   freed: boolean;
 }
 
+/** The empty list every effect list starts as (see EffectsBuilder); never written. */
+const NONE: never[] = [];
+
+/** Appends to an effect list, making it at its first entry. */
+function append<T>(list: T[], item: T): T[] {
+  const out = list === NONE ? [] : list;
+  out.push(item);
+  return out;
+}
+
+/**
+ * The effects of one step or command. Each list is the shared empty one until its first entry:
+ * most steps and commands fill one or two of the six, and one builder is made per step and per
+ * command.
+ */
 export class EffectsBuilder {
-  readonly tokens: TokenEmitted[] = [];
-  readonly admissions: Admission[] = [];
-  readonly preemptions: { readonly requestId: string }[] = [];
-  readonly rejections: { readonly requestId: string; readonly reason: string }[] = [];
-  readonly finished: { readonly requestId: string }[] = [];
-  readonly lifecycle: LifecycleFact[] = [];
+  tokens: TokenEmitted[] = NONE;
+  admissions: Admission[] = NONE;
+  preemptions: { readonly requestId: string }[] = NONE;
+  rejections: { readonly requestId: string; readonly reason: string }[] = NONE;
+  finished: { readonly requestId: string }[] = NONE;
+  lifecycle: LifecycleFact[] = NONE;
+
+  token(t: TokenEmitted): void {
+    this.tokens = append(this.tokens, t);
+  }
+
+  admission(a: Admission): void {
+    this.admissions = append(this.admissions, a);
+  }
+
+  preemption(requestId: string): void {
+    this.preemptions = append(this.preemptions, { requestId });
+  }
+
+  rejection(requestId: string, reason: string): void {
+    this.rejections = append(this.rejections, { requestId, reason });
+  }
+
+  finish(requestId: string): void {
+    this.finished = append(this.finished, { requestId });
+  }
+
+  fact(f: LifecycleFact): void {
+    this.lifecycle = append(this.lifecycle, f);
+  }
 
   get empty(): boolean {
     // Equivalent mutants (Stryker): the token, admission, finished or lifecycle test dropped (true),
@@ -240,12 +279,12 @@ export class RankState {
     req.phase = "waiting";
     this.waiting.pushFront(req);
     this.waitingLive++;
-    fx.preemptions.push({ requestId: req.id });
+    fx.preemption(req.id);
   }
 
   /** A request produced its last token (or had none to produce). */
   complete(req: Req, fx: EffectsBuilder): void {
-    fx.finished.push({ requestId: req.id });
+    fx.finish(req.id);
     const h = req.handoff;
     // Equivalent mutant (Stryker): the pending test dropped (true); a source released before it
     // completed has no handoff left (releaseSource detaches it), so a source here is pending.
@@ -256,7 +295,7 @@ export class RankState {
       const heldPages = this.pool.heldBlocks(req.seq).reduce((a, b) => a + b, 0);
       h.state = "held";
       req.phase = "held";
-      fx.lifecycle.push({
+      fx.fact({
         type: "source_held",
         handoffId: h.id,
         requestId: req.id,
@@ -392,7 +431,7 @@ export class RankState {
         this.linearBlockSize === undefined
           ? ({ unit: "block", units: res.missingFullAttentionBlocks } as const)
           : ({ unit: "token", units: res.missingFullAttentionBlocks * this.linearBlockSize } as const);
-      fx.lifecycle.push({ type: "destination_reserved", handoffId: h.id, requestId: h.req.id, missing, hitTokens: res.hitTokens });
+      fx.fact({ type: "destination_reserved", handoffId: h.id, requestId: h.req.id, missing, hitTokens: res.hitTokens });
     }
   }
 

@@ -131,7 +131,7 @@ export class Rank {
     const n = request.prompt.length;
     const rejection = state.promptRejection(n, n, request.maxOutputTokens);
     if (rejection !== undefined) {
-      fx.rejections.push({ requestId: request.id, reason: rejection });
+      fx.rejection(request.id, rejection);
     } else {
       const req = state.newRequest(request.id, request.prompt, request.maxOutputTokens, undefined);
       state.enqueueWaiting(req);

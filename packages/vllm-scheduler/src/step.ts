@@ -4,7 +4,7 @@
  * loop (plan, run, process the outputs, plan again) and async scheduling
  * (async-scheduling.ts) pipelines the same plans.
  */
-import type { ScheduledWork, StepResult, TokenEmitted } from "./contract.js";
+import type { ScheduledWork, StepResult } from "./contract.js";
 import { admitActivated, admitWaiting, alignChunk } from "./admission.js";
 import { EffectsBuilder, type Req, type RankState } from "./rank-state.js";
 import { tokenIdFromHash } from "./token-ids.js";
@@ -86,7 +86,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
         // so the request still finishes when the step ends; only its blocks go now.
         victim.freed = true;
         state.finishingCount--;
-        fx.preemptions.push({ requestId: victim.id });
+        fx.preemption(victim.id);
         continue;
       }
       // Equivalent mutants (Stryker): dropping victim === req or running.length === 0, or joining
@@ -95,7 +95,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       if (victim === req && running.length === 0 && state.pool.metrics().usedPages === 0) {
         // Alone in an otherwise empty pool it still does not fit: recomputing would only come
         // back here, so it can never finish (vLLM would loop; max_model_len usually prevents it).
-        fx.rejections.push({ requestId: req.id, reason: `its sequence of ${req.seq.numTokens} tokens outgrew the pool: ${req.computed} computed + ${n} new do not fit even in the empty pool of ${state.usablePages} usable pages` });
+        fx.rejection(req.id, `its sequence of ${req.seq.numTokens} tokens outgrew the pool: ${req.computed} computed + ${n} new do not fit even in the empty pool of ${state.usablePages} usable pages`);
         state.retire(req);
         break;
       }
@@ -159,7 +159,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       const index = req.outputs;
       req.seq.appendToken(tokenIdFromHash(req.idHash, index));
       req.outputs++;
-      if (synchronous) fx.tokens.push({ requestId: req.id, index, atMs: endMs });
+      if (synchronous) fx.token({ requestId: req.id, index, atMs: endMs });
       else sampled.push({ req, index });
     }
     // Equivalent mutants (Stryker): the max_model_len test dropped (false) or written >. The submit
@@ -226,6 +226,6 @@ export function synchronousStep(state: RankState, nowMs: number): StepResult | u
 }
 
 /** Token effects of a deferred plan, stamped at the end of its step (none for requests cancelled since it was planned). */
-export function emitSampled(plan: PlannedStep, atMs: number, out: TokenEmitted[]): void {
-  for (const s of plan.sampled) if (s.req.phase !== "gone") out.push({ requestId: s.req.id, index: s.index, atMs });
+export function emitSampled(plan: PlannedStep, atMs: number, fx: EffectsBuilder): void {
+  for (const s of plan.sampled) if (s.req.phase !== "gone") fx.token({ requestId: s.req.id, index: s.index, atMs });
 }
