@@ -152,8 +152,13 @@ interface LiveRequest {
   readonly req: ReplayRequest;
   readonly prompt: PromptTokens;
   admittedMs: number | undefined;
-  firstTokenMs: number | undefined;
-  lastTokenMs: number | undefined;
+  /**
+   * The first and last token times, NaN before the first token (`emitted` 0). Always numbers, so
+   * V8 keeps the fields as doubles and a store allocates nothing; `number | undefined` fields
+   * box every new time (a heap number per token).
+   */
+  firstTokenMs: number;
+  lastTokenMs: number;
   emitted: number;
   /** Where its tokens fell in its worker's pass log; ITL gaps are read from there. */
   readonly track: TokenTrack;
@@ -528,8 +533,8 @@ class ReplayEngine {
       req,
       prompt: req.prompt ?? createPromptTokens(req.tokens),
       admittedMs: undefined,
-      firstTokenMs: undefined,
-      lastTokenMs: undefined,
+      firstTokenMs: NaN,
+      lastTokenMs: NaN,
       emitted: 0,
       track: new TokenTrack(),
       reused: 0,
@@ -832,10 +837,10 @@ class ReplayEngine {
   private recordToken(live: LiveRequest, index: number, atMs: number, log: PassLog, entry: number): void {
     if (index !== live.emitted) throw new Error(`request ${live.req.id}: token ${index} arrived, expected token ${live.emitted}`);
     // Causality: arrival <= first token <= every later token.
-    if (!(atMs >= live.req.arrivalMs) || (live.lastTokenMs !== undefined && !(atMs >= live.lastTokenMs))) {
-      throw new Error(`request ${live.req.id}: token ${index} at ${atMs} ms is before its arrival (${live.req.arrivalMs} ms) or its previous token (${live.lastTokenMs ?? "none"} ms)`);
+    if (!(atMs >= live.req.arrivalMs) || (live.emitted > 0 && !(atMs >= live.lastTokenMs))) {
+      throw new Error(`request ${live.req.id}: token ${index} at ${atMs} ms is before its arrival (${live.req.arrivalMs} ms) or its previous token (${live.emitted > 0 ? live.lastTokenMs : "none"} ms)`);
     }
-    if (live.lastTokenMs === undefined) {
+    if (live.emitted === 0) {
       live.firstTokenMs = atMs;
       // Aggregated: the first token ends the prefill (in P/D the prefill rank reports it).
       if (!this.disaggregated) this.sampler?.onPrefillDone(live.req.inputTokens);
@@ -853,27 +858,29 @@ class ReplayEngine {
     for (const action of h.on(input)) this.execute(live, h, action);
   }
 
+  /** Sends a handoff's command to a worker, feeds the outcome back (`what`, when it waits for one), applies its effects. */
+  private command(live: LiveRequest, w: Worker, c: Command, what: CommandAction | undefined): void {
+    const outcome = this.submit(w, c);
+    if (what !== undefined) {
+      this.feed(live, outcome.ok ? { type: "outcome", action: what, atMs: this.now, ok: true } : { type: "outcome", action: what, atMs: this.now, ok: false, reason: outcome.reason });
+    }
+    if (outcome.ok) this.applyEffects(w, outcome.effects, this.now);
+  }
+
   private execute(live: LiveRequest, h: HandoffCoordinator, action: HandoffAction): void {
     const id = live.req.id;
-    const command = (w: Worker, c: Command, what: CommandAction | undefined) => {
-      const outcome = this.submit(w, c);
-      if (what !== undefined) {
-        this.feed(live, outcome.ok ? { type: "outcome", action: what, atMs: this.now, ok: true } : { type: "outcome", action: what, atMs: this.now, ok: false, reason: outcome.reason });
-      }
-      if (outcome.ok) this.applyEffects(w, outcome.effects, this.now);
-    };
     switch (action.type) {
       case "submit_prefill": {
         const w = this.rankOf(this.firstPool[this.firstPlacement.place(live.prompt).index]!);
         live.first = w;
         // The hidden prefill request: the prompt with an output limit of one token.
-        command(w, { type: "submit_handoff_prefill", handoffId: id, request: this.requestInput(live, 1) }, "submit_prefill");
+        this.command(live, w, { type: "submit_handoff_prefill", handoffId: id, request: this.requestInput(live, 1) }, "submit_prefill");
         return;
       }
       case "reserve_destination": {
         const w = this.rankOf(this.decodePool[this.decodePlacement!.place(live.prompt).index]!);
         live.decode = w;
-        command(w, { type: "reserve_destination", handoffId: id, request: this.requestInput(live, live.req.outputTokens) }, "reserve_destination");
+        this.command(live, w, { type: "reserve_destination", handoffId: id, request: this.requestInput(live, live.req.outputTokens) }, "reserve_destination");
         return;
       }
       case "start_transfer": {
@@ -893,16 +900,16 @@ class ReplayEngine {
         return;
       }
       case "activate_destination":
-        command(live.decode!, { type: "activate_destination", handoffId: id }, "activate_destination");
+        this.command(live, live.decode!, { type: "activate_destination", handoffId: id }, "activate_destination");
         return;
       case "release_source":
-        command(live.first!, { type: "release_source", handoffId: id }, "release_source");
+        this.command(live, live.first!, { type: "release_source", handoffId: id }, "release_source");
         return;
       case "cancel_source":
-        command(live.first!, { type: "cancel_source", handoffId: id }, undefined);
+        this.command(live, live.first!, { type: "cancel_source", handoffId: id }, undefined);
         return;
       case "cancel_destination":
-        command(live.decode!, { type: "cancel_destination", handoffId: id }, undefined);
+        this.command(live, live.decode!, { type: "cancel_destination", handoffId: id }, undefined);
         return;
       case "complete":
         if (!action.ok) {
@@ -925,21 +932,21 @@ class ReplayEngine {
     const { req } = live;
     const completed = status === "completed";
     this.sampler?.onTerminal(completed);
-    const terminalMs = live.lastTokenMs ?? this.now;
+    const first = live.emitted > 0 ? live.firstTokenMs : undefined;
+    const last = live.emitted > 0 ? live.lastTokenMs : undefined;
+    const terminalMs = last ?? this.now;
     this.collector.onTerminal({
       status,
       inputTokens: req.inputTokens,
       outputTokens: live.emitted,
       arrivalMs: req.arrivalMs,
       terminalMs,
-      firstTokenMs: live.firstTokenMs,
-      lastTokenMs: live.lastTokenMs,
+      firstTokenMs: first,
+      lastTokenMs: last,
       reusedTokens: live.reused,
       gaps: completed ? live.track : undefined,
       ...(reason === undefined ? {} : { reason }),
     });
-    const first = live.firstTokenMs;
-    const last = live.lastTokenMs;
     const record: RequestRecord = {
       request_id: req.id,
       status,
