@@ -160,7 +160,8 @@ export class HashChain extends PackedHashView {
       else hasher.tokensHash(source, (offset + i) * blockSize, w, at + 2);
       if (has) {
         // Block i hashes [parent LE u64, tokens hash LE u64].
-        xxh3PairInto(pHi, pLo, w[at + 2]!, w[at + 3]!, w, at);
+        // Halves passed as int32 (`| 0`, the same bits; see xxh3PairInto): a u32 above 2^31 is a heap number when passed.
+        xxh3PairInto(pHi | 0, pLo | 0, w[at + 2]! | 0, w[at + 3]! | 0, w, at);
       } else {
         // Block 0's hash is its tokens hash.
         w[at] = w[at + 2]!;
@@ -194,7 +195,8 @@ export function tokensKeyInto(source: TokenSource, start: number, blockSize: num
     const a = k < headLength ? head[k - headStart]! : tail[k - headLength]!;
     let b = 0;
     if (j + 1 < blockSize) b = k + 1 < headLength ? head[k + 1 - headStart]! : tail[k + 1 - headLength]!;
-    xxh3PairInto(out[at], out[at + 1]!, a, b, out, at);
+    // As int32 (see extend): no heap number per call for halves or tokens above 2^31.
+    xxh3PairInto(out[at] | 0, out[at + 1]! | 0, a | 0, b | 0, out, at);
   }
 }
 

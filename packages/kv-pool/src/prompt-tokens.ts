@@ -166,7 +166,8 @@ export class PathPrompt extends PromptBase {
       let lo = PATH_SEED_LO;
       // Stryker disable next-line EqualityOperator: equivalent, the extra step writes past the keys array's end (a typed array drops it) and changes no key
       for (let j = 0; j < ids.length; j++) {
-        xxh3PairInto(hi, lo, 0, ids[j]!, pathKeys, 2 * j);
+        // As int32 (the same bits; see xxh3PairInto): no heap number per call for halves above 2^31.
+        xxh3PairInto(hi | 0, lo | 0, 0, ids[j]! | 0, pathKeys, 2 * j);
         hi = pathKeys[2 * j]!;
         lo = pathKeys[2 * j + 1]!;
       }

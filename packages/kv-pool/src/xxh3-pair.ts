@@ -49,7 +49,9 @@ function byteSwap32(v: number): number {
 
 /**
  * Writes XXH3-64(seed 1337) of the 16 bytes [a LE u64, b LE u64] to out[at] (high half) and
- * out[at + 1] (low half). a = aHi x 2^32 + aLo, b likewise; every half is a u32.
+ * out[at + 1] (low half). a = aHi x 2^32 + aLo, b likewise; every half is a u32, or the int32 of
+ * the same 32 bits (each is read only through `^`, which takes the 32 bits either way): hot
+ * callers pass `x | 0`, which V8 passes without allocating where a u32 above 2^31 is boxed.
  */
 export function xxh3PairInto(aHi: number, aLo: number, bHi: number, bLo: number, out: Uint32Array, at: number): void {
   // input_lo (x) and input_hi (y) of the specification.
