@@ -448,21 +448,21 @@ export class KvCacheManager implements KvCacheManagerApi {
       const plan = plans[g]!;
       const st = s.groups[g]!;
       const m = this.managers[g]!;
-      let fresh = 0;
-      for (const b of plan) if (b === FRESH) fresh++;
-      const taken = this.pool.takeFree(fresh, g);
-      let k = 0;
+      // The plan becomes the table: its FRESH suffix is cut and the fresh blocks are appended in
+      // its place (no list of taken blocks, no copy; a plan is packed, like every table).
+      let kept = plan.length;
+      while (kept > 0 && plan[kept - 1] === FRESH) kept--;
       let real = 0;
-      // Pushed one by one: a packed array, like every other block table (a plan can be holey, and
-      // a holey table would send the code optimised for packed ones back to the interpreter).
-      const blocks: number[] = [];
-      for (const b of plan) {
-        const block = b === FRESH ? taken[k++]! : b;
-        blocks.push(block);
-        if (block !== NULL_BLOCK) real++;
+      for (let i = 0; i < kept; i++) {
+        const b = plan[i]!;
+        if (b === FRESH) throw new Error(`reservation plan invariant: group ${g} has a FRESH entry before a kept one`);
+        if (b !== NULL_BLOCK) real++;
       }
-      st.blocks = blocks;
-      st.real = real;
+      const fresh = plan.length - kept;
+      plan.length = kept;
+      this.pool.takeFreeInto(fresh, plan, g);
+      st.blocks = plan;
+      st.real = real + fresh;
       // Mutation testing: the kind test written true or false is equivalent: state groups never read
       // numCached, and an attention group starting at 0 offers its hit blocks to the cache again,
       // where, already hashed, they are skipped and cut no run.

@@ -53,7 +53,11 @@ export interface SingleTypeManager {
   freeOrder(state: GroupState): number[];
   /** Frees `freeOrder(state)` without building it; returns how many pages went back to the free queue. */
   freeAll(state: GroupState): number;
-  /** A destination's table for `tokens` transferred tokens over a local hit: FRESH, NULL_BLOCK or a hit block. */
+  /**
+   * A destination's table for `tokens` transferred tokens over a local hit: FRESH, NULL_BLOCK or a
+   * hit block, the FRESH entries last (the reservation takes them from the free queue in one go,
+   * appended to this very array, which becomes the table). A new, packed array.
+   */
   planReservation(tokens: number, hitBlocks: readonly number[], hitTokens: number): number[];
   /**
    * How many single-token steps of a tracked sequence in a row, the first computing token
@@ -325,14 +329,20 @@ export class FullAttentionManager extends AttentionManager {
     return ALWAYS_QUIET;
   }
 
+  /**
+   * Per group of a search, the blocks walked so far, written by index over earlier searches' (the
+   * arrays only grow). A waiting head with a hit is looked up again on every step it waits:
+   * pushing a long hit into fresh lists regrew them block by block each time; the result is now
+   * one exact-size copy per group.
+   */
+  private readonly walked: number[][] = [];
+
   findLongestCacheHit(hashes: BlockHashView, maxLength: number, alignment: number, groups: readonly number[]): number[][] {
-    // Loops, not map and fill: a waiting head with a hit is looked up again on every step it waits.
-    const out: number[][] = [];
+    const walked = this.walked;
     const found: number[] = [];
-    while (out.length < groups.length) {
-      out.push([]);
-      found.push(NULL_BLOCK);
-    }
+    while (found.length < groups.length) found.push(NULL_BLOCK);
+    while (walked.length < groups.length) walked.push([]);
+    let len = 0;
     const max = Math.min(Math.floor(maxLength / this.blockSize), hashes.length);
     const pool = this.pool;
     // A packed view's keys are read in growing batches into a typed array (as int32, never boxed);
@@ -369,10 +379,14 @@ export class FullAttentionManager extends AttentionManager {
         if (b === NULL_BLOCK) break walk;
         found[k] = b;
       }
-      for (let k = 0; k < groups.length; k++) out[k]!.push(found[k]!);
+      // Index len is at most each list's length: an overwrite or an append (the lists stay packed).
+      for (let k = 0; k < groups.length; k++) walked[k]![len] = found[k]!;
+      len++;
     }
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, every other hit type ends its hit on the alignment within the bound it gets, and hitFor cuts this list to the final length
-    while (out[0]!.length > 0 && (out[0]!.length * this.blockSize) % alignment !== 0) for (const l of out) l.pop();
+    while (len > 0 && (len * this.blockSize) % alignment !== 0) len--;
+    const out: number[][] = [];
+    for (let k = 0; k < groups.length; k++) out.push(walked[k]!.slice(0, len));
     return out;
   }
 }
