@@ -103,6 +103,8 @@ export class DecodeRunScratch {
   ends = new Float64Array(64);
   /** The recorded pages (see {@link DecodeRunPages}). */
   pages = new Float64Array(64);
+  /** The one-token allocation asked at a block boundary (the pool reads it during the call only). */
+  readonly oneToken = { computedTokens: 0, newTokens: 1 };
   /** The batch's ids and first token indices (see {@link DecodeRun}). */
   readonly requestIds: string[] = [];
   firstTokenIndex = new Int32Array(16);
@@ -231,7 +233,8 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
     for (let i = 0; i < n; i++) {
       if (quiet[i] === 0) {
         const req = running[i]!;
-        need += pool.pagesNeeded(req.seq, { computedTokens: req.computed, newTokens: 1 });
+        scratch.oneToken.computedTokens = req.computed;
+        need += pool.pagesNeeded(req.seq, scratch.oneToken);
       }
     }
     if (need > 0 && need > pool.metrics().freePages) break;
@@ -239,8 +242,9 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
     // The running pass: one token each, in list order (allocation for those at a boundary).
     for (let i = 0; i < n; i++) {
       const req = running[i]!;
-      if (quiet[i] === 0 && !pool.allocateSlots(req.seq, { computedTokens: req.computed, newTokens: 1 })) {
-        throw new Error(`decode run: request ${req.id} did not get the blocks counted for it`);
+      if (quiet[i] === 0) {
+        scratch.oneToken.computedTokens = req.computed;
+        if (!pool.allocateSlots(req.seq, scratch.oneToken)) throw new Error(`decode run: request ${req.id} did not get the blocks counted for it`);
       }
       req.computed++;
     }

@@ -40,6 +40,15 @@ export class StepRows {
   /** False on a decode-role rank: no prefill batch or prompt rows are charged. */
   private chargePrefill = true;
   readonly batch: MutableBatch = newBatch();
+  /** The allocation asked for a running row (the pool reads it during the call only): see `allocation`. */
+  private readonly request = { computedTokens: 0, newTokens: 0 };
+
+  /** A running row's allocation request, `computedTokens` + `newTokens`; valid until the next call. */
+  allocation(computedTokens: number, newTokens: number): { readonly computedTokens: number; readonly newTokens: number } {
+    this.request.computedTokens = computedTokens;
+    this.request.newTokens = newTokens;
+    return this.request;
+  }
 
   /** Starts a plan with `budget` tokens. */
   reset(budget: number, chargePrefill: boolean): void {

@@ -72,7 +72,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
     }
     let allocated = false;
     for (;;) {
-      if (state.pool.allocateSlots(req.seq, { computedTokens: req.computed, newTokens: n })) {
+      if (state.pool.allocateSlots(req.seq, rows.allocation(req.computed, n))) {
         allocated = true;
         break;
       }
