@@ -24,6 +24,7 @@
  */
 import type { RankMetrics } from "./contract.js";
 import type { Req, RankState } from "./rank-state.js";
+import { newBatch, type MutableBatch } from "./step-rows.js";
 import { tokenIdFromHash } from "./token-ids.js";
 
 /** Where a decode run must stop (see {@link decodeRun}). */
@@ -86,17 +87,6 @@ export interface DecodeRun {
   readonly pages: DecodeRunPages | undefined;
 }
 
-/** A batch object reused across steps (the timing models only read it). */
-interface MutableBatch {
-  prefill: { count: number; sumIsl: number; sumPrefix: number };
-  decode: { count: number; sumSequenceTokens: number };
-  promptRows: number;
-  promptTokens: number;
-  promptContextTokens: number;
-  decodeRows: number;
-  decodeKvTokens: number;
-}
-
 /** Scratch buffers of one rank (a run never overlaps another on the same rank). */
 export class DecodeRunScratch {
   quiet = new Float64Array(16);
@@ -108,15 +98,7 @@ export class DecodeRunScratch {
   /** The batch's ids and first token indices (see {@link DecodeRun}). */
   readonly requestIds: string[] = [];
   firstTokenIndex = new Int32Array(16);
-  readonly batch: MutableBatch = {
-    prefill: { count: 0, sumIsl: 0, sumPrefix: 0 },
-    decode: { count: 0, sumSequenceTokens: 0 },
-    promptRows: 0,
-    promptTokens: 0,
-    promptContextTokens: 0,
-    decodeRows: 0,
-    decodeKvTokens: 0,
-  };
+  readonly batch: MutableBatch = newBatch();
 }
 
 /** Up to how many steps the batch can run before one of its requests would finish (0: none). */
