@@ -464,8 +464,14 @@ export class BlockPool {
       // table), with no events to build, its link (if any) naming a block that is not run
       // dependent. `evict` takes the same branches then (no table slot, no event).
       const child = r[at + CHILD]!;
+      // Mutation testing: `r[at + COPY] === 0` written true survives, equivalent: a first copy with
+      // later copies always has IN_TABLE (a key with copies lives in the table), so the IN_TABLE
+      // test already sends it to evict.
       if ((meta & (FIRST | IN_TABLE)) === FIRST && r[at + COPY] === 0 && this.events === undefined && (child === 0 || !this.isRunDependent(child))) {
         r[at + META] = 0;
+        // Mutation testing: dropping this write survives, equivalent in every result: a stale link
+        // names a block whose key is checked before use (findFirst), or one that is not run
+        // dependent (cacheBlockKey, evict), so it only sends a key to the table or is ignored.
         r[at + CHILD] = 0;
       } else {
         this.evict(id);
