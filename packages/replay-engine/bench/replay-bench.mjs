@@ -1,8 +1,11 @@
 // `pnpm bench` for @kvsim/replay-engine: replays the public Mooncake synthetic trace (when the
 // shared data folder is present) and a generated 8x trace through the built package, and prints,
 // per scenario and trace, simulated requests per wall second and per CPU second (the replay's own
-// user + system time: steadier than wall time on a shared machine), wall and CPU time per request
-// and peak RSS, as the median of several runs with their spread (min..max). On the 1x trace it
+// user + system time: steadier than wall time on a shared machine), wall and CPU time per request,
+// peak RSS and "live MB" (the V8 heap plus typed arrays' buffers still reachable once the replay
+// is over, its result included: what a longer trace must not grow by more than its per-request
+// records; peak RSS also counts garbage V8 lets pile up between collections), as the median of
+// several runs with their spread (min..max). On the 1x trace it
 // also prints "warm req/s": the same replay run a second time in the same process, as a sweep's
 // later points run (the first replay of a process also waits for V8 to compile the hot code).
 //
@@ -38,6 +41,8 @@ import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { SpecSchema, readTrace, validateProfile } from "@kvsim/profile-schema";
 import { runReplay } from "../dist/index.js";
 
@@ -148,11 +153,15 @@ async function runOne(name, traceFile, parseOnly = false) {
   const r = result.report;
   // Peak RSS of the first replay (the figure the bench compares between traces).
   const rssMb = process.resourceUsage().maxRSS / 1024;
-  const warm = process.env.KVSIM_BENCH_WARM === "1" ? await replay() : undefined;
-  if (warm !== undefined && (!warm.result.ok || warm.result.report.digest !== r.digest)) {
+  const warm = process.env.KVSIM_BENCH_WARM === "1" ? await warmTimes(replay, r.digest) : undefined;
+  if (warm === null) {
     console.log(JSON.stringify({ ok: false, reason: "the second replay in the process gave another result" }));
     return;
   }
+  // What stays reachable once the first replay is over (its report included): peak RSS also
+  // counts the garbage V8 let pile up between collections, which grows with a longer replay
+  // even when what is live does not.
+  const liveMb = await liveMemoryMb();
   console.log(
     JSON.stringify({
       ok: true,
@@ -164,9 +173,38 @@ async function runOne(name, traceFile, parseOnly = false) {
       cpuMs,
       ...(warm === undefined ? {} : { warmWallMs: warm.wallMs, warmCpuMs: warm.cpuMs }),
       rssMb,
+      liveMb,
       digest: r.digest,
     }),
   );
+}
+
+/** Runs the replay again in this process; its wall and CPU ms, or null if it gave another digest (its result is dropped). */
+async function warmTimes(replay, digest) {
+  const { result, wallMs, cpuMs } = await replay();
+  return result.ok && result.report.digest === digest ? { wallMs, cpuMs } : null;
+}
+
+/**
+ * Memory in use after a full garbage collection, in MB: the V8 heap's live objects plus memory
+ * held outside the heap (typed arrays' buffers). `gc` is exposed for this call only, through a
+ * fresh context (the flag alone does not add it to the running one).
+ */
+async function liveMemoryMb() {
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc");
+  // Typed arrays' buffers that a collection found dead are freed by a sweeper afterwards: until
+  // it has run, `external` still counts them. Collect until the figure stops falling.
+  let last = Infinity;
+  for (let i = 0; i < 10; i++) {
+    gc();
+    await new Promise((done) => setTimeout(done, 10));
+    const m = process.memoryUsage();
+    const mb = (m.heapUsed + m.external) / 2 ** 20;
+    if (mb >= last) return last;
+    last = mb;
+  }
+  return last;
 }
 
 /** Writes the 8x trace (once): copy k shifted by k x (span + mean gap), its hash ids by k x (max id + 1). */
@@ -234,7 +272,7 @@ async function main() {
   if (traces.includes(`${SCALE}x`)) files[`${SCALE}x`] = await scaledTrace();
   console.log(`replay-engine bench: the public Mooncake trace (1x) and ${SCALE} copies of it in a row (${SCALE}x); 16-token blocks for the linear profile`);
   console.log(`median of ${runs} run(s), spread min..max; load average at start ${loadavg().map((l) => l.toFixed(2)).join(" ")} (figures are noisy on a shared machine)`);
-  const header = ["scenario", "trace", "requests", "simulated req/s", "warm req/s", "req/CPU-s", "wall ms/request", "CPU ms/request", "peak RSS MB", "digest"];
+  const header = ["scenario", "trace", "requests", "simulated req/s", "warm req/s", "req/CPU-s", "wall ms/request", "CPU ms/request", "peak RSS MB", "live MB", "digest"];
   const rows = [];
   /** Median CPU ms per request by "scenario trace", for the time series overhead line. */
   const cpuMedians = new Map();
@@ -271,6 +309,7 @@ async function main() {
         fmt(results.map((r) => r.wallMs / r.requests), 3),
         fmt(results.map((r) => r.cpuMs / r.requests), 3),
         fmt(results.map((r) => r.rssMb), 0),
+        fmt(results.map((r) => r.liveMb), 1),
         digests.length === 1 ? digests[0].slice(0, 16) : `DIFFERENT across runs: ${digests.map((d) => d.slice(0, 8)).join(", ")}`,
       ]);
     }
