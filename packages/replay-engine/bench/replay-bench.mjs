@@ -32,7 +32,7 @@
 //   node bench/replay-bench.mjs --one <scenario> <trace-file>   one run, one JSON line (internal)
 //   node bench/replay-bench.mjs --parse <scenario> <trace-file> imports and parsing only (internal)
 //   node bench/replay-bench.mjs --trace <1x|8x>                  a trace's path (internal)
-/* global console, process, URL */
+/* global console, process, setTimeout, URL */
 import { spawnSync } from "node:child_process";
 import { createReadStream, createWriteStream, existsSync, readFileSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
