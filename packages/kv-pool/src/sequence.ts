@@ -109,8 +109,8 @@ export class GroupState {
 /** One request's tokens and per-group block tables on one rank. */
 export class Sequence implements KvSequence {
   readonly numPromptTokens: number;
-  private out = new Uint32Array(16);
-  private numOut = 0;
+  /** Output token ids (a plain array: on the V8 heap, so a finished request's tokens are ordinary garbage, not a buffer held outside the heap until a full collection). */
+  private readonly out: number[] = [];
   private readonly chains = new Map<number, SequenceChain>();
   readonly groups: GroupState[];
   /** Holds blocks and has computed tokens (a running request): vLLM's "request is tracked". */
@@ -136,21 +136,16 @@ export class Sequence implements KvSequence {
   }
 
   get numTokens(): number {
-    return this.numPromptTokens + this.numOut;
+    return this.numPromptTokens + this.out.length;
   }
 
   appendToken(tokenId: number): void {
     if (!Number.isInteger(tokenId) || tokenId < 0 || tokenId > 0xffffffff) throw rangeFailure("token id {0} is not a u32", tokenId);
-    if (this.numOut === this.out.length) {
-      const grown = new Uint32Array(this.out.length * 2);
-      grown.set(this.out);
-      this.out = grown;
-    }
-    this.out[this.numOut++] = tokenId;
+    this.out.push(tokenId);
   }
 
   /** The output tokens appended so far, from index 0 (the array is replaced as it grows). */
-  get outputTokens(): Uint32Array {
+  get outputTokens(): readonly number[] {
     return this.out;
   }
 
