@@ -228,6 +228,29 @@ export class PathPrompt extends PromptBase {
   }
 }
 
+/**
+ * Per block size, the two end mixes of block i at [2i] and [2i + 1]: fmix32(end) and
+ * fmix32(end ^ 0x9e3779b9), end = (i + 1) x blockSize (int32 bits). Every path prompt's key of
+ * block i mixes the same end, so the mixes are computed once per block size for the longest
+ * prompt seen, not once per block of every prompt. Grown (replaced) when a longer prompt comes;
+ * a view keeps the array it was given, which covers its own blocks.
+ */
+const endMixes = new Map<number, Int32Array>();
+
+function endMixesFor(blockSize: number, numBlocks: number): Int32Array {
+  const have = endMixes.get(blockSize);
+  if (have !== undefined && have.length >= 2 * numBlocks) return have;
+  const n = Math.max(numBlocks, 2 * ((have?.length ?? 0) >>> 1), 64);
+  const mix = new Int32Array(2 * n);
+  for (let i = 0; i < n; i++) {
+    const end = (i + 1) * blockSize;
+    mix[2 * i] = fmix32(end);
+    mix[2 * i + 1] = fmix32(end ^ 0x9e37_79b9);
+  }
+  endMixes.set(blockSize, mix);
+  return mix;
+}
+
 /** The lookup keys of a path prompt's blocks, computed when read (the last one is remembered). */
 class PathKeyView extends PackedHashView {
   /**
@@ -238,6 +261,8 @@ class PathKeyView extends PackedHashView {
   private last = -1;
   private hi = 0;
   private lo = 0;
+  /** The end mixes of blocks 0 .. length - 1 (see `endMixesFor`). */
+  private readonly mix: Int32Array;
 
   constructor(
     private readonly pathKeys: Uint32Array,
@@ -246,15 +271,15 @@ class PathKeyView extends PackedHashView {
     private readonly unit: number,
   ) {
     super();
+    this.mix = endMixesFor(blockSize, length);
   }
 
   private compute(i: number): void {
     if (i === this.last) return;
     if (i < 0 || i >= this.length) throw rangeFailure("block {0} outside 0..{1}", i, this.length - 1);
-    const end = (i + 1) * this.blockSize;
-    const j = Math.floor((end - 1) / this.unit);
-    this.hi = (this.pathKeys[2 * j]! ^ fmix32(end)) >>> 0;
-    this.lo = (this.pathKeys[2 * j + 1]! ^ fmix32(end ^ 0x9e37_79b9)) >>> 0;
+    const j = Math.floor(((i + 1) * this.blockSize - 1) / this.unit);
+    this.hi = (this.pathKeys[2 * j]! ^ this.mix[2 * i]!) >>> 0;
+    this.lo = (this.pathKeys[2 * j + 1]! ^ this.mix[2 * i + 1]!) >>> 0;
     this.last = i;
   }
 
@@ -268,27 +293,28 @@ class PathKeyView extends PackedHashView {
     return this.lo;
   }
 
-  /** compute(i) for each block, written straight to `out` (fmix32 inline: nothing boxed on the way). */
+  /**
+   * compute(i) for each block, written straight to `out`: the path key index j = floor((end - 1) /
+   * unit) advances with the blocks (no division per block), the end mixes come from the table.
+   */
   override blockKeysInto(from: number, to: number, out: Int32Array): void {
     if (from < 0 || to > this.length) throw rangeFailure("blocks {0}..{1} outside 0..{2}", from, to - 1, this.length - 1);
+    if (from >= to) return;
     const keys = this.pathKeys;
-    for (let i = from; i < to; i++) {
-      const end = (i + 1) * this.blockSize;
-      const j = Math.floor((end - 1) / this.unit);
-      let a = end;
-      a ^= a >>> 16;
-      a = Math.imul(a, 0x85eb_ca6b);
-      a ^= a >>> 13;
-      a = Math.imul(a, 0xc2b2_ae35);
-      a ^= a >>> 16;
-      let b = end ^ 0x9e37_79b9;
-      b ^= b >>> 16;
-      b = Math.imul(b, 0x85eb_ca6b);
-      b ^= b >>> 13;
-      b = Math.imul(b, 0xc2b2_ae35);
-      b ^= b >>> 16;
-      out[2 * (i - from)] = keys[2 * j]! ^ a;
-      out[2 * (i - from) + 1] = keys[2 * j + 1]! ^ b;
+    const mix = this.mix;
+    const bs = this.blockSize;
+    const u = this.unit;
+    let end = (from + 1) * bs;
+    let j = Math.floor((end - 1) / u);
+    // The first token past unit j: block i reads unit j while its end is at most this.
+    let unitEnd = (j + 1) * u;
+    for (let i = from; i < to; i++, end += bs) {
+      while (end > unitEnd) {
+        j++;
+        unitEnd += u;
+      }
+      out[2 * (i - from)] = keys[2 * j]! ^ mix[2 * i]!;
+      out[2 * (i - from) + 1] = keys[2 * j + 1]! ^ mix[2 * i + 1]!;
     }
   }
 
