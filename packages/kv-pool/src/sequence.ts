@@ -13,7 +13,7 @@ export class SequenceChain extends PackedHashView {
   private readonly ext = new HashChain();
   private readonly baseLength: number;
   private readonly parent: { readonly chain: PackedHashView; readonly index: number } | null;
-  private source: { head: ArrayLike<number>; headStart: number; headLength: number; tail: ArrayLike<number> } | undefined;
+  private source: TokenSource | undefined;
 
   constructor(
     private readonly seq: Sequence,
@@ -65,9 +65,8 @@ export class SequenceChain extends PackedHashView {
     const target = Math.min(numBlocks, Math.floor(this.seq.numTokens / this.blockSize));
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (true, >=), the extra call asks for target - n output blocks with target at most the length, which the output chain already holds: extend returns at once (the source it builds first is the same one a later call builds)
     if (target > this.length) {
-      // The source and parent are the same at every call but for the output array (it grows): reused.
-      const src = (this.source ??= { ...this.seq.tokenSource(n * this.blockSize) });
-      src.tail = this.seq.outputTokens;
+      // The source and parent are the same at every call (the output array grows in place): reused.
+      const src = (this.source ??= this.seq.tokenSource(n * this.blockSize));
       this.ext.extend(src, this.blockSize, target - n, this.parent, n, this.lookupKeys);
     }
     return this;
@@ -144,7 +143,7 @@ export class Sequence implements KvSequence {
     this.out.push(tokenId);
   }
 
-  /** The output tokens appended so far, from index 0 (the array is replaced as it grows). */
+  /** The output tokens appended so far, from index 0 (one array, growing in place). */
   get outputTokens(): readonly number[] {
     return this.out;
   }
