@@ -240,7 +240,8 @@ const endMixes = new Map<number, Int32Array>();
 function endMixesFor(blockSize: number, numBlocks: number): Int32Array {
   const have = endMixes.get(blockSize);
   if (have !== undefined && have.length >= 2 * numBlocks) return have;
-  const n = Math.max(numBlocks, 2 * ((have?.length ?? 0) >>> 1), 64);
+  // At least twice the blocks the old table covered (its length is two words per block).
+  const n = Math.max(numBlocks, have?.length ?? 0, 64);
   const mix = new Int32Array(2 * n);
   for (let i = 0; i < n; i++) {
     const end = (i + 1) * blockSize;
@@ -299,7 +300,6 @@ class PathKeyView extends PackedHashView {
    */
   override blockKeysInto(from: number, to: number, out: Int32Array): void {
     if (from < 0 || to > this.length) throw rangeFailure("blocks {0}..{1} outside 0..{2}", from, to - 1, this.length - 1);
-    if (from >= to) return;
     const keys = this.pathKeys;
     const mix = this.mix;
     const bs = this.blockSize;

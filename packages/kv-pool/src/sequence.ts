@@ -143,11 +143,6 @@ export class Sequence implements KvSequence {
     this.out.push(tokenId);
   }
 
-  /** The output tokens appended so far, from index 0 (one array, growing in place). */
-  get outputTokens(): readonly number[] {
-    return this.out;
-  }
-
   /** Its tokens from `start` on (the prompt's part may hold only those). */
   tokenSource(start: number): TokenSource {
     const { head, headStart } = this.prompt.tail(start);
