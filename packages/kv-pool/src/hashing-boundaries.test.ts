@@ -4,11 +4,16 @@ import { HashChain, computeBlockHashes, tokensKeyInto, type TokenSource } from "
 
 // Independent oracles, written from the documentation of hashing.ts with the native XXH3:
 // * a chained block hash is XXH3-64 (seed 1337) of 16 bytes [parent LE u64, tokens hash LE u64];
-// * a lookup key (tokensKeyInto) folds XXH3-64 (seed 1337) over [key so far LE u64, pair LE u64]
-//   with the pair u64 = token j x 2^32 + token j + 1 (0 past an odd end), from a fixed start.
+// * a lookup key (tokensKeyInto) folds XXH3-64 (seed 1337) from a fixed start, a step per run of
+//   four or more equal tokens v (L of them): [key so far XOR (RUN_HI x 2^32 + L) LE u64,
+//   v x 2^32 + RUN_LO LE u64]; else a step per four tokens a, b, c, d (0 past the block's end):
+//   [key so far XOR (c x 2^32 + d) LE u64, a x 2^32 + b LE u64].
 const SEED = 1337n;
 /** The fold's fixed start: hex digits 17-32 of pi's fraction (3.243f6a88 85a308d3 13198a2e 03707344...). */
 const KEY_START = 0x1319_8a2e_0370_7344n;
+/** The run step's tags: the next 16 hex digits of pi's fraction (a4093822 299f31d0). */
+const RUN_HI = 0xa409_3822n;
+const RUN_LO = 0x299f_31d0n;
 
 /** XXH3-64 (seed 1337) of [a LE u64, b LE u64]. */
 const pair = (a: bigint, b: bigint): bigint => {
@@ -22,7 +27,19 @@ const pair = (a: bigint, b: bigint): bigint => {
 /** The lookup key of exactly these tokens (one block), by the documented fold. */
 const refKey = (tokens: readonly number[]): bigint => {
   let acc = KEY_START;
-  for (let j = 0; j < tokens.length; j += 2) acc = pair(acc, (BigInt(tokens[j]!) << 32n) | BigInt(tokens[j + 1] ?? 0));
+  const t = (j: number): bigint => BigInt(tokens[j] ?? 0);
+  for (let j = 0; j < tokens.length; ) {
+    const v = tokens[j]!;
+    let n = j;
+    while (n < tokens.length && tokens[n] === v) n++;
+    if (n - j >= 4) {
+      acc = pair(acc ^ ((RUN_HI << 32n) | BigInt(n - j)), (BigInt(v) << 32n) | RUN_LO);
+      j = n;
+    } else {
+      acc = pair(acc ^ ((t(j + 2) << 32n) | t(j + 3)), (t(j) << 32n) | t(j + 1));
+      j += 4;
+    }
+  }
   return acc;
 };
 
@@ -49,17 +66,38 @@ describe("tokensKeyInto: the documented fold, read across a head that starts lat
   it("a block's key is the fold over its own tokens only, odd and even sizes, from any start", () => {
     const t = seq(20);
     const plain: TokenSource = { head: Uint32Array.from(t), headStart: 0, headLength: 20, tail: new Uint32Array(0) };
-    for (const bs of [1, 2, 3, 4, 5]) {
+    for (const bs of [1, 2, 3, 4, 5, 6, 7, 8, 9]) {
       // Blocks at 0 and inside the tokens (tokens follow each block: they must not count).
       for (const start of [0, 5, 10]) expect(keyInto(plain, start, bs)).toBe(refKey(t.slice(start, start + bs)));
     }
-    // Hand check of the odd end: [7] folds one pair (7, 0), [7, 0] the same pair: equal keys.
+    // Hand check of a short end: [7] folds one step (7, 0, 0, 0), as [7, 0] and [7, 0, 0, 0] do: equal keys.
     expect(refKey([7])).toBe(refKey([7, 0]));
+    expect(refKey([7])).toBe(refKey([7, 0, 0, 0]));
+    // Tokens 3 and 4 of a step are folded into the key so far: swapping them with tokens 1 and 2 changes it.
+    expect(refKey([1, 2, 3, 4])).not.toBe(refKey([3, 4, 1, 2]));
     const one = { head: Uint32Array.from([7, 9]), headStart: 0, headLength: 2, tail: new Uint32Array(0) };
     expect(keyInto(one, 0, 1)).toBe(refKey([7, 0]));
   });
 
-  it("the key does not depend on the token after the block (odd size: the last token pairs with 0)", () => {
+  it("folds a run of four or more equal tokens in one step, cut at the block's end, wherever it starts", () => {
+    // Runs of 6, 4, 1, 4 and 9 tokens, then a lone 6: every block size and start cuts them differently.
+    const t = [3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 1, 2, 2, 2, 2, 5, 5, 5, 5, 5, 5, 5, 5, 5, 6];
+    const plain: TokenSource = { head: Uint32Array.from(t), headStart: 0, headLength: t.length, tail: new Uint32Array(0) };
+    for (let bs = 1; bs <= t.length; bs++) {
+      for (let start = 0; start + bs <= t.length; start++) expect(keyInto(plain, start, bs), `bs ${bs} at ${start}`).toBe(refKey(t.slice(start, start + bs)));
+    }
+    // The same tokens split between a head and a tail at every point: runs across the split fold as one.
+    for (let h = 0; h <= t.length; h++) expect(keyInto(split(t, 0, h), 0, t.length), `split at ${h}`).toBe(refKey(t));
+    // Hand checks of the documented steps: [9 x 5] is one run step of L = 5, [9 x 3] one quad (9, 9, 9, 0).
+    expect(refKey([9, 9, 9, 9, 9])).toBe(pair(KEY_START ^ ((RUN_HI << 32n) | 5n), (9n << 32n) | RUN_LO));
+    expect(refKey([9, 9, 9])).toBe(pair(KEY_START ^ (9n << 32n), (9n << 32n) | 9n));
+    // Run lengths tell blocks apart, as do the quads they would otherwise be.
+    expect(refKey([9, 9, 9, 9, 9])).not.toBe(refKey([9, 9, 9, 9]));
+    expect(refKey([9, 9, 9, 9])).not.toBe(refKey([9, 9, 9, 0]));
+    expect(refKey([9, 9, 9, 9, 1])).not.toBe(refKey([9, 9, 9, 9]));
+  });
+
+  it("the key does not depend on the token after the block (a short last step reads 0 past the end)", () => {
     const a = { head: Uint32Array.from([1, 2, 3, 4]), headStart: 0, headLength: 4, tail: new Uint32Array(0) };
     const b = { head: Uint32Array.from([1, 2, 3, 5]), headStart: 0, headLength: 4, tail: new Uint32Array(0) };
     expect(keyInto(a, 0, 3)).toBe(keyInto(b, 0, 3));
@@ -69,7 +107,8 @@ describe("tokensKeyInto: the documented fold, read across a head that starts lat
 
   it("reads token k at head[k - headStart] before headLength and tail[k - headLength] after, whatever the split", () => {
     const t = seq(24);
-    for (const bs of [3, 4]) {
+    // Sizes that end a four-token step on each of its tokens, and one of two steps.
+    for (const bs of [3, 4, 5, 6, 8]) {
       // Heads starting at 2 and 5, ending at 7, 8 and 11: blocks before, across and after the boundary.
       for (const [s, h] of [[2, 7], [2, 8], [5, 11], [5, 8]] as const) {
         const src = split(t, s, h);

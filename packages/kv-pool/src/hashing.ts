@@ -178,26 +178,57 @@ export class HashChain extends PackedHashView {
 /** Where `tokensKeyInto`'s fold starts (any constant: keys only need to be equal for equal tokens). */
 const TOKENS_KEY_SEED_HI = 0x1319_8a2e;
 const TOKENS_KEY_SEED_LO = 0x0370_7344;
+/** Marks a run step of `tokensKeyInto` (hex digits 33-48 of pi's fraction, after the seed's). */
+const RUN_TAG_HI = 0xa409_3822;
+const RUN_TAG_LO = 0x299f_31d0;
 
 /**
  * A 64-bit lookup key for the `blockSize` tokens from `start` of `source`, written to out[at]
- * (high) and out[at + 1] (low): XXH3 of 16 bytes (`xxh3PairInto`) folded over the tokens two at a
- * time, [key so far, (token j, token j + 1)], from a fixed seed (an odd last token pairs with 0;
- * every block of a chain has the same size). Equal tokens give equal keys and different ones
- * differ but for 64-bit collisions, as with the real tokens hash, at a fraction of its cost.
+ * (high) and out[at + 1] (low): XXH3 of 16 bytes (`xxh3PairInto`) folded over the block from a
+ * fixed seed, one step per run of four or more equal tokens, else per four tokens. With the key so
+ * far K = (hi, lo), at token j:
+ *
+ *   * when tokens j .. j + 3 are in the block and equal (v), the run of v from j (L tokens, to the
+ *     block's end at most) folds as K = XXH3[(hi ^ RUN_TAG_HI, lo ^ L), (v, RUN_TAG_LO)];
+ *   * otherwise tokens (a, b, c, d) from j (0 past the block's end) fold as
+ *     K = XXH3[(hi ^ c, lo ^ d), (a, b)], and j moves on by four.
+ *
+ * How the block splits into steps depends on its tokens only, and for a given K each step's 16
+ * bytes determine what it covers (a quad whose tokens read (v, RUN_TAG_LO, RUN_TAG_HI, L) aside,
+ * a 2^-64 chance per step for tokens that are not built to hit it): equal tokens give equal keys,
+ * and different ones differ but for 64-bit collisions, like the real tokens hash. Every block of a
+ * chain has the same size, so padding with 0 makes no two blocks equal. A path prompt's tail, runs
+ * of hundreds of equal tokens, then costs a few calls instead of one per two tokens.
  */
 export function tokensKeyInto(source: TokenSource, start: number, blockSize: number, out: Uint32Array, at: number): void {
   const { head, tail, headLength, headStart } = source;
-  out[at] = TOKENS_KEY_SEED_HI;
-  out[at + 1] = TOKENS_KEY_SEED_LO;
-  for (let j = 0; j < blockSize; j += 2) {
-    const k = start + j;
+  let hi = TOKENS_KEY_SEED_HI | 0;
+  let lo = TOKENS_KEY_SEED_LO | 0;
+  const end = start + blockSize;
+  let k = start;
+  while (k < end) {
     const a = k < headLength ? head[k - headStart]! : tail[k - headLength]!;
     let b = 0;
-    if (j + 1 < blockSize) b = k + 1 < headLength ? head[k + 1 - headStart]! : tail[k + 1 - headLength]!;
-    // As int32 (see extend): no heap number per call for halves or tokens above 2^31.
-    xxh3PairInto(out[at] | 0, out[at + 1]! | 0, a | 0, b | 0, out, at);
+    let c = 0;
+    let d = 0;
+    if (k + 1 < end) b = k + 1 < headLength ? head[k + 1 - headStart]! : tail[k + 1 - headLength]!;
+    if (k + 2 < end) c = k + 2 < headLength ? head[k + 2 - headStart]! : tail[k + 2 - headLength]!;
+    if (k + 3 < end) d = k + 3 < headLength ? head[k + 3 - headStart]! : tail[k + 3 - headLength]!;
+    if (k + 3 < end && b === a && c === a && d === a) {
+      let n = k + 4;
+      while (n < end && (n < headLength ? head[n - headStart]! : tail[n - headLength]!) === a) n++;
+      // As int32 (see extend): no heap number per call for halves or tokens above 2^31.
+      xxh3PairInto(hi ^ RUN_TAG_HI, lo ^ (n - k), a | 0, RUN_TAG_LO | 0, out, at);
+      k = n;
+    } else {
+      xxh3PairInto(hi ^ c, lo ^ d, a | 0, b | 0, out, at);
+      k += 4;
+    }
+    hi = out[at]! | 0;
+    lo = out[at + 1]! | 0;
   }
+  out[at] = hi;
+  out[at + 1] = lo;
 }
 
 /**
