@@ -97,3 +97,71 @@ describe("weightedRanks equals expanding the weights and sorting", () => {
     );
   });
 });
+
+/**
+ * The incremental histogram against the naive sample on harder values: pass times stepping by
+ * zero, equal, tiny and huge amounts, plain values mixed in (equal, zero, spanning 1e-300..1e300),
+ * and, in the second property, negative values and -0 (the fallback to passes over the entries).
+ * Figures are compared after `+ 0`, which maps -0 to 0: which zero of a tie comes first is not a
+ * value of the sample.
+ */
+describe("ItlSample's histogram equals the one-double-per-gap reference on wide ranges", () => {
+  const step = fc.oneof(fc.constant(0), fc.constant(7), fc.constantFrom(1e-9, 1e6, 1e12), fc.double({ min: 0, max: 1e9, noNaN: true }));
+  const plain = (signed: boolean) =>
+    signed
+      ? fc.oneof(fc.constantFrom(0, -0, 5, -5), fc.double({ min: -1e300, max: 1e300, noNaN: true }))
+      : fc.oneof(fc.constantFrom(0, 5, 1e-300, 1e300), fc.double({ min: 0, max: 1e300, noNaN: true }));
+  const check = (signed: boolean, seed: number): void => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ dt: step, served: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }) }), { maxLength: 300 }),
+        fc.array(fc.record({ after: fc.nat({ max: 4 }), v: plain(signed) }), { maxLength: 40 }),
+        (passes, values) => {
+          const log = new PassLog();
+          let clock = 0;
+          const tracks = Array.from({ length: 4 }, () => new TokenTrack());
+          const times: number[][] = [[], [], [], []];
+          for (const p of passes) {
+            clock += p.dt;
+            let entry = -1;
+            p.served.forEach((on, r) => {
+              if (!on) return;
+              if (entry < 0) entry = log.append(clock);
+              tracks[r]!.add(log, entry);
+              times[r]!.push(clock);
+            });
+          }
+          const s = new ItlSample();
+          const reference: number[] = [];
+          for (let r = 0; r <= 4; r++) {
+            const mine = values.filter((x) => x.after === r).map((x) => x.v);
+            s.addValues(Float64Array.from(mine));
+            reference.push(...mine);
+            if (r === 4) break;
+            s.addTrack(tracks[r]!);
+            const t = times[r]!;
+            for (let i = 1; i < t.length; i++) reference.push(t[i]! - t[i - 1]!);
+          }
+          const d = s.distribution();
+          expect(d.count).toBe(reference.length);
+          if (reference.length === 0) return;
+          let sum = 0;
+          for (const g of reference) sum += g;
+          const mean = sum / reference.length;
+          let sq = 0;
+          for (const g of reference) sq += (g - mean) * (g - mean);
+          const sorted = [...reference].sort((a, b) => a - b);
+          const at = (p: number) => sorted[percentileRank(sorted.length, p)]! + 0;
+          expect([d.mean, d.std]).toEqual([mean, Math.sqrt(sq / reference.length)]);
+          expect([d.min + 0, d.max + 0, d.p50 + 0, d.p90 + 0, d.p99 + 0]).toEqual([sorted[0]! + 0, sorted.at(-1)! + 0, at(50), at(90), at(99)]);
+          const ps = [0, 10, 25, 75, 99.9, 100];
+          expect(s.percentiles(ps).map((v) => v + 0)).toEqual(ps.map(at));
+        },
+      ),
+      { seed, numRuns: 200 },
+    );
+  };
+
+  it("non-negative gaps and values", () => { check(false, 1215); });
+  it("with negative values and -0 (passes over the entries)", () => { check(true, 1216); });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { arrayEntries, ItlSample, PassLog, TokenTrack, weightedRanks } from "./itl.js";
+import { arrayEntries, GapHistogram, ItlSample, PassLog, TokenTrack, weightedRanks } from "./itl.js";
 
 describe("ItlSample: gaps from pass logs", () => {
   it("two requests on one worker, one skipped a pass: gaps {10, 2} and {2, 8}", () => {
@@ -122,5 +122,68 @@ describe("weightedRanks", () => {
     const v = Float64Array.from([...Array.from({ length: 1000 }, (_, i) => 999 - i), 1e9]);
     const w = Float64Array.from([...Array.from({ length: 1000 }, () => 2), 1]);
     expect(weightedRanks(arrayEntries(v, w), v.length, [0, 1, 2, 1001, 1998, 1999, 2000])).toEqual([0, 0, 1, 500, 999, 999, 1e9]);
+  });
+});
+
+describe("GapHistogram: power-of-two buckets built as gaps come", () => {
+  it("the first gap sets a width of 2^-20 of it; a gap twice as large merges to 2^-12", () => {
+    const h = new GapHistogram();
+    h.add(1);
+    // floor(log2 1) - 20 = -20: gap 1 is index 2^20, centred: base 2^20 - floor((16,384 - 1) / 2).
+    expect([h.shift, h.base, h.bucketOf(1)]).toEqual([-20, 2 ** 20 - 8191, 8191]);
+    h.add(2);
+    // Indices 2^-s and 2^(1-s) are 2^-s apart, under 8,192 from s = -12: 4,096 and 8,192, spread
+    // (16,384 - 4,097) / 2 = 6,143 below, clamped at 0.
+    expect([h.shift, h.base, h.bucketOf(1), h.bucketOf(2)]).toEqual([-12, 0, 4096, 8192]);
+    h.add(1.5);
+    expect([h.total[4096], h.total[6144], h.total[8192], h.min, h.max]).toEqual([1, 1, 1, 1, 2]);
+    // Ranks 0, 1, 2 are the first of each bucket.
+    expect(h.targets([2, 0, 1])).toEqual([{ b: 8192, r: 0 }, { b: 4096, r: 0 }, { b: 6144, r: 0 }]);
+    expect(h.irregular).toBe(false);
+  });
+
+  it("zero is a regular gap; -0, negatives, infinities and NaN make it irregular", () => {
+    const zero = new GapHistogram();
+    zero.add(0);
+    // log2(0) is -Infinity: the finest width, 2^-1000; 0 is index 0, bucket 0.
+    expect([zero.shift, zero.bucketOf(0), zero.total[0], zero.irregular]).toEqual([-1000, 0, 1, false]);
+    for (const v of [-0, -1, Infinity, NaN]) {
+      const h = new GapHistogram();
+      h.add(3);
+      h.add(v);
+      expect(h.irregular).toBe(true);
+    }
+  });
+});
+
+describe("ItlSample: the histogram's fallbacks give the same figures", () => {
+  it("gaps from 0 to 1e300 (one bucket holds all but the largest)", () => {
+    const s = new ItlSample();
+    s.addValues(Float64Array.from([1e-300, 5, 1e300, 0, 5]));
+    // Sorted 0, 1e-300, 5, 5, 1e300: p50 index 2 -> 5; p90 round(3.6) = 4 -> 1e300; p25 index 1 -> 1e-300.
+    expect(s.distribution()).toMatchObject({ count: 5, min: 0, max: 1e300, p50: 5, p90: 1e300, p99: 1e300 });
+    expect(s.percentiles([0, 25, 75])).toEqual([0, 1e-300, 5]);
+  });
+
+  it("a pass log whose times go back: a negative gap, found by passes over the entries", () => {
+    // Times 0, 10, 4, 6: gaps 10, -6, 2 -> sorted -6, 2, 10; mean 6 / 3 = 2; p50 index 1 -> 2.
+    const log = new PassLog();
+    const t = new TokenTrack();
+    for (const time of [0, 10, 4, 6]) t.add(log, log.append(time));
+    const s = new ItlSample();
+    s.addTrack(t);
+    expect(s.distribution()).toMatchObject({ count: 3, mean: 2, min: -6, max: 10, p50: 2, p90: 10 });
+  });
+
+  it("a bucket too heavy to copy out: 35,000 gaps of 1 and 35,000 of 1 + 2^-52 share one", () => {
+    const eps = 2 ** -52;
+    const s = new ItlSample();
+    s.addValues(Float64Array.from({ length: 70_000 }, (_, i) => (i < 35_000 ? 1 : 1 + eps)));
+    s.addValues(Float64Array.of(2));
+    // 70,001 gaps: indices 0..34,999 are 1, 35,000..69,999 are 1 + 2^-52, 70,000 is 2. p50 index
+    // round(35,000) = 35,000; p90 round(63,000); p99 round(69,300): all 1 + 2^-52.
+    expect(s.distribution()).toMatchObject({ count: 70_001, min: 1, max: 2, p50: 1 + eps, p90: 1 + eps, p99: 1 + eps });
+    // Percentile 49.99: index round(70,000 x 0.4999) = 34,993 -> 1.
+    expect(s.percentiles([0, 49.99, 100])).toEqual([1, 1, 2]);
   });
 });

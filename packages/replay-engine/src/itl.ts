@@ -11,6 +11,11 @@
  * of the log entries plus the few gaps that jump between runs. Memory is one double per pass and
  * three ints per completed run, not one double per token; nothing is allocated per token.
  *
+ * The percentiles' first histogram level is built as requests complete (`GapHistogram`, in the
+ * replay's hot code): the report then makes one pass over the logs, copying out the entries of the
+ * buckets that hold the asked ranks, instead of three passes that run once, mostly before V8 has
+ * compiled them.
+ *
  * Exactness: a gap is `time[j] - time[j - 1]` on the very doubles the tokens were stamped with, so
  * it is the value the token-by-token computation gives; the mean is summed in the same order
  * (requests in completion order, gaps in token order); percentiles are exact nearest rank over the
@@ -24,13 +29,21 @@ const EMPTY: Distribution = { count: 0, mean: 0, min: 0, max: 0, p50: 0, p90: 0,
 const CHUNK_BITS = 13;
 const CHUNK = 1 << CHUNK_BITS;
 const MASK = CHUNK - 1;
-/** The running sum of gaps, for `foldGaps`. */
-const addGap = (sum: number, gap: number): number => sum + gap;
+
+/** Buckets of a `GapHistogram`. */
+const HIST = 1 << 14;
+/** The finest bucket width of a `GapHistogram` is 2^-MAX_SCALE_BITS (so 2^MAX_SCALE_BITS is finite). */
+const MAX_SCALE_BITS = 1000;
 
 /** The times of one worker's passes that emitted tokens. */
 export class PassLog {
   private readonly times: Float64Array[] = [];
   private n = 0;
+  /**
+   * A time was -0, not finite, or below the one before: a gap may then be -0, negative or NaN,
+   * which `GapHistogram` does not order (never so in a replay).
+   */
+  private odd = false;
 
   get length(): number {
     return this.n;
@@ -45,6 +58,7 @@ export class PassLog {
     const c = this.n >>> CHUNK_BITS;
     if (c === this.times.length) this.times.push(new Float64Array(CHUNK));
     this.times[c]![this.n & MASK] = atMs;
+    if (!(atMs < Infinity) || (this.n > 0 && !(atMs >= this.time(this.n - 1))) || (atMs === 0 && 1 / atMs < 0)) this.odd = true;
     return this.n++;
   }
 
@@ -83,16 +97,14 @@ export class PassLog {
   }
 
   /**
-   * `forEachCounted`'s entries summarised in one pass, no call per entry: adds to `acc` (size,
-   * min, max) how many there are and their least and greatest gap.
+   * Copies `forEachCounted`'s entries whose `GapHistogram` bucket (`Math.floor(gap * scale) -
+   * base`) has a part, in order: part `p = partOf[bucket]` (-1: none) gets the value at
+   * `values[p][filled[p]]`, its count at the same index of `weights[p]`.
    */
-  scanCounted(starts: Int32Array, ends: Int32Array, acc: Float64Array): void {
+  copyCounted(starts: Int32Array, ends: Int32Array, scale: number, base: number, partOf: Int32Array, values: Float64Array[], weights: Float64Array[], filled: Int32Array): void {
     const n = this.n;
     if (n === 0) return;
-    let size = acc[0]!;
-    let min = acc[1]!;
-    let max = acc[2]!;
-    let count = 0;
+    let live = 0;
     let si = 0;
     let ei = 0;
     const chunks = this.times;
@@ -101,42 +113,6 @@ export class PassLog {
     // replacement), and an outer loop it had not run yet sent that code back to the interpreter.
     for (let j = 1; j < n; j++) {
       while (si < starts.length && starts[si]! <= j) {
-        count++;
-        si++;
-      }
-      while (ei < ends.length && ends[ei]! <= j) {
-        count--;
-        ei++;
-      }
-      const t = chunks[j >>> CHUNK_BITS]![j & MASK]!;
-      if (count > 0) {
-        const v = t - prev;
-        // Written as they change, not after the loop: code after the loop has not run when V8
-        // compiles the loop, and reaching it would send the pass back to the interpreter.
-        acc[0] = ++size;
-        if (v < min) acc[1] = min = v;
-        if (v > max) acc[2] = max = v;
-      }
-      prev = t;
-    }
-  }
-
-  /**
-   * Adds `forEachCounted`'s entries to a histogram of `buckets` buckets of `width` from `min`:
-   * their weight to `total`, one to `count` (bucket floor((v - min) / width), the last one also
-   * taking v = max), in one pass.
-   */
-  histogramCounted(starts: Int32Array, ends: Int32Array, min: number, width: number, buckets: number, total: Float64Array, count: Int32Array): void {
-    const n = this.n;
-    if (n === 0) return;
-    let live = 0;
-    let si = 0;
-    let ei = 0;
-    const chunks = this.times;
-    let prev = chunks[0]![0]!;
-    // One flat loop, as in scanCounted.
-    for (let j = 1; j < n; j++) {
-      while (si < starts.length && starts[si]! <= j) {
         live++;
         si++;
       }
@@ -147,51 +123,7 @@ export class PassLog {
       const t = chunks[j >>> CHUNK_BITS]![j & MASK]!;
       if (live > 0) {
         const v = t - prev;
-        const b = Math.min(buckets - 1, Math.floor((v - min) / width));
-        total[b] = total[b]! + live;
-        count[b]!++;
-      }
-      prev = t;
-    }
-  }
-
-  /**
-   * Copies `forEachCounted`'s entries whose bucket (as `histogramCounted`) has a part, in order:
-   * part `p = partOf[b]` (-1: none) gets the value at `values[p][filled[p]]`, its weight at the
-   * same index of `weights[p]`.
-   */
-  copyCounted(
-    starts: Int32Array,
-    ends: Int32Array,
-    min: number,
-    width: number,
-    buckets: number,
-    partOf: Int32Array,
-    values: Float64Array[],
-    weights: Float64Array[],
-    filled: Int32Array,
-  ): void {
-    const n = this.n;
-    if (n === 0) return;
-    let live = 0;
-    let si = 0;
-    let ei = 0;
-    const chunks = this.times;
-    let prev = chunks[0]![0]!;
-    // One flat loop, as in scanCounted.
-    for (let j = 1; j < n; j++) {
-      while (si < starts.length && starts[si]! <= j) {
-        live++;
-        si++;
-      }
-      while (ei < ends.length && ends[ei]! <= j) {
-        live--;
-        ei++;
-      }
-      const t = chunks[j >>> CHUNK_BITS]![j & MASK]!;
-      if (live > 0) {
-        const v = t - prev;
-        const p = partOf[Math.min(buckets - 1, Math.floor((v - min) / width))]!;
+        const p = partOf[Math.floor(v * scale) - base]!;
         if (p >= 0) {
           const i = filled[p]!++;
           values[p]![i] = v;
@@ -221,23 +153,140 @@ export class PassLog {
   }
 
   /**
-   * Folds `f` over the gaps of entries first + 1 .. last in order, from `acc`: the gaps' sum
-   * (`(s, g) => s + g`) or squared deviations, added one gap at a time as a per-token loop would.
+   * Adds the gaps of entries first + 1 .. last in order to `sum` (returned: the same additions as
+   * summing them one token at a time) and each, with weight one, to `h`.
    */
-  foldGaps(first: number, last: number, acc: number, f: (acc: number, gap: number) => number): number {
-    if (last <= first) return acc;
+  addGaps(first: number, last: number, sum: number, h: GapHistogram): number {
+    if (last <= first) return sum;
+    if (this.odd) h.irregular = true;
+    let total = h.total;
+    let scale = h.scale;
+    let base = h.base;
+    let min = h.min;
+    let max = h.max;
     let prev = this.time(first);
     for (let j = first + 1; j <= last; ) {
       const times = this.times[j >>> CHUNK_BITS]!;
       const stop = Math.min(last, j | MASK);
       for (let k = j & MASK, kEnd = stop & MASK; k <= kEnd; k++) {
         const t = times[k]!;
-        acc = f(acc, t - prev);
+        const v = t - prev;
         prev = t;
+        sum = sum + v;
+        if (v < min) min = v;
+        if (v > max) max = v;
+        let b = Math.floor(v * scale) - base;
+        if (!(b >= 0 && b < HIST)) {
+          if (!h.makeRoom(v)) continue;
+          total = h.total;
+          scale = h.scale;
+          base = h.base;
+          b = Math.floor(v * scale) - base;
+        }
+        total[b]!++;
       }
       j = stop + 1;
     }
-    return acc;
+    h.min = min;
+    h.max = max;
+    return sum;
+  }
+}
+
+/**
+ * The weights of the ITL gaps by bucket, added as requests complete, so the report needs no pass
+ * to find the value range or to histogram it. Bucket widths are powers of two, 2^shift: a gap's
+ * bucket is floor(gap x 2^-shift) - base, exact (scaling by a power of two rounds nothing) and
+ * never decreasing as the gap grows, so bucket order is value order. When a gap falls outside the
+ * buckets, they are merged (shift grows: floor(floor(x / 2) / 2^k) = floor(x / 2^(k+1)), so each
+ * old bucket falls whole into a new one) and re-centred so the occupied range spans under half of
+ * them: a quarter is free on each side, and each width is left after a few moves. A negative, -0,
+ * infinite or NaN gap (none in a replay: pass times never decrease) makes the histogram
+ * `irregular` and unused, and the sample falls back to passes over its entries.
+ */
+export class GapHistogram {
+  /** Weight per bucket (empty until the first gap). */
+  total = new Float64Array(0);
+  /** 2^-shift. */
+  scale = 1;
+  shift = 0;
+  /** floor(gap x scale) of bucket 0 (none before the first gap). */
+  base = Infinity;
+  /** The least and greatest gap added (meaningful unless `irregular`). */
+  min = Infinity;
+  max = -Infinity;
+  irregular = false;
+
+  /** Adds one gap of weight one. */
+  add(v: number): void {
+    if (v < this.min) this.min = v;
+    if (v > this.max) this.max = v;
+    // -0 would share +0's bucket; it is the one value the check below lets through.
+    if (v === 0 && 1 / v < 0) this.irregular = true;
+    const b = this.bucketOf(v);
+    if (b >= 0 && b < HIST) this.total[b]!++;
+    else if (this.makeRoom(v)) this.total[this.bucketOf(v)]!++;
+  }
+
+  /** The bucket of gap `v` (outside 0 .. HIST - 1 or NaN: none yet). */
+  bucketOf(v: number): number {
+    return Math.floor(v * this.scale) - this.base;
+  }
+
+  /** Widens the buckets to take gap `v`; false if it is not finite and non-negative (irregular from then on). */
+  makeRoom(v: number): boolean {
+    if (this.irregular) return false;
+    if (!(v >= 0 && v < Infinity)) {
+      this.irregular = true;
+      return false;
+    }
+    const old = this.total;
+    let first = -1;
+    let last = -1;
+    for (let i = 0; i < old.length; i++) {
+      if (old[i] === 0) continue;
+      if (first < 0) first = i;
+      last = i;
+    }
+    // The first gap sets a width of about 2^-20 of itself (2^-1000 for a zero), merged from there.
+    let shift = first < 0 ? Math.max(-MAX_SCALE_BITS, Math.floor(Math.log2(v)) - 20) : this.shift;
+    const range = (s: number): [number, number] => {
+      const at = Math.floor(v * 2 ** -s);
+      if (first < 0) return [at, at];
+      const k = 2 ** (s - this.shift);
+      return [Math.min(at, Math.floor((this.base + first) / k)), Math.max(at, Math.floor((this.base + last) / k))];
+    };
+    let [lo, hi] = range(shift);
+    while (!(hi - lo < HIST / 2)) [lo, hi] = range(++shift);
+    const base = Math.max(0, lo - Math.floor((HIST - (hi - lo + 1)) / 2));
+    const total = new Float64Array(HIST);
+    const k = 2 ** (shift - this.shift);
+    for (let i = Math.max(first, 0); i <= last; i++) {
+      if (old[i] !== 0) total[Math.floor((this.base + i) / k) - base]! += old[i]!;
+    }
+    this.total = total;
+    this.shift = shift;
+    this.scale = 2 ** -shift;
+    this.base = base;
+    return true;
+  }
+
+  /**
+   * For each of `ranks` (0-based, below the total weight), the bucket holding it and its rank
+   * inside the bucket: one sweep of the buckets in rank order.
+   */
+  targets(ranks: readonly number[]): { b: number; r: number }[] {
+    const out = ranks.map((r) => ({ b: 0, r }));
+    const order = Array.from(ranks.keys()).sort((x, y) => ranks[x]! - ranks[y]!);
+    const total = this.total;
+    let b = 0;
+    let before = 0;
+    for (const k of order) {
+      const r = ranks[k]!;
+      while (b < total.length - 1 && r >= before + total[b]!) before += total[b++]!;
+      out[k] = { b, r: r - before };
+    }
+    return out;
   }
 }
 
@@ -290,8 +339,12 @@ export class ItlSample {
   private orderLength = 0;
   /** Per log, its runs' sorted starts and ends (see PassLog.forEachCounted); undefined: runs were added since. */
   private counted: { readonly starts: Int32Array; readonly ends: Int32Array }[] | undefined;
-  /** The entries' summary for the current `counted` (see `summary`). */
-  private summarised: EntrySummary | undefined;
+  /** Every gap's weight by bucket, added as it comes. */
+  private readonly gaps = new GapHistogram();
+  /** Buckets already copied out (see `ranks`), for the current runs; undefined: runs were added since. */
+  private parts: Map<number, Part> | undefined;
+  /** The entries' count and bounds when the histogram is irregular (see `irregularBounds`). */
+  private bounds: { readonly size: number; readonly min: number; readonly max: number } | undefined;
 
   /** Adds gaps given as values, in order. */
   addValues(values: Float64Array): void {
@@ -306,7 +359,7 @@ export class ItlSample {
       prevLast = last;
       if (last <= first) return;
       // The same additions, in the same order, as summing the gaps one token at a time.
-      this.sum = log.foldGaps(first, last, this.sum, addGap);
+      this.sum = log.addGaps(first, last, this.sum, this.gaps);
       this.count += last - first;
       let li = this.logIndex.get(log);
       if (li === undefined) {
@@ -321,13 +374,15 @@ export class ItlSample {
   private addOne(v: number): void {
     this.sum += v;
     this.count++;
+    this.gaps.add(v);
     this.record(-1, this.single.length, 0);
     this.single.push(v);
   }
 
   private record(a: number, b: number, c: number): void {
     this.counted = undefined;
-    this.summarised = undefined;
+    this.parts = undefined;
+    this.bounds = undefined;
     if (this.orderLength + 3 > this.order.length) {
       const grown = new Int32Array(this.order.length * 2);
       grown.set(this.order);
@@ -363,81 +418,72 @@ export class ItlSample {
   }
 
   /**
-   * How many (gap, count) entries there are, their least and greatest gap and, when `weightedRanks`
-   * would make one (more than SMALL entries, not all equal), its first histogram: made once per
-   * set of runs by passes over the logs that call nothing per entry.
+   * How many (gap, count) entries there are and their least and greatest gap, by a pass over them
+   * in the order `weightedRanks` visits them (so a tie of -0 and 0 resolves as it always did):
+   * needed only when the histogram is irregular.
    */
-  private summary(): EntrySummary {
-    if (this.summarised !== undefined) return this.summarised;
-    const counted = this.countedRuns();
-    const single = this.single.values();
-    const acc = Float64Array.of(0, Infinity, -Infinity);
-    for (const v of single) {
-      acc[0]!++;
-      if (v < acc[1]!) acc[1] = v;
-      if (v > acc[2]!) acc[2] = v;
-    }
-    for (const [li, log] of this.logs.entries()) log.scanCounted(counted[li]!.starts, counted[li]!.ends, acc);
-    const [size, min, max] = acc as unknown as [number, number, number];
-    let histogram: EntrySummary["histogram"];
-    if (size > SMALL && min !== max) {
-      // As weightedRanks buckets them.
-      const buckets = Math.min(BUCKETS, size);
-      const width = (max - min) / buckets;
-      const total = new Float64Array(buckets);
-      const count = new Int32Array(buckets);
-      for (const v of single) {
-        const b = Math.min(buckets - 1, Math.floor((v - min) / width));
-        total[b] = total[b]! + 1;
-        count[b]!++;
-      }
-      for (const [li, log] of this.logs.entries()) log.histogramCounted(counted[li]!.starts, counted[li]!.ends, min, width, buckets, total, count);
-      histogram = { buckets, width, total, count };
-    }
-    this.summarised = { size, min, max, histogram };
-    return this.summarised;
+  private irregularBounds(): { readonly size: number; readonly min: number; readonly max: number } {
+    if (this.bounds !== undefined) return this.bounds;
+    let size = 0;
+    let min = Infinity;
+    let max = -Infinity;
+    this.visitor()((v) => {
+      size++;
+      if (v < min) min = v;
+      if (v > max) max = v;
+    });
+    this.bounds = { size, min, max };
+    return this.bounds;
   }
 
   /**
-   * The values at 0-based `ranks` of the (gap, count) multiset: `weightedRanks` over its entries,
-   * its first level (bounds, histogram, copying out the target buckets) done by the logs' own
-   * passes, the buckets copied out then searched by `weightedRanks` itself.
+   * The values at 0-based `ranks` of the (gap, count) multiset. The histogram gives each rank's
+   * bucket; one pass over the logs copies out the entries of the buckets not copied out before
+   * (asking p50, p90, p99 again costs no pass), and `weightedRanks` searches each bucket. When all
+   * gaps are finite and non-negative, no two differ only in sign, so the values at the ranks are
+   * the same whichever way they are found. Otherwise (irregular), or when a bucket's weight is too
+   * large to copy out, `weightedRanks` runs over all the entries.
    */
   private ranks(ranks: readonly number[]): number[] {
-    const { size, min, histogram } = this.summary();
-    if (histogram === undefined) return size <= SMALL ? weightedRanks(this.visitor(), size, ranks) : ranks.map(() => min);
-    const { buckets, width, total, count } = histogram;
-    // The bucket of each rank and the rank inside it (as weightedRanks finds them).
-    const targets = ranks.map((r) => {
-      let b = 0;
-      let before = 0;
-      while (b < buckets - 1 && r >= before + total[b]!) before += total[b++]!;
-      return { b, r: r - before };
+    const h = this.gaps;
+    if (h.irregular) return weightedRanks(this.visitor(), this.irregularBounds().size, ranks);
+    if (h.min === h.max) return ranks.map(() => h.min);
+    const targets = h.targets(ranks);
+    // A bucket's weight bounds its entries; past this, copying it out costs more than the
+    // general search's own passes.
+    const heavy = Math.max(HEAVY, this.count / 64);
+    if (targets.some(({ b }) => h.total[b]! > heavy)) return weightedRanks(this.visitor(), this.count, ranks);
+    const parts = (this.parts ??= new Map<number, Part>());
+    const missing = [...new Set(targets.map(({ b }) => b))].filter((b) => !parts.has(b));
+    if (missing.length > 0) this.copyOut(missing, parts);
+    return targets.map(({ b, r }) => {
+      const { values, weights } = parts.get(b)!;
+      return weightedRanks(arrayEntries(values, weights), values.length, [r])[0]!;
     });
-    const partOf = new Int32Array(buckets).fill(-1);
+  }
+
+  /** Copies the entries of `buckets` into `parts`, in one pass over the logs. */
+  private copyOut(buckets: readonly number[], parts: Map<number, Part>): void {
+    const h = this.gaps;
+    const partOf = new Int32Array(h.total.length).fill(-1);
     const values: Float64Array[] = [];
     const weights: Float64Array[] = [];
-    for (const { b } of targets) {
-      if (partOf[b]! >= 0) continue;
+    for (const b of buckets) {
       partOf[b] = values.length;
-      values.push(new Float64Array(count[b]!));
-      weights.push(new Float64Array(count[b]!));
+      values.push(new Float64Array(h.total[b]!));
+      weights.push(new Float64Array(h.total[b]!));
     }
     const filled = new Int32Array(values.length);
     for (const v of this.single.values()) {
-      const p = partOf[Math.min(buckets - 1, Math.floor((v - min) / width))]!;
+      const p = partOf[h.bucketOf(v)]!;
       if (p < 0) continue;
       const i = filled[p]!++;
       values[p]![i] = v;
       weights[p]![i] = 1;
     }
     const counted = this.countedRuns();
-    for (const [li, log] of this.logs.entries()) log.copyCounted(counted[li]!.starts, counted[li]!.ends, min, width, buckets, partOf, values, weights, filled);
-    // Each bucket holds fewer entries than the whole (min and max fall in different buckets).
-    return targets.map(({ b, r }) => {
-      const p = partOf[b]!;
-      return weightedRanks(arrayEntries(values[p]!, weights[p]!), values[p]!.length, [r])[0]!;
-    });
+    for (const [li, log] of this.logs.entries()) log.copyCounted(counted[li]!.starts, counted[li]!.ends, h.scale, h.base, partOf, values, weights, filled);
+    buckets.forEach((b, p) => parts.set(b, { values: values[p]!.subarray(0, filled[p]), weights: weights[p]!.subarray(0, filled[p]) }));
   }
 
   /** Each log's runs as sorted starts (first + 1) and ends (last + 1), made once per set of runs. */
@@ -480,18 +526,16 @@ export class ItlSample {
       }
       sq = this.logs[o[k]!]!.squaredDeviations(o[k + 1]!, o[k + 2]!, sq, mean);
     }
-    const { min, max } = this.summary();
+    const { min, max } = this.gaps.irregular ? this.irregularBounds() : this.gaps;
     const [p50, p90, p99] = this.ranks([percentileRank(n, 50), percentileRank(n, 90), percentileRank(n, 99)]);
     return { count: n, mean, min, max, p50: p50!, p90: p90!, p99: p99!, std: Math.sqrt(sq / n) };
   }
 }
 
-/** What `ItlSample.summary` keeps: the entries' count and bounds, and the first histogram level. */
-interface EntrySummary {
-  readonly size: number;
-  readonly min: number;
-  readonly max: number;
-  readonly histogram: { readonly buckets: number; readonly width: number; readonly total: Float64Array; readonly count: Int32Array } | undefined;
+/** The entries of one histogram bucket, copied out: values and their counts. */
+interface Part {
+  readonly values: Float64Array;
+  readonly weights: Float64Array;
 }
 
 /** Calls `f(value, weight)` for every entry of a weighted multiset. */
@@ -508,6 +552,8 @@ export function arrayEntries(values: Float64Array, weights: Float64Array): Visit
 const SMALL = 64;
 /** Buckets per histogram pass. */
 const BUCKETS = 4096;
+/** A bucket of `GapHistogram` weighing more than this (and a 64th of the sample) is not copied out. */
+const HEAVY = 1 << 16;
 
 /**
  * The values at the 0-based `ranks` of a multiset of `size` entries (value, weight). A histogram of
