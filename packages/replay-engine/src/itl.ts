@@ -134,7 +134,7 @@ export class PassLog {
     }
   }
 
-  /** Σ (gap - mean)^2 over the gaps of entries first + 1 .. last, added in order to `acc` (`foldGaps` without a call per gap). */
+  /** Σ (gap - mean)^2 over the gaps of entries first + 1 .. last, added in order to `acc` (the order `addGaps` summed them in). */
   squaredDeviations(first: number, last: number, acc: number, mean: number): number {
     if (last <= first) return acc;
     let prev = this.time(first);
