@@ -175,7 +175,23 @@ describe("ItlSample: the histogram's fallbacks give the same figures", () => {
     expect(s.distribution()).toMatchObject({ count: 3, mean: 2, min: -6, max: 10, p50: 2, p90: 10 });
   });
 
-  it("a bucket too heavy to copy out: 35,000 gaps of 1 and 35,000 of 1 + 2^-52 share one", () => {
+  it("a bucket heavy with gaps many requests share copies out its few entries", () => {
+    // 1,000 requests on the same 101 passes, one each 1 ms: 100,000 gaps of 1 in 100 log entries,
+    // then one gap of 5 given as a value. p50, p90 and p99 fall among the gaps of 1; the largest is 5.
+    const log = new PassLog();
+    for (let j = 0; j <= 100; j++) log.append(j);
+    const s = new ItlSample();
+    for (let k = 0; k < 1000; k++) {
+      const t = new TokenTrack();
+      for (let j = 0; j <= 100; j++) t.add(log, j);
+      s.addTrack(t);
+    }
+    s.addValues(Float64Array.of(5));
+    expect(s.distribution()).toMatchObject({ count: 100_001, min: 1, max: 5, p50: 1, p90: 1, p99: 1 });
+    expect(s.percentiles([0, 99.999, 100])).toEqual([1, 1, 5]);
+  });
+
+  it("a heavy bucket is copied out whole: 35,000 gaps of 1 and 35,000 of 1 + 2^-52 share one", () => {
     const eps = 2 ** -52;
     const s = new ItlSample();
     s.addValues(Float64Array.from({ length: 70_000 }, (_, i) => (i < 35_000 ? 1 : 1 + eps)));

@@ -441,18 +441,14 @@ export class ItlSample {
    * bucket; one pass over the logs copies out the entries of the buckets not copied out before
    * (asking p50, p90, p99 again costs no pass), and `weightedRanks` searches each bucket. When all
    * gaps are finite and non-negative, no two differ only in sign, so the values at the ranks are
-   * the same whichever way they are found. Otherwise (irregular), or when a bucket's weight is too
-   * large to copy out, `weightedRanks` runs over all the entries.
+   * the same whichever way they are found. Otherwise (irregular), `weightedRanks` runs over all
+   * the entries.
    */
   private ranks(ranks: readonly number[]): number[] {
     const h = this.gaps;
     if (h.irregular) return weightedRanks(this.visitor(), this.irregularBounds().size, ranks);
     if (h.min === h.max) return ranks.map(() => h.min);
     const targets = h.targets(ranks);
-    // A bucket's weight bounds its entries; past this, copying it out costs more than the
-    // general search's own passes.
-    const heavy = Math.max(HEAVY, this.count / 64);
-    if (targets.some(({ b }) => h.total[b]! > heavy)) return weightedRanks(this.visitor(), this.count, ranks);
     const parts = (this.parts ??= new Map<number, Part>());
     const missing = [...new Set(targets.map(({ b }) => b))].filter((b) => !parts.has(b));
     if (missing.length > 0) this.copyOut(missing, parts);
@@ -468,10 +464,15 @@ export class ItlSample {
     const partOf = new Int32Array(h.total.length).fill(-1);
     const values: Float64Array[] = [];
     const weights: Float64Array[] = [];
+    // A bucket holds at most its weight in entries, and at most one entry per single value and
+    // per log entry: a heavy bucket of gaps shared by many requests copies out its entries only.
+    let entries = this.single.length;
+    for (const log of this.logs) entries += log.length;
     for (const b of buckets) {
+      const size = Math.min(h.total[b]!, entries);
       partOf[b] = values.length;
-      values.push(new Float64Array(h.total[b]!));
-      weights.push(new Float64Array(h.total[b]!));
+      values.push(new Float64Array(size));
+      weights.push(new Float64Array(size));
     }
     const filled = new Int32Array(values.length);
     for (const v of this.single.values()) {
@@ -552,8 +553,6 @@ export function arrayEntries(values: Float64Array, weights: Float64Array): Visit
 const SMALL = 64;
 /** Buckets per histogram pass. */
 const BUCKETS = 4096;
-/** A bucket of `GapHistogram` weighing more than this (and a 64th of the sample) is not copied out. */
-const HEAVY = 1 << 16;
 
 /**
  * The values at the 0-based `ranks` of a multiset of `size` entries (value, weight). A histogram of
