@@ -273,15 +273,17 @@ export class BlockPool {
     while (2 * live + 2 > size) size *= 2;
     const out = new Int32Array(size);
     let k = 0;
+    // Live entries first, renumbered after: a block dequeued and queued again leaves a stale entry
+    // that can sit at the very position its live entry moves to (the front ring's new positions
+    // start at FRONT_BASE, above where pushes to the front went), and would then read as live.
     for (let pos = head; pos < tail; pos++) {
       const id = ring[pos & mask]!;
       if (r[id * STRIDE + QPOS] !== sign * pos) continue;
-      const np = base + k++;
-      out[np & (size - 1)] = id;
-      r[id * STRIDE + QPOS] = sign * np;
+      out[(base + k++) & (size - 1)] = id;
     }
     // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, frontLive/backLive count exactly the entries whose QPOS word names their position (every push, pop and dequeue updates both)
     if (k !== live) throw failure("pool invariant: free-queue ring holds {0} live entries, counted {1}", k, live);
+    for (let np = base; np < base + k; np++) r[out[np & (size - 1)]! * STRIDE + QPOS] = sign * np;
     return out;
   }
 

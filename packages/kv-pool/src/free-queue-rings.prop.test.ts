@@ -67,6 +67,29 @@ describe("the free queue's rings", () => {
     );
   }, 120_000);
 
+  it("count a block once when a rebuild moves it onto one of its own stale entries", () => {
+    // 20 pages, blocks 1..10 taken. 1..8 freed unhashed fill the front ring's 8 slots at
+    // FRONT_BASE - 8 .. FRONT_BASE - 1 (1 first in the queue); freeing 9 rebuilds the ring (32
+    // slots, 1..8 renumbered from FRONT_BASE) and puts 9 in front of them.
+    const pool = new BlockPool(20, 1, false, [false]);
+    expect(pool.takeFree(10, 0)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    pool.free([1, 2, 3, 4, 5, 6, 7, 8]);
+    pool.free([9]);
+    // Each hit on block 1 and free of it leaves a stale entry behind (the first one at FRONT_BASE,
+    // where 1 sat) and queues 1 at the very front again: 23 rounds fill the 32 slots.
+    for (let round = 0; round < 23; round++) {
+      pool.touch([1]);
+      pool.free([1]);
+    }
+    // Freeing 10 rebuilds the ring: 1, first, is renumbered to FRONT_BASE, where a stale entry of
+    // its own sits further on; it must still count once.
+    pool.free([10]);
+    const order = [10, 1, 9, 2, 3, 4, 5, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 18, 19];
+    expect(pool.freeQueueOrder()).toEqual(order);
+    expect(pool.numFree).toBe(19);
+    expect(pool.takeFree(19, 0)).toEqual(order);
+  });
+
   it("hold one entry per free block after a long churn (stale entries are dropped, the rings stay small)", () => {
     // 16 pages, 5,000 rounds of taking 10 blocks and freeing them back: 50,000 pushes in all.
     const pool = new BlockPool(17, 1, false, [false]);
