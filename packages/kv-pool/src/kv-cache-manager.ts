@@ -14,7 +14,7 @@ import type {
   PrefixHit,
   PromptTokens,
 } from "./contract.js";
-import { FRESH, FullAttentionManager, MambaManager, SingleBlockStateManager, WindowManager, type SingleTypeManager } from "./managers.js";
+import { emptyLists, FRESH, FullAttentionManager, MambaManager, SingleBlockStateManager, WindowManager, type SingleTypeManager } from "./managers.js";
 import { asPromptImpl, type PromptBase } from "./prompt-tokens.js";
 import type { BlockHashView } from "./hashing.js";
 import { Sequence } from "./sequence.js";
@@ -148,7 +148,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     // finds the same zero hit (a group that does not cache holds no cached block).
     // Stryker disable next-line ConditionalExpression,MethodExpression,ArrowFunction: equivalent, each surviving mutant only turns the zero-hit fast path off (every or undefined: false), the search then finds the same zero hit
     this.hitImpossible = this.managers.some((m) => (m.kind === "full_attention" || m.kind === "window") && !m.caches);
-    this.zeroHit = new Hit(0, this.managers.map(() => []), this);
+    this.zeroHit = new Hit(0, emptyLists(this.managers.length), this);
     const mamba = this.managers.filter((m): m is MambaManager => m instanceof MambaManager);
     this.prefillChunking = mamba.length === 0 ? "any" : mamba.every((m) => m.checkpointBlocks > 0) ? "whole_blocks_before_final" : "align_split";
   }
@@ -243,7 +243,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     }
     // Stryker disable next-line ConditionalExpression: equivalent, a hit of length 0 built below has the same empty block lists as zero
     if (hitLength === 0) return zero;
-    const blocks: number[][] = this.managers.map(() => []);
+    const blocks = emptyLists(this.managers.length);
     for (let k = 0; k < this.types.length; k++) {
       const t = this.types[k]!;
       const n = hitLength / t.manager.blockSize;
@@ -433,7 +433,9 @@ export class KvCacheManager implements KvCacheManagerApi {
     if (s.tracked || s.reservedTokens >= 0) throw new Error(`sequence ${s.id} already holds blocks on this rank`);
     if (transferredTokens > s.numTokens) throw new RangeError(`sequence ${s.id}: ${transferredTokens} transferred exceeds its ${s.numTokens} tokens`);
     const hit = this.hitFor(Math.min(s.numTokens - 1, transferredTokens), s, undefined);
-    const plans = this.managers.map((m, g) => m.planReservation(transferredTokens, hit.blocks[g]!, hit.tokens));
+    // Pushed, not mapped: an optimised map builds a holey array, the interpreter a packed one (see emptyLists).
+    const plans: number[][] = [];
+    for (let g = 0; g < this.managers.length; g++) plans.push(this.managers[g]!.planReservation(transferredTokens, hit.blocks[g]!, hit.tokens));
     let need = 0;
     for (const plan of plans) for (const b of plan) if (b === FRESH || this.pool.isEvictable(b)) need++;
     if (need > this.pool.numFree) return undefined;

@@ -94,6 +94,17 @@ function nullBlocks(n: number): number[] {
   return out;
 }
 
+/**
+ * n empty block lists, pushed into a packed array. Not `groups.map(() => [])`: Array.prototype.map
+ * builds a packed array when run by the interpreter but a holey one once its caller is optimised,
+ * so the readers of these lists (hitFor, plan, allocateSlots) met two maps and were deoptimised.
+ */
+export function emptyLists(n: number): number[][] {
+  const out: number[][] = [];
+  for (let i = 0; i < n; i++) out.push([]);
+  return out;
+}
+
 /** Scratch for the int32 hash halves a full-attention hit search reads (grows, reused). */
 // Stryker disable next-line ArithmeticOperator: equivalent, a first size of 2 / 4,096 (0) only makes the search grow the scratch to its first batch's exact size
 let hitKeys = new Int32Array(2 * 4096);
@@ -428,7 +439,9 @@ export class WindowManager extends AttentionManager {
     const b = this.blockSize;
     const need = cdiv(this.window - 1, b);
     const max = Math.min(Math.floor(maxLength / b), hashes.length);
-    const out: number[][] = groups.map(() => nullBlocks(max));
+    // Pushed, not mapped: packed like every other search's lists (see emptyLists).
+    const out: number[][] = [];
+    while (out.length < groups.length) out.push(nullBlocks(max));
     let run = 0;
     let found = false;
     for (let i = max - 1; i >= 0; i--) {
@@ -491,13 +504,16 @@ export class MambaManager implements SingleTypeManager {
       if (((i + 1) * b) % alignment !== 0) continue;
       const hit = lookup(this.pool, groups, hashes, i);
       if (hit === undefined) continue;
-      return hit.map((blk) => {
+      // Pushed, not mapped: packed like every other search's lists (see emptyLists).
+      const out: number[][] = [];
+      for (const blk of hit) {
         const l = nullBlocks(i + 1);
         l[i] = blk;
-        return l;
-      });
+        out.push(l);
+      }
+      return out;
     }
-    return groups.map(() => []);
+    return emptyLists(groups.length);
   }
 
   numBlocksToAllocate(state: GroupState, tracked: boolean, numTokens: number, hitBlocks: readonly number[]): number {
@@ -688,7 +704,7 @@ export class SingleBlockStateManager implements SingleTypeManager {
   }
 
   findLongestCacheHit(_hashes: BlockHashView, _maxLength: number, _alignment: number, groups: readonly number[]): number[][] {
-    return groups.map(() => []);
+    return emptyLists(groups.length);
   }
 
   numBlocksToAllocate(state: GroupState, tracked: boolean): number {

@@ -260,8 +260,12 @@ class PathKeyView extends PackedHashView {
    * sequence's parent index is length - 1 only when length > 0), and the view is not exported.
    */
   private last = -1;
-  private hi = 0;
-  private lo = 0;
+  /**
+   * Block `last`'s key: [0] the high half, [1] the low. In a typed array, not two fields: a field
+   * born 0 (a small integer) changed representation at the first half >= 2^31, which deprecated
+   * the views' map and deoptimised the code reading them.
+   */
+  private readonly key = new Uint32Array(2);
   /** The end mixes of blocks 0 .. length - 1 (see `endMixesFor`). */
   private readonly mix: Int32Array;
 
@@ -279,19 +283,19 @@ class PathKeyView extends PackedHashView {
     if (i === this.last) return;
     if (i < 0 || i >= this.length) throw rangeFailure("block {0} outside 0..{1}", i, this.length - 1);
     const j = Math.floor(((i + 1) * this.blockSize - 1) / this.unit);
-    this.hi = (this.pathKeys[2 * j]! ^ this.mix[2 * i]!) >>> 0;
-    this.lo = (this.pathKeys[2 * j + 1]! ^ this.mix[2 * i + 1]!) >>> 0;
+    this.key[0] = this.pathKeys[2 * j]! ^ this.mix[2 * i]!;
+    this.key[1] = this.pathKeys[2 * j + 1]! ^ this.mix[2 * i + 1]!;
     this.last = i;
   }
 
   blockHi(i: number): number {
     this.compute(i);
-    return this.hi;
+    return this.key[0]!;
   }
 
   blockLo(i: number): number {
     this.compute(i);
-    return this.lo;
+    return this.key[1]!;
   }
 
   /**

@@ -168,6 +168,10 @@ export class Sequence implements KvSequence {
 
   /** Real blocks held, per group (checkpoint blocks included). */
   heldBlocks(): number[] {
-    return this.groups.map((g) => g.real + g.checkpoints.length);
+    // Pushed, not mapped: an optimised map builds a holey array, the interpreter a packed one, and
+    // the scheduler's sum over the result was deoptimised on meeting the second.
+    const out: number[] = [];
+    for (const g of this.groups) out.push(g.real + g.checkpoints.length);
+    return out;
   }
 }
