@@ -15,7 +15,7 @@ import {
   type Profile,
   type Tokens,
 } from "@kvsim/profile-schema";
-import { assertMambaTypeKnown, pricedGroups, type PricedGroup } from "./profile-check.js";
+import { assertMambaTypeKnown, pricedGroups } from "./profile-check.js";
 
 /** Blocks and bytes one cache group moves in a handoff. */
 export interface GroupPayload {
@@ -118,10 +118,14 @@ export function groupPayload(profile: Profile, transferred: Tokens, destinationH
   const hit = tokens(Math.floor((destinationHitTokens ?? 0) / blockSizeTokens) * blockSizeTokens);
   const missingFull = cdiv(transferred, blockSizeTokens) - hit / blockSizeTokens;
   const nothingMoves = missingFull <= 0;
-  return groups.map((g: PricedGroup) => {
+  // Pushed, not mapped: an optimised map builds a holey array, the interpreter a packed one, and
+  // the sums over these rows (once per handoff) were deoptimised on meeting the second.
+  const rows: GroupPayload[] = [];
+  for (const g of groups) {
     const moved = nothingMoves ? 0 : Math.max(0, RULES[g.kind](g, transferred, hit));
-    return { name: g.name, kind: g.kind, blocks: blocks(moved), bytes: timesBytes(moved, g.transfer_bytes_per_block) };
-  });
+    rows.push({ name: g.name, kind: g.kind, blocks: blocks(moved), bytes: timesBytes(moved, g.transfer_bytes_per_block) });
+  }
+  return rows;
 }
 
 function linearRow(profile: Profile, t: Tokens, hit: Tokens | undefined, options: LinearOptions | undefined): GroupPayload {
