@@ -37,7 +37,9 @@ const MAX_SCALE_BITS = 1000;
 
 /** The times of one worker's passes that emitted tokens. */
 export class PassLog {
-  private readonly times: Float64Array[] = [];
+  // The first chunk up front: a log born empty was an array of small integers until its first
+  // chunk went in, so `append` met two maps and was deoptimised on each new worker's first pass.
+  private readonly times: Float64Array[] = [new Float64Array(CHUNK)];
   private n = 0;
   /**
    * A time was -0, not finite, or below the one before: a gap may then be -0, negative or NaN,
