@@ -276,6 +276,7 @@ export class BlockPool {
     // Live entries first, renumbered after: a block dequeued and queued again leaves a stale entry
     // that can sit at the very position its live entry moves to (the front ring's new positions
     // start at FRONT_BASE, above where pushes to the front went), and would then read as live.
+    // Stryker disable next-line EqualityOperator: equivalent (<=), the slot at tail holds no entry whose QPOS word names position tail (no block was given it yet)
     for (let pos = head; pos < tail; pos++) {
       const id = ring[pos & mask]!;
       if (r[id * STRIDE + QPOS] !== sign * pos) continue;
@@ -283,6 +284,7 @@ export class BlockPool {
     }
     // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, frontLive/backLive count exactly the entries whose QPOS word names their position (every push, pop and dequeue updates both)
     if (k !== live) throw failure("pool invariant: free-queue ring holds {0} live entries, counted {1}", k, live);
+    // Stryker disable next-line EqualityOperator: equivalent (<=), the new ring's slot after its k entries is empty (size >= 2k + 2): the extra write goes to the null block's QPOS word, which nothing reads (queued() refuses id 0, and no ring slot in [head, tail) holds 0)
     for (let np = base; np < base + k; np++) r[out[np & (size - 1)]! * STRIDE + QPOS] = sign * np;
     return out;
   }

@@ -88,6 +88,18 @@ describe("tokensKeyInto: the documented fold, read across a head that starts lat
     }
     // The same tokens split between a head and a tail at every point: runs across the split fold as one.
     for (let h = 0; h <= t.length; h++) expect(keyInto(split(t, 0, h), 0, t.length), `split at ${h}`).toBe(refKey(t));
+    // Four tokens with one odd one out are a quad wherever it sits; zeros at the end are tokens, not
+    // padding: [0, 0, 0] is a quad (0, 0, 0, 0) and no run; a head that starts late reads runs too.
+    const u = [7, 8, 7, 7, 9, 9, 8, 9, 6, 5, 5, 6, 4, 4, 4, 4, 4, 0, 0, 0];
+    const plainU: TokenSource = { head: Uint32Array.from(u), headStart: 0, headLength: u.length, tail: new Uint32Array(0) };
+    for (let bs = 1; bs <= u.length; bs++) {
+      for (let start = 0; start + bs <= u.length; start++) expect(keyInto(plainU, start, bs), `u: bs ${bs} at ${start}`).toBe(refKey(u.slice(start, start + bs)));
+    }
+    for (const [s0, h] of [[3, 9], [6, 15], [11, 20]] as const) {
+      for (let start = s0; start < u.length; start++) expect(keyInto(split(u, s0, h), start, u.length - start), `u: head [${s0}, ${h}) from ${start}`).toBe(refKey(u.slice(start)));
+    }
+    expect(refKey([0, 0, 0])).toBe(pair(KEY_START, 0n));
+    expect(refKey([0, 0, 0, 0])).toBe(pair(KEY_START ^ ((RUN_HI << 32n) | 4n), RUN_LO));
     // Hand checks of the documented steps: [9 x 5] is one run step of L = 5, [9 x 3] one quad (9, 9, 9, 0).
     expect(refKey([9, 9, 9, 9, 9])).toBe(pair(KEY_START ^ ((RUN_HI << 32n) | 5n), (9n << 32n) | RUN_LO));
     expect(refKey([9, 9, 9])).toBe(pair(KEY_START ^ (9n << 32n), (9n << 32n) | 9n));
