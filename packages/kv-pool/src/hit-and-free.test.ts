@@ -39,7 +39,10 @@ describe("window hit: the run must end on the alignment, not merely on a block",
   // tokens). Block 3 (8 tokens) cannot end it; blocks 2 and 1 form the 2-block run: 3 blocks.
   it("blocks 0..3 cached, alignment 6: a 3-block hit (6 tokens)", () => {
     const m = new WindowManager(cachedAt([0, 1, 2, 3]), 0, group("sliding_window", 2, { window_tokens: 4 }), true);
-    const [hit] = m.findLongestCacheHit(view(4), 8, 6, [0]);
+    const lists = m.findLongestCacheHit(view(4), 8, 6, [0]);
+    // One list per group asked for.
+    expect(lists).toHaveLength(1);
+    const [hit] = lists;
     expect(hit).toHaveLength(3);
     // Block 0 lies below the window of the hit's end: a null entry; blocks 1 and 2 are the run.
     expect(hit![0]).toBe(NULL_BLOCK);
