@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { eventsText, poolState, propRuns } from "./test-helpers.js";
+import { expectSamePools, propRuns } from "./test-helpers.js";
 import { describe, expect, it } from "vitest";
 import { BlockPool, NULL_BLOCK, type PoolOps } from "./block-pool.js";
 import { ReferencePool } from "./reference-pool.js";
@@ -182,13 +182,7 @@ function runTables(pages: number, ops: readonly TableOp[], sh: TableShapes): voi
   const compare = (what: string): void => {
     call++;
     const tablesOf = (p: 0 | 1): string => `${tables.map((t) => t.blocks[p].join(".")).join("|")} ${states.map((s) => s?.[p] ?? "-").join(",")}`;
-    expect({ call, what, ...poolState(bp, true), events: eventsText(bp.takeEvents()), tables: tablesOf(0) }).toEqual({
-      call,
-      what,
-      ...poolState(ref, false),
-      events: eventsText(ref.takeEvents()),
-      tables: tablesOf(1),
-    });
+    expectSamePools(call, what, bp, ref, [tablesOf(0), tablesOf(1)]);
     for (const t of tables) sh.maxTable = Math.max(sh.maxTable, t.blocks[1].length);
   };
   /** The table (serial) that last took each block (ids of the reference pool), to see evictions span freed tables. */

@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { eventsText, poolState, propRuns } from "./test-helpers.js";
+import { expectSamePools, propRuns } from "./test-helpers.js";
 import { describe, expect, it } from "vitest";
 import { BlockPool, NULL_BLOCK, type PoolOps } from "./block-pool.js";
 import { ReferencePool } from "./reference-pool.js";
@@ -76,13 +76,7 @@ function run(pages: number, ops: readonly Op[], sh: Shapes): void {
   const compare = (what: string): void => {
     call++;
     const tablesOf = (p: 0 | 1): string => tables.map((t) => t.blocks[p].join(".")).join("|");
-    expect({ call, what, ...poolState(bp, true), events: eventsText(bp.takeEvents()), tables: tablesOf(0) }).toEqual({
-      call,
-      what,
-      ...poolState(ref, false),
-      events: eventsText(ref.takeEvents()),
-      tables: tablesOf(1),
-    });
+    expectSamePools(call, what, bp, ref, [tablesOf(0), tablesOf(1)]);
   };
   const tableAt = (i: number): Table => {
     while (tables.length <= i % 6) tables.push({ blocks: [[], []], g: serial % 2, serial: serial++, cached: 0 });

@@ -1,4 +1,5 @@
 import { xxh3 } from "@node-rs/xxhash";
+import { expect } from "vitest";
 import type { CacheGroup } from "@kvsim/profile-schema";
 import type { KvSequence } from "./contract.js";
 import type { PoolOps } from "./block-pool.js";
@@ -110,3 +111,18 @@ export function poolState(pool: PoolOps, askIsFree: boolean): PoolState {
 
 /** Events as comparable text (block hashes are bigints). */
 export const eventsText = (events: readonly unknown[]): string => JSON.stringify(events, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
+
+/**
+ * Asserts that a pool equals the reference pool after call number `call` (`what` names it): every
+ * observable (`poolState`), the events each collected since the last call, and the callers' own
+ * block tables as text (`tables[0]` for `pool`, `tables[1]` for `ref`).
+ */
+export function expectSamePools(call: number, what: string, pool: PoolOps, ref: PoolOps, tables: readonly [string, string]): void {
+  expect({ call, what, ...poolState(pool, true), events: eventsText(pool.takeEvents()), tables: tables[0] }).toEqual({
+    call,
+    what,
+    ...poolState(ref, false),
+    events: eventsText(ref.takeEvents()),
+    tables: tables[1],
+  });
+}

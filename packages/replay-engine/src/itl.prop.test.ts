@@ -4,6 +4,21 @@ import { arrayEntries, ItlSample, PassLog, TokenTrack, weightedRanks } from "./i
 import { percentileRank } from "./stats.js";
 
 /**
+ * The one-double-per-gap figures of a non-empty sample, as the replay computed them before pass
+ * logs: the mean of the gaps summed in their order, the std summing (v - mean)^2 in the same order,
+ * and the sorted sample's least, greatest and nearest-rank values.
+ */
+function naive(reference: readonly number[]): { mean: number; std: number; min: number; max: number; at: (p: number) => number } {
+  let sum = 0;
+  for (const g of reference) sum += g;
+  const mean = sum / reference.length;
+  let sq = 0;
+  for (const g of reference) sq += (g - mean) * (g - mean);
+  const sorted = [...reference].sort((a, b) => a - b);
+  return { mean, std: Math.sqrt(sq / reference.length), min: sorted[0]!, max: sorted.at(-1)!, at: (p) => sorted[percentileRank(sorted.length, p)]! };
+}
+
+/**
  * Random small workloads: workers run passes at increasing times; each pass gives a token to some
  * of the requests on that worker; some requests complete (their gaps count), others do not. The
  * reference keeps every gap as a double, in completion and token order, as the replay did before
@@ -55,19 +70,13 @@ describe("ItlSample equals the one-double-per-gap reference", () => {
         const d = s.distribution();
         expect(d.count).toBe(reference.length);
         if (reference.length === 0) return;
-        let sum = 0;
-        for (const g of reference) sum += g;
-        const sorted = [...reference].sort((a, b) => a - b);
-        expect(d.mean).toBe(sum / reference.length);
-        expect([d.min, d.max]).toEqual([sorted[0], sorted.at(-1)]);
-        expect([d.p50, d.p90, d.p99]).toEqual([50, 90, 99].map((p) => sorted[percentileRank(sorted.length, p)]));
-        // The std as the one-double-per-gap sample summed it: sum (v - mean)^2 in the same order.
-        const mean = sum / reference.length;
-        let sq = 0;
-        for (const g of reference) sq += (g - mean) * (g - mean);
-        expect(d.std).toBe(Math.sqrt(sq / reference.length));
+        const ref = naive(reference);
+        expect(d.mean).toBe(ref.mean);
+        expect([d.min, d.max]).toEqual([ref.min, ref.max]);
+        expect([d.p50, d.p90, d.p99]).toEqual([50, 90, 99].map(ref.at));
+        expect(d.std).toBe(ref.std);
         const ps = [0, 25, 75, 95, 99.9, 100];
-        expect(s.percentiles(ps)).toEqual(ps.map((p) => sorted[percentileRank(sorted.length, p)]));
+        expect(s.percentiles(ps)).toEqual(ps.map(ref.at));
       }),
       { seed, numRuns },
     );
@@ -145,15 +154,10 @@ describe("ItlSample's histogram equals the one-double-per-gap reference on wide 
           const d = s.distribution();
           expect(d.count).toBe(reference.length);
           if (reference.length === 0) return;
-          let sum = 0;
-          for (const g of reference) sum += g;
-          const mean = sum / reference.length;
-          let sq = 0;
-          for (const g of reference) sq += (g - mean) * (g - mean);
-          const sorted = [...reference].sort((a, b) => a - b);
-          const at = (p: number) => sorted[percentileRank(sorted.length, p)]! + 0;
-          expect([d.mean, d.std]).toEqual([mean, Math.sqrt(sq / reference.length)]);
-          expect([d.min + 0, d.max + 0, d.p50 + 0, d.p90 + 0, d.p99 + 0]).toEqual([sorted[0]! + 0, sorted.at(-1)! + 0, at(50), at(90), at(99)]);
+          const ref = naive(reference);
+          const at = (p: number) => ref.at(p) + 0;
+          expect([d.mean, d.std]).toEqual([ref.mean, ref.std]);
+          expect([d.min + 0, d.max + 0, d.p50 + 0, d.p90 + 0, d.p99 + 0]).toEqual([ref.min + 0, ref.max + 0, at(50), at(90), at(99)]);
           const ps = [0, 10, 25, 75, 99.9, 100];
           expect(s.percentiles(ps).map((v) => v + 0)).toEqual(ps.map(at));
         },
