@@ -54,9 +54,23 @@ export interface KvSequence {
   readonly numPromptTokens: number;
   /** Prompt plus appended output tokens. */
   readonly numTokens: number;
-  /** Appends a sampled token; its block gets a hash once full (incrementally, once per block). */
+  /**
+   * Appends a sampled token; its block gets a hash once full (incrementally, once per block).
+   * Refused on a sequence created with `outputTokenIds` (its outputs come from that function).
+   */
   appendToken(tokenId: number): void;
+  /**
+   * Appends the next `count` outputs of a sequence created with `outputTokenIds`: output k is
+   * `outputTokenIds(k)`, computed only when a block holding it is hashed (no id is stored).
+   */
+  appendOutputs(count: number): void;
 }
+
+/**
+ * The id of output token `index` (0-based) of a sequence, a u32: a pure function of the index,
+ * asked for again whenever a block holding that output is hashed.
+ */
+export type OutputTokenIds = (index: number) => number;
 
 /** A prefix-cache hit found for a sequence. Opaque except for its length. */
 export interface PrefixHit {
@@ -109,8 +123,12 @@ export interface PoolMetrics {
  * (returns false or undefined) changes nothing.
  */
 export interface KvCacheManagerApi {
-  /** Starts tracking a request's tokens; allocates nothing. */
-  createSequence(id: string, prompt: PromptTokens): KvSequence;
+  /**
+   * Starts tracking a request's tokens; allocates nothing. With `outputTokenIds`, outputs are
+   * appended by count (`appendOutputs`) and their ids are computed by that function when a block
+   * holding them is hashed, so a long decode stores no token ids.
+   */
+  createSequence(id: string, prompt: PromptTokens, outputTokenIds?: OutputTokenIds): KvSequence;
   /** The longest usable prefix hit for the sequence (hybrid fixed point). Changes nothing. */
   findPrefixHit(seq: KvSequence): PrefixHit;
   /** Hit length in tokens for a prompt not (yet) on this rank, for KV-aware placement. Changes nothing. */

@@ -8,6 +8,7 @@ export type {
   PromptTokens,
   PromptHashes,
   KvSequence,
+  OutputTokenIds,
   PrefixHit,
   AllocateRequest,
   DestinationReservation,

@@ -8,6 +8,7 @@ import type {
   KvEvent,
   KvPoolOptions,
   KvSequence,
+  OutputTokenIds,
   PoolMetrics,
   GroupPages,
   PrefillChunking,
@@ -175,8 +176,8 @@ export class KvCacheManager implements KvCacheManagerApi {
     }
   }
 
-  createSequence(id: string, prompt: PromptTokens): KvSequence {
-    return new Sequence(id, asPromptImpl(prompt), this, this.managers.length, this.pool.collectsEvents);
+  createSequence(id: string, prompt: PromptTokens, outputTokenIds?: OutputTokenIds): KvSequence {
+    return new Sequence(id, asPromptImpl(prompt), this, this.managers.length, this.pool.collectsEvents, outputTokenIds);
   }
 
   private own(seq: KvSequence): Sequence {

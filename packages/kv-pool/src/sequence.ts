@@ -1,4 +1,4 @@
-import type { KvSequence } from "./contract.js";
+import type { KvSequence, OutputTokenIds } from "./contract.js";
 import { HashChain, PackedHashView, type TokenSource } from "./hashing.js";
 import { PathPrompt, type PromptBase } from "./prompt-tokens.js";
 import { rangeFailure } from "./errors.js";
@@ -67,6 +67,7 @@ export class SequenceChain extends PackedHashView {
     if (target > this.length) {
       // The source and parent are the same at every call (the output array grows in place): reused.
       const src = (this.source ??= this.seq.tokenSource(n * this.blockSize));
+      this.seq.writeOutputs(this.length * this.blockSize, target * this.blockSize);
       this.ext.extend(src, this.blockSize, target - n, this.parent, n, this.lookupKeys);
     }
     return this;
@@ -105,11 +106,21 @@ export class GroupState {
   }
 }
 
+/**
+ * Where the outputs of sequences with `OutputTokenIds` are written just before their blocks are
+ * hashed: output k at index k, only over the range being hashed (entries outside it are stale,
+ * from other sequences, and never read). One array for every such sequence, written and read in
+ * the same synchronous call, so a sequence stores no output ids.
+ */
+const GENERATED: number[] = [];
+
 /** One request's tokens and per-group block tables on one rank. */
 export class Sequence implements KvSequence {
   readonly numPromptTokens: number;
-  /** Output token ids (a plain array: on the V8 heap, so a finished request's tokens are ordinary garbage, not a buffer held outside the heap until a full collection). */
+  /** Output token ids appended by `appendToken` (a plain array: on the V8 heap, so a finished request's tokens are ordinary garbage, not a buffer held outside the heap until a full collection); unused with `outputTokenIds`. */
   private readonly out: number[] = [];
+  /** Outputs appended, either way. */
+  private numOutputs = 0;
   private readonly chains = new Map<number, SequenceChain>();
   readonly groups: GroupState[];
   /** Holds blocks and has computed tokens (a running request): vLLM's "request is tracked". */
@@ -126,6 +137,8 @@ export class Sequence implements KvSequence {
     numGroups: number,
     /** Blocks are looked up by their real hashes (the pool collects KV events), not by the prompt's cheaper keys. */
     private readonly realHashes: boolean,
+    /** Output k's id, for a sequence whose outputs are appended by count. */
+    private readonly outputTokenIds?: OutputTokenIds,
   ) {
     this.numPromptTokens = prompt.length;
     // A loop, not Array.from({ length }, f): that takes the generic array-like path (a lookup and a call per element).
@@ -135,18 +148,46 @@ export class Sequence implements KvSequence {
   }
 
   get numTokens(): number {
-    return this.numPromptTokens + this.out.length;
+    return this.numPromptTokens + this.numOutputs;
   }
 
   appendToken(tokenId: number): void {
+    if (this.outputTokenIds !== undefined) throw new Error(`sequence ${this.id} takes its outputs from its output token ids: append them with appendOutputs`);
     if (!Number.isInteger(tokenId) || tokenId < 0 || tokenId > 0xffffffff) throw rangeFailure("token id {0} is not a u32", tokenId);
     this.out.push(tokenId);
+    this.numOutputs++;
+  }
+
+  appendOutputs(count: number): void {
+    if (this.outputTokenIds === undefined) throw new Error(`sequence ${this.id} has no output token ids: append its tokens with appendToken`);
+    if (!Number.isSafeInteger(count) || count < 0) throw rangeFailure("output count {0} is not a non-negative integer", count);
+    this.numOutputs += count;
   }
 
   /** Its tokens from `start` on (the prompt's part may hold only those). */
   tokenSource(start: number): TokenSource {
     const { head, headStart } = this.prompt.tail(start);
-    return { head, headStart, headLength: this.numPromptTokens, tail: this.out };
+    return { head, headStart, headLength: this.numPromptTokens, tail: this.outputTokenIds === undefined ? this.out : GENERATED };
+  }
+
+  /**
+   * With `outputTokenIds`: writes the outputs among tokens [from, to) to the shared array its
+   * token source reads, for a hash of those tokens that follows at once (nothing otherwise).
+   */
+  writeOutputs(from: number, to: number): void {
+    const ids = this.outputTokenIds;
+    if (ids === undefined) return;
+    const first = Math.max(from - this.numPromptTokens, 0);
+    const end = to - this.numPromptTokens;
+    // Entries below `first` are never read, but the array stays packed (no holes): filled with 0.
+    while (GENERATED.length < first) GENERATED.push(0);
+    for (let k = first; k < end; k++) {
+      const id = ids(k);
+      // One compare: true exactly for the integers 0 .. 2^32 - 1 (NaN, fractions, negatives and 2^32 up fail).
+      if (id >>> 0 !== id) throw rangeFailure("output token id {0} is not a u32", id);
+      if (k < GENERATED.length) GENERATED[k] = id;
+      else GENERATED.push(id);
+    }
   }
 
   chain(blockSize: number): SequenceChain {

@@ -25,7 +25,6 @@
 import type { RankMetrics } from "./contract.js";
 import type { Req, RankState } from "./rank-state.js";
 import { newBatch, type MutableBatch } from "./step-rows.js";
-import { tokenIdFromHash } from "./token-ids.js";
 
 /** Where a decode run must stop (see {@link decodeRun}). */
 export interface DecodeRunLimits {
@@ -234,7 +233,7 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
     for (let i = 0; i < n; i++) {
       const req = running[i]!;
       if (quiet[i] === 0) pool.commitComputed(req.seq, req.computed);
-      req.seq.appendToken(tokenIdFromHash(req.idHash, req.outputs));
+      req.seq.appendOutputs(1);
       req.outputs++;
     }
     for (let i = 0; i < n; i++) {

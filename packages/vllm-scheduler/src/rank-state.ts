@@ -18,7 +18,7 @@ import { Deque } from "./deque.js";
 import { kvBlockSizeTokens } from "./geometry.js";
 import { RankConfigError, mambaBlockSize, rankConfigProblems } from "./rank-config.js";
 import { createTimingModel, type TimingModel } from "./timing-model.js";
-import { requestIdHash } from "./token-ids.js";
+import { requestIdHash, tokenIdFromHash } from "./token-ids.js";
 import { StepRows } from "./step-rows.js";
 
 export type Phase =
@@ -59,7 +59,6 @@ export interface Handoff {
 
 export interface Req {
   readonly id: string;
-  readonly idHash: number;
   readonly seq: KvSequence;
   /** Prompt tokens on this rank (a grouped source's prompt is already truncated by the backoff). */
   readonly promptTokens: number;
@@ -248,10 +247,11 @@ export class RankState {
   // Request lifecycle
 
   newRequest(id: string, prompt: PromptTokens, maxOutputTokens: number, phase: Phase | undefined): Req {
+    const idHash = requestIdHash(id);
     const req: Req = {
       id,
-      idHash: requestIdHash(id),
-      seq: this.pool.createSequence(id, prompt),
+      // Output k is sampled token k: its id is computed when its block is hashed, never stored.
+      seq: this.pool.createSequence(id, prompt, (k) => tokenIdFromHash(idHash, k)),
       promptTokens: prompt.length,
       maxOutputTokens,
       computed: 0,

@@ -7,7 +7,6 @@
 import type { ScheduledWork, StepResult } from "./contract.js";
 import { admitActivated, admitWaiting, alignChunk } from "./admission.js";
 import { EffectsBuilder, type Req, type RankState } from "./rank-state.js";
-import { tokenIdFromHash } from "./token-ids.js";
 
 /** A planned and priced step. */
 export interface PlannedStep {
@@ -157,7 +156,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
     if (req.computed < req.seq.numTokens) continue; // a prefill chunk short of the end samples nothing
     if (req.outputs < req.maxOutputTokens) {
       const index = req.outputs;
-      req.seq.appendToken(tokenIdFromHash(req.idHash, index));
+      req.seq.appendOutputs(1); // output `index`, whose id the sequence asks tokenIdFromHash for
       req.outputs++;
       if (synchronous) fx.token({ requestId: req.id, index, atMs: endMs });
       else sampled.push({ req, index });
