@@ -2,13 +2,14 @@ import type { BlockHash, PromptHashes, PromptTokens } from "./contract.js";
 import { HashChain, PackedHashView } from "./hashing.js";
 import { xxh3PairInto } from "./xxh3-pair.js";
 import { rangeFailure } from "./errors.js";
+import { BySize } from "./by-size.js";
 
 const EMPTY = new Uint32Array(0);
 
 /** A prompt's memoised chains, one per block size, without its tokens. */
 class PromptHashesImpl implements PromptHashes {
   readonly kind = "prompt-hashes";
-  readonly chains = new Map<number, HashChain>();
+  readonly chains = new BySize<HashChain>();
 }
 
 /** Where a prompt's leading hashes may come from instead of being computed. */
@@ -141,7 +142,7 @@ export class PathPrompt extends PromptBase {
   private materialized: Uint32Array | undefined;
   /** P[j] for every id, two words (high, low) each. */
   private readonly pathKeys: Uint32Array;
-  private readonly keyViews = new Map<number, PathKeyView>();
+  private readonly keyViews = new BySize<PathKeyView>();
   /** The last tail built (tokens are immutable, so it stays right), and the start it was asked from. */
   private lastTail: PromptTail | undefined;
   private lastTailStart = -1;

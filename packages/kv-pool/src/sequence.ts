@@ -2,6 +2,7 @@ import type { KvSequence, OutputTokenIds } from "./contract.js";
 import { HashChain, PackedHashView, type TokenSource } from "./hashing.js";
 import { PathPrompt, type PromptBase } from "./prompt-tokens.js";
 import { rangeFailure } from "./errors.js";
+import { BySize } from "./by-size.js";
 
 export type { BlockHashView } from "./hashing.js";
 
@@ -121,7 +122,7 @@ export class Sequence implements KvSequence {
   private readonly out: number[] = [];
   /** Outputs appended, either way. */
   private numOutputs = 0;
-  private readonly chains = new Map<number, SequenceChain>();
+  private readonly chains = new BySize<SequenceChain>();
   readonly groups: GroupState[];
   /** Holds blocks and has computed tokens (a running request): vLLM's "request is tracked". */
   tracked = false;

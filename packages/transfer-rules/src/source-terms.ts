@@ -21,8 +21,16 @@ export interface SourceTermsOptions extends LinearOptions {
   readonly bandwidthGbps?: number | undefined;
 }
 
-const sumBytes = (rows: readonly GroupPayload[]): Bytes => bytes(rows.reduce((s, r) => s + r.bytes, 0));
-const fixedRows = (rows: readonly GroupPayload[]) => rows.filter((r) => r.kind !== "full_attention");
+/**
+ * The bytes of the rows that are not full attention, summed in row order. One loop, not
+ * filter().reduce(): the filtered array's elements kind differs by how the rows were built, and
+ * the sum, inlined into a handoff's pricing, was deoptimised on meeting the second kind.
+ */
+function fixedBytesOf(rows: readonly GroupPayload[]): Bytes {
+  let sum = 0;
+  for (const r of rows) if (r.kind !== "full_attention") sum += r.bytes;
+  return bytes(sum);
+}
 
 /**
  * The transfer terms a source (prefill) rank reports for a prompt of N tokens
@@ -53,7 +61,9 @@ export function sourceTerms(profile: Profile, promptTokens: Tokens, options: Sou
     return terms;
   }
   const { blockSizeTokens, groups } = pricedGroups(profile);
-  const bytesPerUnit = bytes(groups.filter((g) => g.kind === "full_attention").reduce((s, g) => s + g.transfer_bytes_per_block, 0));
+  let perBlock = 0;
+  for (const g of groups) if (g.kind === "full_attention") perBlock += g.transfer_bytes_per_block;
+  const bytesPerUnit = bytes(perBlock);
   const terms: BlockTransferTerms = {
     mode: options.mode,
     bandwidthGbps: options.bandwidthGbps,
@@ -63,7 +73,7 @@ export function sourceTerms(profile: Profile, promptTokens: Tokens, options: Sou
     blockSizeTokens,
     promptUnits: blocks(cdiv(t, blockSizeTokens)),
     bytesPerUnit,
-    fixedBytes: sumBytes(fixedRows(groupPayload(profile, t))),
+    fixedBytes: fixedBytesOf(groupPayload(profile, t)),
   };
   return terms;
 }
@@ -87,7 +97,7 @@ export function withDestination(terms: TransferTerms, profile: Profile, destinat
     }
     const units = blocks(Math.max(0, cdiv(t, blockSizeTokens) - Math.floor(destinationHitTokens / blockSizeTokens)));
     // groupPayload itself moves nothing at all when no full-attention block is missing.
-    const fixed = sumBytes(fixedRows(groupPayload(profile, t, destinationHitTokens)));
+    const fixed = fixedBytesOf(groupPayload(profile, t, destinationHitTokens));
     return withMissing(terms, { units, fixedBytes: fixed });
   }
   if (isGroupedProfile(profile)) throw new RangeError("token transfer terms need the linear profile they were priced from, got a grouped profile");
