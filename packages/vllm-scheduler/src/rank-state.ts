@@ -160,6 +160,8 @@ export class RankState {
   readonly timing: TimingModel;
   readonly groups: readonly CacheGroup[];
   readonly usablePages: number;
+  /** The 0.32.0 checkpoint blocks a prompt takes, summed over the groups (constant per rank: computed once, not per prompt). */
+  private readonly checkpointPages: number;
   readonly collectKvEvents: boolean;
   readonly terms: SourceTermsOptions;
   /** Tokens per linear block (missing tokens of a linear destination are counted in them). */
@@ -213,6 +215,9 @@ export class RankState {
     this.profile = config.profile;
     this.engine = config.engine;
     this.usablePages = config.engine.num_gpu_blocks - 1;
+    let checkpointPages = 0;
+    for (const g of this.groups) checkpointPages += prefillCheckpointBlocks(g, config.profile.vllm_version, config.engine.enable_prefix_caching);
+    this.checkpointPages = checkpointPages;
     this.timing = createTimingModel(config.timing, config.profile, config.engine);
     this.linearBlockSize = isGroupedProfile(config.profile) ? undefined : kvBlockSizeTokens(config.profile, config.engine);
     this.terms = {
@@ -481,10 +486,8 @@ export class RankState {
    * checkpoint blocks the pool takes (with prefix caching only, as kv-pool does).
    */
   private minimumPages(t: number): number {
-    let pages = 0;
-    for (const g of this.groups) {
-      pages += groupBlocksForTokens(g, tokens(t)) + prefillCheckpointBlocks(g, this.profile.vllm_version, this.engine.enable_prefix_caching);
-    }
+    let pages = this.checkpointPages;
+    for (const g of this.groups) pages += groupBlocksForTokens(g, tokens(t));
     return pages;
   }
 }
