@@ -111,7 +111,8 @@ export class GroupState {
  * Where the outputs of sequences with `OutputTokenIds` are written just before their blocks are
  * hashed: output k at index k, only over the range being hashed (entries outside it are stale,
  * from other sequences, and never read). One array for every such sequence, written and read in
- * the same synchronous call, so a sequence stores no output ids.
+ * the same synchronous call, so a sequence stores no output ids. It grows to the longest output
+ * hashed so far (8 bytes per output) and is kept for the next sequences.
  */
 const GENERATED: number[] = [];
 
