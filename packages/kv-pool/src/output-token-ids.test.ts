@@ -19,6 +19,18 @@ describe("outputTokenIds", () => {
     expect(stored).toEqual(computeBlockHashes([1, 2, 3, 4, 100, 101, 102, 103], 4));
   });
 
+  it("a path prompt's tail and its outputs hash as the tokens they stand for (real hashes)", () => {
+    const m = manager(16, [group("full_attention", 4)], { events: true });
+    // Path [7, 9], 3 tokens per id, 6 tokens: [7, 7, 7, 9, 9, 9]. With 6 outputs: block 0 is
+    // [7, 7, 7, 9], block 1 [9, 9, out0, out1] (the prompt's tail and outputs), block 2 [out2 .. out5].
+    const seq = m.createSequence("a", createPathPrompt(Uint32Array.of(7, 9), 6, 3), (k) => 0x8000_0000 + k);
+    seq.appendOutputs(6);
+    expect(admit(m, seq)).toEqual({ ok: true, hit: 0 });
+    const stored = m.takeEvents().flatMap((e) => (e.type === "stored" ? e.blocks : []));
+    const out = (k: number) => 0x8000_0000 + k;
+    expect(stored).toEqual(computeBlockHashes([7, 7, 7, 9, 9, 9, out(0), out(1), out(2), out(3), out(4), out(5)], 4));
+  });
+
   it("asks for each output id once, when its block is hashed, and never for outputs of a partial block", () => {
     const m = manager(16, [group("full_attention", 4)]);
     const asked: number[] = [];

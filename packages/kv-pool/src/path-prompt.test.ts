@@ -20,11 +20,23 @@ describe("createPathPrompt", () => {
     expect(() => createPathPrompt(Uint32Array.from([1]), 1, 0)).toThrow(RangeError);
   });
 
-  it("builds no token array until asked", () => {
-    const p = new PathPrompt(Uint32Array.from([1, 2, 3]), 12, 4);
-    p.keys(2).blockHi(5);
-    expect(p.tail(10)).toEqual({ head: Uint32Array.from([3, 3]), headStart: 10 });
+  it("builds no token array until asked, not even to hash an output block that holds its last tokens", () => {
+    const p = new PathPrompt(Uint32Array.from([1, 2, 3]), 11, 4);
+    p.keys(2).blockHi(4);
+    // 11 tokens at block size 4: block 2 is the prompt's tokens 8..10 ([3, 3, 3]) and output 0.
+    const m = manager(8, [group("full_attention", 4)]);
+    const seq = m.createSequence("a", p, (k) => 40 + k);
+    seq.appendOutputs(1);
+    expect(admit(m, seq)).toEqual({ ok: true, hit: 0 });
     expect(Reflect.get(p, "materialized")).toBeUndefined();
+    // The block was cached under the key of those tokens: a path prompt built from its tokens
+    // (the same ids, tokens read once) and the same output finds all 3 blocks (12 tokens, asked
+    // with one more).
+    const q = new PathPrompt(Uint32Array.from([1, 2, 3]), 11, 4);
+    expect(q.tokens).toHaveLength(11);
+    const probe = m.createSequence("b", q, (k) => 40 + k);
+    probe.appendOutputs(2);
+    expect(m.findPrefixHit(probe).tokens).toBe(12);
   });
 });
 

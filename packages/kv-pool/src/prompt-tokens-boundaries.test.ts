@@ -44,14 +44,6 @@ describe("path prompts: units, tails and key views", () => {
     expect(() => new PathPrompt(Uint32Array.from([5]), 0, -2)).toThrow(/^unit must be a positive integer, got -2$/);
   });
 
-  it("the first tail asked for, from any start, is built (nothing is remembered yet)", () => {
-    // ids [5, 7, 9] at unit 3, 7 tokens: 5 5 5 7 7 7 9; from token 1: 5 5 7 7 7 9.
-    const p = new PathPrompt(Uint32Array.from([5, 7, 9]), 7, 3);
-    expect(p.tail(1)).toEqual({ head: Uint32Array.from([5, 5, 7, 7, 7, 9]), headStart: 1 });
-    const q = new PathPrompt(Uint32Array.from([5, 7, 9]), 7, 3);
-    expect(q.tail(0)).toEqual({ head: Uint32Array.from([5, 5, 5, 7, 7, 7, 9]), headStart: 0 });
-  });
-
   it("a key view remembers no block at first: block -1 read first is 0 (as documented), not a refusal", () => {
     // PathKeyView starts with last = -1 and hi = lo = 0: a first read of block -1 returns them.
     const v = new PathPrompt(Uint32Array.from([5, 7]), 8, 4).keys(4);

@@ -65,15 +65,12 @@ describe("token prompts: chains per block size", () => {
     expect(() => createPromptTokens(Uint32Array.from([1]), { hashes: { kind: "prompt-hashes" }, tokens: 0 })).toThrow(/shared.hashes must come from promptHashes\(\)/);
   });
 
-  it("promptPrefix refuses counts outside 0..length; the tail of a token prompt is all its tokens", () => {
+  it("promptPrefix refuses counts outside 0..length", () => {
     const a = createPromptTokens(Uint32Array.from(T8));
     expect(() => promptPrefix(a, -1)).toThrow(/numTokens must be an integer in 0..8, got -1/);
     expect(() => promptPrefix(a, 2.5)).toThrow(RangeError);
     expect(promptPrefix(a, 0).length).toBe(0);
     expect(promptPrefix(a, 8).blockHashes(4)).toEqual([H0, H1]);
-    const t = asPromptImpl(a).tail(5);
-    expect(t.headStart).toBe(0);
-    expect(Array.from(t.head)).toEqual(T8);
   });
 
   it("wraps a foreign prompt by its tokens", () => {
@@ -112,19 +109,6 @@ describe("path prompts", () => {
     expect(() => createPathPrompt(ids([2 ** 32]), 1, 1)).toThrow(RangeError);
     // The edges of the u32 range are fine.
     expect(Array.from(createPathPrompt(ids([0, 2 ** 32 - 1]), 2, 1).tokens)).toEqual([0, 2 ** 32 - 1]);
-  });
-
-  it("tails: the tokens from `start` (clamped to the length), remembered per start; all tokens once materialised", () => {
-    const p = new PathPrompt(Uint32Array.from([5, 7, 9]), 7, 3);
-    const t4 = p.tail(4);
-    expect(t4).toEqual({ head: Uint32Array.from([7, 7, 9]), headStart: 4 });
-    expect(p.tail(4)).toBe(t4);
-    expect(p.tail(0)).toEqual({ head: Uint32Array.from([5, 5, 5, 7, 7, 7, 9]), headStart: 0 });
-    expect(p.tail(9)).toEqual({ head: new Uint32Array(0), headStart: 7 });
-    expect(p.tokens).toHaveLength(7); // materialises them
-    const all = p.tail(4);
-    expect(all.headStart).toBe(0);
-    expect(Array.from(all.head)).toEqual([5, 5, 5, 7, 7, 7, 9]);
   });
 
   it("keys are equal exactly when the blocks end at the same token after equal tokens", () => {

@@ -17,13 +17,7 @@ type Source =
   | { readonly kind: "shared"; readonly hashes: PromptHashesImpl; readonly tokens: number }
   | { readonly kind: "prefix"; readonly of: PromptBase };
 
-/** Tokens of a prompt from `start` on, as an array holding positions [headStart, length). */
-export interface PromptTail {
-  readonly head: Uint32Array;
-  readonly headStart: number;
-}
-
-/** What the pool needs of a prompt: its length, its real chains, its lookup keys and its tail tokens. */
+/** What the pool needs of a prompt: its length, its real chains and its lookup keys. */
 export abstract class PromptBase implements PromptTokens {
   readonly hashes = new PromptHashesImpl();
   private bigints: Map<number, readonly BlockHash[]> | undefined;
@@ -37,9 +31,6 @@ export abstract class PromptBase implements PromptTokens {
    * chain for token prompts, cheaper keys for path prompts (equal exactly when the tokens are).
    */
   abstract keys(blockSize: number): PackedHashView;
-
-  /** The prompt's tokens from `start` (block hashing of output blocks reads the prompt's tail). */
-  abstract tail(start: number): PromptTail;
 
   /** Real (XXH3, Dynamo's) block and tokens hashes of every full block at `blockSize`, on first use. */
   chain(blockSize: number): HashChain {
@@ -104,10 +95,6 @@ export class PromptTokensImpl extends PromptBase {
     return this.chain(blockSize);
   }
 
-  tail(): PromptTail {
-    return { head: this.tokens, headStart: 0 };
-  }
-
   prefix(numTokens: number): PromptBase {
     return new PromptTokensImpl(this.tokens.subarray(0, numTokens), { kind: "prefix", of: this });
   }
@@ -143,9 +130,6 @@ export class PathPrompt extends PromptBase {
   /** P[j] for every id, two words (high, low) each. */
   private readonly pathKeys: Uint32Array;
   private readonly keyViews = new BySize<PathKeyView>();
-  /** The last tail built (tokens are immutable, so it stays right), and the start it was asked from. */
-  private lastTail: PromptTail | undefined;
-  private lastTailStart = -1;
 
   constructor(
     /** The token value of each unit of tokens. */
@@ -188,29 +172,6 @@ export class PathPrompt extends PromptBase {
       this.materialized = t;
     }
     return this.materialized;
-  }
-
-  tail(start: number): PromptTail {
-    if (this.materialized !== undefined) return { head: this.materialized, headStart: 0 };
-    // A sequence asks for the same tail (from its last full prompt block) at every output block.
-    if (start === this.lastTailStart) return this.lastTail!;
-    const s = Math.min(start, this.length);
-    const head = new Uint32Array(this.length - s);
-    // Token k is ids[floor(k / unit)]: one fill per id the range touches.
-    const u = this.unit;
-    const first = Math.floor(s / u);
-    // Stryker disable next-line EqualityOperator,ArithmeticOperator: equivalent, the extra steps (j x u >= length) fill the empty range from j x u - s to the end: more work, the same tokens
-    for (let j = first; j * u < this.length; j++) {
-      const from = Math.max(j * u, s) - s;
-      // Stryker disable next-line MethodExpression: equivalent, filling id j to the end instead is overwritten from (j + 1) x u on by the later ids: the same tokens
-      const end = Math.min((j + 1) * u, this.length);
-      // Stryker disable next-line ArithmeticOperator: equivalent, filling id j s tokens further is overwritten by the later ids, which fill from their own first token on: the same tokens
-      const to = end - s;
-      head.fill(this.ids[j]!, from, to);
-    }
-    this.lastTail = { head, headStart: s };
-    this.lastTailStart = start;
-    return this.lastTail;
   }
 
   keys(blockSize: number): PackedHashView {

@@ -68,7 +68,7 @@ export class SequenceChain extends PackedHashView {
     if (target > this.length) {
       // The source and parent are the same at every call (the output array grows in place): reused.
       const src = (this.source ??= this.seq.tokenSource(n * this.blockSize));
-      this.seq.writeOutputs(this.length * this.blockSize, target * this.blockSize);
+      this.seq.writeTokens(this.length * this.blockSize, target * this.blockSize, n * this.blockSize);
       this.ext.extend(src, this.blockSize, target - n, this.parent, n, this.lookupKeys);
     }
     return this;
@@ -115,6 +115,20 @@ export class GroupState {
  * hashed so far (8 bytes per output) and is kept for the next sequences.
  */
 const GENERATED: number[] = [];
+
+/**
+ * Where a path prompt's last tokens (those past its last full block, at most a block's worth) are
+ * written just before an output block that holds them is hashed: token k at index k - the token
+ * source's start. Shared like GENERATED, so a path prompt builds no array of its tail.
+ */
+const PROMPT_TAIL: number[] = [];
+
+/** Writes `v` at `i` of a shared array, keeping it packed (appended when `i` is its length). */
+function put(a: number[], i: number, v: number): void {
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, writing at index i = length appends as push does
+  if (i < a.length) a[i] = v;
+  else a.push(v);
+}
 
 /** One request's tokens and per-group block tables on one rank. */
 export class Sequence implements KvSequence {
@@ -166,17 +180,33 @@ export class Sequence implements KvSequence {
     this.numOutputs += count;
   }
 
-  /** Its tokens from `start` on (the prompt's part may hold only those). */
+  /**
+   * Its tokens from `start` on (the prompt's part may hold only those). A path prompt's part and
+   * outputs from `outputTokenIds` are read from shared arrays that `writeTokens` fills first.
+   */
   tokenSource(start: number): TokenSource {
-    const { head, headStart } = this.prompt.tail(start);
-    return { head, headStart, headLength: this.numPromptTokens, tail: this.outputTokenIds === undefined ? this.out : GENERATED };
+    const tail = this.outputTokenIds === undefined ? this.out : GENERATED;
+    if (this.prompt instanceof PathPrompt) return { head: PROMPT_TAIL, headStart: start, headLength: this.numPromptTokens, tail };
+    // A token prompt holds its tokens: read in place.
+    return { head: this.prompt.tokens, headStart: 0, headLength: this.numPromptTokens, tail };
   }
 
   /**
-   * With `outputTokenIds`: writes the outputs among tokens [from, to) to the shared array its
-   * token source reads, for a hash of those tokens that follows at once (nothing otherwise).
+   * Writes the tokens among [from, to) that its token source (made from `sourceStart`) reads
+   * from shared arrays: a path prompt's tokens and the outputs of `outputTokenIds`, for a hash of
+   * those tokens that follows at once.
    */
-  writeOutputs(from: number, to: number): void {
+  writeTokens(from: number, to: number, sourceStart: number): void {
+    const p = this.prompt;
+    const promptEnd = Math.min(to, this.numPromptTokens);
+    if (p instanceof PathPrompt && from < promptEnd) {
+      // Token k of a path prompt is ids[floor(k / unit)].
+      const pathIds = p.ids;
+      const unit = p.unit;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, without the padding (or with one entry more) the writes below still land at their indices; only the array's elements kind (holey) differs
+      while (PROMPT_TAIL.length < from - sourceStart) PROMPT_TAIL.push(0);
+      for (let k = from; k < promptEnd; k++) put(PROMPT_TAIL, k - sourceStart, pathIds[Math.floor(k / unit)]!);
+    }
     const ids = this.outputTokenIds;
     if (ids === undefined) return;
     const first = Math.max(from - this.numPromptTokens, 0);
@@ -188,9 +218,7 @@ export class Sequence implements KvSequence {
       const id = ids(k);
       // One compare: true exactly for the integers 0 .. 2^32 - 1 (NaN, fractions, negatives and 2^32 up fail).
       if (id >>> 0 !== id) throw rangeFailure("output token id {0} is not a u32", id);
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, writing at index k = length appends as push does
-      if (k < GENERATED.length) GENERATED[k] = id;
-      else GENERATED.push(id);
+      put(GENERATED, k, id);
     }
   }
 
