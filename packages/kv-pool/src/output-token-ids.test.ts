@@ -31,6 +31,24 @@ describe("outputTokenIds", () => {
     expect(stored).toEqual(computeBlockHashes([7, 7, 7, 9, 9, 9, out(0), out(1), out(2), out(3), out(4), out(5)], 4));
   });
 
+  it("a path prompt's tail lands at its own place in the shared array, after a longer tail was written there", () => {
+    // First a tail of 7 tokens at block size 8: path [5] x 15 tokens -> block 1 holds tokens 8..14
+    // (seven 5s) and output 0. It leaves 7 entries in the shared array.
+    const m8 = manager(8, [group("full_attention", 8)], { events: true });
+    const long = m8.createSequence("l", createPathPrompt(Uint32Array.of(5), 15, 15), (k) => 1 + k);
+    long.appendOutputs(1);
+    expect(admit(m8, long)).toEqual({ ok: true, hit: 0 });
+    // Then path [7, 0x7777] x 3 at block size 4: its output block [0x7777, 0x7777, out0, out1]
+    // starts at token 4, and its prompt tokens 4 and 5 must be read as 0x7777 (an id no other test
+    // writes), not what earlier hashes left at the front of the array.
+    const m4 = manager(8, [group("full_attention", 4)], { events: true });
+    const seq = m4.createSequence("a", createPathPrompt(Uint32Array.of(7, 0x7777), 6, 3), (k) => 100 + k);
+    seq.appendOutputs(2);
+    expect(admit(m4, seq)).toEqual({ ok: true, hit: 0 });
+    const stored = m4.takeEvents().flatMap((e) => (e.type === "stored" ? e.blocks : []));
+    expect(stored).toEqual(computeBlockHashes([7, 7, 7, 0x7777, 0x7777, 0x7777, 100, 101], 4));
+  });
+
   it("asks for each output id once, when its block is hashed, and never for outputs of a partial block", () => {
     const m = manager(16, [group("full_attention", 4)]);
     const asked: number[] = [];

@@ -123,7 +123,7 @@ const GENERATED: number[] = [];
  */
 const PROMPT_TAIL: number[] = [];
 
-/** Writes `v` at `i` of a shared array, keeping it packed (appended when `i` is its length). */
+/** Writes `v` at `i` (at most the array's length) of a shared array, keeping it packed (appended when `i` is its length). */
 function put(a: number[], i: number, v: number): void {
   // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, writing at index i = length appends as push does
   if (i < a.length) a[i] = v;
@@ -198,13 +198,16 @@ export class Sequence implements KvSequence {
    */
   writeTokens(from: number, to: number, sourceStart: number): void {
     const p = this.prompt;
+    // Stryker disable next-line MethodExpression: equivalent, Math.max only writes entries for tokens past the prompt, which the hash reads from the outputs, never from this array
     const promptEnd = Math.min(to, this.numPromptTokens);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, with nothing of the prompt in [from, to) the loop below writes nothing (the padding only grows the array)
     if (p instanceof PathPrompt && from < promptEnd) {
       // Token k of a path prompt is ids[floor(k / unit)].
       const pathIds = p.ids;
       const unit = p.unit;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, without the padding (or with one entry more) the writes below still land at their indices; only the array's elements kind (holey) differs
+      // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: equivalent, without the padding (or with more of it) the writes below still land at their indices; only the array's elements kind (holey) or length differs
       while (PROMPT_TAIL.length < from - sourceStart) PROMPT_TAIL.push(0);
+      // Stryker disable next-line EqualityOperator: equivalent, `<=` writes one token more, at promptEnd, which this hash reads from the outputs (or not at all)
       for (let k = from; k < promptEnd; k++) put(PROMPT_TAIL, k - sourceStart, pathIds[Math.floor(k / unit)]!);
     }
     const ids = this.outputTokenIds;
