@@ -66,7 +66,8 @@ export class SequenceChain extends PackedHashView {
     const target = Math.min(numBlocks, Math.floor(this.seq.numTokens / this.blockSize));
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (true, >=), the extra call asks for target - n output blocks with target at most the length, which the output chain already holds: extend returns at once (the source it builds first is the same one a later call builds)
     if (target > this.length) {
-      // The source and parent are the same at every call (the output array grows in place): reused.
+      // The source and parent are the same at every call (its arrays grow in place, or are the
+      // shared ones writeTokens fills just below): reused.
       const src = (this.source ??= this.seq.tokenSource(n * this.blockSize));
       this.seq.writeTokens(this.length * this.blockSize, target * this.blockSize, n * this.blockSize);
       this.ext.extend(src, this.blockSize, target - n, this.parent, n, this.lookupKeys);
@@ -123,8 +124,13 @@ const GENERATED: number[] = [];
  */
 const PROMPT_TAIL: number[] = [];
 
-/** Writes `v` at `i` (at most the array's length) of a shared array, keeping it packed (appended when `i` is its length). */
+/**
+ * Writes `v` at index `i` of a shared array, keeping it packed: entries up to `i` that it lacks
+ * are appended first (as 0; the hash that follows never reads them).
+ */
 function put(a: number[], i: number, v: number): void {
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, without the padding (or with one entry more) the write below still lands at index i; only the array's elements kind (holey) or length differs
+  while (a.length < i) a.push(0);
   // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, writing at index i = length appends as push does
   if (i < a.length) a[i] = v;
   else a.push(v);
@@ -200,13 +206,11 @@ export class Sequence implements KvSequence {
     const p = this.prompt;
     // Stryker disable next-line MethodExpression: equivalent, Math.max only writes entries for tokens past the prompt, which the hash reads from the outputs, never from this array
     const promptEnd = Math.min(to, this.numPromptTokens);
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, with nothing of the prompt in [from, to) the loop below writes nothing (the padding only grows the array)
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, with nothing of the prompt in [from, to) the loop below writes nothing
     if (p instanceof PathPrompt && from < promptEnd) {
       // Token k of a path prompt is ids[floor(k / unit)].
       const pathIds = p.ids;
       const unit = p.unit;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: equivalent, without the padding (or with more of it) the writes below still land at their indices; only the array's elements kind (holey) or length differs
-      while (PROMPT_TAIL.length < from - sourceStart) PROMPT_TAIL.push(0);
       // Stryker disable next-line EqualityOperator: equivalent, `<=` writes one token more, at promptEnd, which this hash reads from the outputs (or not at all)
       for (let k = from; k < promptEnd; k++) put(PROMPT_TAIL, k - sourceStart, pathIds[Math.floor(k / unit)]!);
     }
@@ -214,9 +218,6 @@ export class Sequence implements KvSequence {
     if (ids === undefined) return;
     const first = Math.max(from - this.numPromptTokens, 0);
     const end = to - this.numPromptTokens;
-    // Entries below `first` are never read, but the array stays packed (no holes): filled with 0.
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, without the padding (or with one entry more) the writes below still land at their indices; only the array's elements kind (holey) differs
-    while (GENERATED.length < first) GENERATED.push(0);
     for (let k = first; k < end; k++) {
       const id = ids(k);
       // One compare: true exactly for the integers 0 .. 2^32 - 1 (NaN, fractions, negatives and 2^32 up fail).
