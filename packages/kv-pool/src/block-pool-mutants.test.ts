@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BlockPool, NULL_BLOCK } from "./block-pool.js";
+import { tableOf } from "./test-helpers.js";
 
 /**
  * Edges of the pool's records, free queue and run links, with hand-derived expected values:
@@ -60,7 +61,7 @@ describe("BlockPool: ids outside the pool", () => {
     expect(() => pool.free([6])).toThrow(RangeError);
     expect(() => pool.free([6])).toThrow(/block id 6 outside 1\.\.5/);
     expect(() => pool.free([-1])).toThrow(/block id -1 outside 1\.\.5/);
-    expect(() => pool.freeTableTailFirst([7], [])).toThrow(/block id 7 outside 1\.\.5/);
+    expect(() => pool.freeTableTailFirst(tableOf([7]), [])).toThrow(/block id 7 outside 1\.\.5/);
     // Still 4 free (2..5), 1 held.
     expect(pool.numFree).toBe(4);
     expect(pool.freeQueueOrder()).toEqual([2, 3, 4, 5]);
@@ -157,7 +158,7 @@ describe("BlockPool: cacheTableRun", () => {
     pool.takeFree(3); // 1, 2, 3
     pool.cacheBlockKey(2, 0, ...K1, NULL_BLOCK); // already cached: skipped by the run
     // Table [0, 2, 3] (a window that dropped its first block): keys for entries 0..2.
-    pool.cacheTableRun([NULL_BLOCK, 2, 3], 0, 3, 0, keysFor(K0, [0x99, 0x98], K2));
+    pool.cacheTableRun(tableOf([NULL_BLOCK, 2, 3]), 0, 3, 0, keysFor(K0, [0x99, 0x98], K2));
     // 2 keeps K1 (not the run's 0x99:0x98); 3 caches K2 after 2.
     expect(pool.holdsKey(2, 0, ...K1)).toBe(true);
     expect(pool.findFirst(0, 2, ...K2)).toBe(3);
@@ -171,7 +172,7 @@ describe("BlockPool: cacheTableRun", () => {
     pool.takeFree(3); // 1, 2, 3
     pool.cacheBlockKey(1, 0, ...K0, NULL_BLOCK);
     // Entries 1..2 of the table [1, 2, 3]: keys[0..1] for entry 1, keys[2..3] for entry 2.
-    pool.cacheTableRun([1, 2, 3], 1, 3, 0, keysFor(K1, K2));
+    pool.cacheTableRun(tableOf([1, 2, 3]), 1, 3, 0, keysFor(K1, K2));
     expect(pool.findFirst(0, 1, ...K1)).toBe(2);
     expect(pool.findFirst(0, 2, ...K2)).toBe(3);
     expect(pool.cacheSnapshot().length).toBe(3);
@@ -187,7 +188,7 @@ describe("BlockPool: cacheTableRun", () => {
     expect(pool.findFirst(0, NULL_BLOCK, ...K1)).toBe(NULL_BLOCK); // only the link finds it
     // The second table as a run: 3 is K0's second copy; 4's parent entry 3 holds K0, whose first
     // copy 1 links to 2: 4 is K1's second copy (K1 then enters the table).
-    pool.cacheTableRun([3, 4], 0, 2, 0, keysFor(K0, K1));
+    pool.cacheTableRun(tableOf([3, 4]), 0, 2, 0, keysFor(K0, K1));
     // Sorted as strings: K0h = 68719476768, K1h = 73014444065.
     expect(pool.cacheSnapshot()).toEqual([`0:${K0h}:1/3`, `0:${K1h}:2/4`]);
     expect(pool.findFirst(0, NULL_BLOCK, ...K1)).toBe(2);
@@ -197,7 +198,7 @@ describe("BlockPool: cacheTableRun", () => {
     const pool = new BlockPool(8, 1, false, [true]);
     pool.takeFree(3); // 1, 2, 3
     pool.cacheBlockKey(3, 0, ...K1, NULL_BLOCK); // K1's first copy: 3
-    pool.cacheTableRun([1, 2], 0, 2, 0, keysFor(K0, K1)); // 1: K0; 2: K1 again
+    pool.cacheTableRun(tableOf([1, 2]), 0, 2, 0, keysFor(K0, K1)); // 1: K0; 2: K1 again
     expect(pool.cacheSnapshot()).toEqual([`0:${K0h}:1`, `0:${K1h}:3/2`]);
     expect(pool.findFirst(0, 1, ...K1)).toBe(3);
   });
@@ -208,7 +209,7 @@ describe("BlockPool: cacheTableRun", () => {
     pool.cacheBlockKey(1, 0, ...K0, NULL_BLOCK);
     pool.cacheBlockKey(2, 0, ...K1, 1); // 1 links to 2 (K1)
     // Table [1, 3]: entry 1 (block 3, K2) branches off 1, whose link is taken: 3 enters the table.
-    pool.cacheTableRun([1, 3], 1, 2, 0, keysFor(K2));
+    pool.cacheTableRun(tableOf([1, 3]), 1, 2, 0, keysFor(K2));
     expect(pool.findFirst(0, 1, ...K1)).toBe(2);
     expect(pool.findFirst(0, 1, ...K2)).toBe(3);
     expect(pool.findFirst(0, NULL_BLOCK, ...K2)).toBe(3);
@@ -219,14 +220,14 @@ describe("BlockPool: cacheTableRun", () => {
     pool.takeFree(2); // 1, 2
     pool.free([2]); // 2 free, unhashed: reference 0
     expect(() => {
-      pool.cacheTableRun([1, 2], 0, 2, 0, keysFor(K0, K1));
+      pool.cacheTableRun(tableOf([1, 2]), 0, 2, 0, keysFor(K0, K1));
     }).toThrow(/block 2 cannot be cached/);
   });
 
   it("in a group that is not linked, every key of the run is in the table", () => {
     const pool = new BlockPool(8, 2, false, [true, false]);
     pool.takeFree(3); // 1, 2, 3
-    pool.cacheTableRun([1, 2, 3], 0, 3, 1, keysFor(K0, K1, K2));
+    pool.cacheTableRun(tableOf([1, 2, 3]), 0, 3, 1, keysFor(K0, K1, K2));
     // Not linked: lookups walk no links (prev NULL_BLOCK), the table finds each key.
     expect(pool.findFirst(1, NULL_BLOCK, ...K0)).toBe(1);
     expect(pool.findFirst(1, NULL_BLOCK, ...K1)).toBe(2);

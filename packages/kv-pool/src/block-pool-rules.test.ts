@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { BlockPool, NULL_BLOCK } from "./block-pool.js";
+import { tableEntries } from "./block-table.js";
+import { tableOf } from "./test-helpers.js";
 
 /**
  * The pool's hit and free rules on the pool itself, with hand-derived expected values (vLLM v1's
@@ -70,11 +72,11 @@ describe("BlockPool: takeFree", () => {
     expect(() => pool.takeFree(1)).toThrow(/1 blocks asked, 0 free/);
   });
 
-  it("takeFreeInto appends to the array given; without a group it counts no group's pages", () => {
+  it("takeFreeInto appends to the table given; without a group it counts no group's pages", () => {
     const pool = new BlockPool(6, 2, false);
-    const out = [9];
+    const out = tableOf([9]);
     pool.takeFreeInto(2, out);
-    expect(out).toEqual([9, 1, 2]);
+    expect(tableEntries(out)).toEqual([9, 1, 2]);
     expect([...pool.groupPages().used]).toEqual([0, 0]);
     pool.free([1, 2]);
     expect([...pool.groupPages().used]).toEqual([0, 0]);
@@ -135,10 +137,10 @@ describe("BlockPool: free", () => {
     pool.takeFree(6); // 1..6; queue [7, 8]
     pool.cacheBlockKey(3, 0, ...A, NULL_BLOCK);
     // As free([5, 2, 1, 6, 4, 3]): null entries skipped in both; the table [1, 0, 2, 5] tail first is 5, 2, 1 (0 is the null entry), then 6, 4, 3.
-    expect(pool.freeTableTailFirst([1, NULL_BLOCK, 2, 5], [6, NULL_BLOCK, 4, 3])).toBe(6);
+    expect(pool.freeTableTailFirst(tableOf([1, NULL_BLOCK, 2, 5]), [6, NULL_BLOCK, 4, 3])).toBe(6);
     // Fresh 5 2 1 6 4 at the front in that order; 3 is hashed: the back.
     expect(pool.freeQueueOrder()).toEqual([5, 2, 1, 6, 4, 7, 8, 3]);
-    expect(pool.freeTableTailFirst([], [])).toBe(0);
+    expect(pool.freeTableTailFirst(tableOf([]), [])).toBe(0);
   });
 
   it("many fresh blocks in one call, and far more pages than the first records, keep their order", () => {

@@ -2,6 +2,7 @@ import type { BlockHash, KvEvent, PoolMetrics } from "./contract.js";
 import { BlockHashTable } from "./block-hash-table.js";
 import { hashHi, hashLo, joinHash } from "./hash-halves.js";
 import { failure, rangeFailure } from "./errors.js";
+import { reserveBlocks, type BlockTable } from "./block-table.js";
 
 /** Block id of the null block: holds nothing, never allocated, freed or cached. */
 export const NULL_BLOCK = 0;
@@ -27,6 +28,7 @@ export type PoolOps = Pick<
   | "takeFree"
   | "takeFreeInto"
   | "touch"
+  | "touchTable"
   | "free"
   | "freeTableTailFirst"
   | "cacheBlock"
@@ -374,17 +376,33 @@ export class BlockPool {
    * `group` (when >= 0) is the cache group whose table takes them, for `groupPages`.
    */
   takeFree(n: number, group = -1): number[] {
+    this.checkTake(n);
+    const taken = new Int32Array(n);
+    this.takeInto(n, taken, 0, group);
+    // Pushed: a packed array, like every block list.
     const out: number[] = [];
-    this.takeFreeInto(n, out, group);
+    for (let i = 0; i < n; i++) out.push(taken[i]!);
     return out;
   }
 
-  /** `takeFree`, appending the blocks to `out`. */
-  takeFreeInto(n: number, out: number[], group = -1): void {
+  /** `takeFree`, appending the blocks to a block table. */
+  takeFreeInto(n: number, table: BlockTable, group = -1): void {
+    this.checkTake(n);
+    reserveBlocks(table, n);
+    this.takeInto(n, table.blocks, table.numBlocks, group);
+    table.numBlocks += n;
+  }
+
+  private checkTake(n: number): void {
     if (n > this.numFree) throw failure("pool invariant: {0} blocks asked, {1} free", n, this.numFree);
+  }
+
+  /** Takes n blocks (n <= numFree), writing them to out[start], out[start + 1], ... (out has room). */
+  private takeInto(n: number, out: Int32Array, start: number, group: number): void {
     // Pops the n blocks in queue order (front part, untouched range, back part) and takes each as
     // it is popped. Popping reads and writes only the rings and QPOS words, taking (evicting)
     // touches neither, so the order of the two within a call changes nothing.
+    let k = start;
     const owner = group + 1;
     let left = n;
     if (this.frontLive > 0) {
@@ -399,7 +417,7 @@ export class BlockPool {
         if (r[at] === -pos) {
           r[at] = 0;
           this.frontLive--;
-          out.push(id);
+          out[k++] = id;
           this.claim(id, owner);
           left--;
         }
@@ -416,19 +434,19 @@ export class BlockPool {
         this.reach(from + fresh - 1);
         this.untouchedFrom = from + fresh;
         for (let id = from; id < from + fresh; id++) {
-          out.push(id);
+          out[k++] = id;
           this.claim(id, owner);
         }
         left -= fresh;
       }
-      if (left > 0) this.popBackInto(left, out, owner);
+      if (left > 0) this.popBackInto(left, out, k, owner);
     }
     // Stryker disable next-line ConditionalExpression: equivalent (true), usedOf[-1] += n on a typed array changes nothing
     if (group >= 0) this.usedOf[group]! += n;
   }
 
-  /** Pops `count` blocks from the back part (which holds them) into `out`, taking each. */
-  private popBackInto(count: number, out: number[], owner: number): void {
+  /** Pops `count` blocks from the back part (which holds them) into out[start], ..., taking each. */
+  private popBackInto(count: number, out: Int32Array, start: number, owner: number): void {
     const ring = this.back;
     const tail = this.backTail;
     // Load the records of the next entries in a loop of plain reads first: popping checks each
@@ -439,13 +457,14 @@ export class BlockPool {
     const mask = ring.length - 1;
     let head = this.backHead;
     let left = count;
+    let k = start;
     while (left > 0 && head < tail) {
       const pos = head++;
       const id = ring[pos & mask]!;
       const at = id * STRIDE + QPOS;
       if (r[at] === pos) {
         r[at] = 0;
-        out.push(id);
+        out[k++] = id;
         this.claim(id, owner);
         left--;
       }
@@ -502,7 +521,7 @@ export class BlockPool {
    * cache misses, and the loop that then works on the blocks finds them in cache. Changes nothing.
    */
   // Stryker disable next-line BlockStatement: equivalent, a read-only prefetch: its result is only kept in `sink`
-  private prefetch(ids: readonly number[], from: number, to: number): void {
+  private prefetch(ids: Int32Array, from: number, to: number): void {
     const r = this.rec;
     const cap = this.cap;
     let s = 0;
@@ -517,25 +536,33 @@ export class BlockPool {
 
   /** A prefix hit takes its blocks: out of the free queue when unreferenced, then ref + 1. */
   touch(ids: readonly number[]): void {
-    for (const id of ids) {
-      if (id === NULL_BLOCK) continue;
-      this.reach(id);
-      const at = id * STRIDE;
-      // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0 (at - 0 = at + 0)
-      if (this.rec[at + REF] === 0) {
-        this.dequeue(id);
-        const meta = this.rec[at + META]!;
-        if (meta !== 0) {
-          this.freeHashed--;
-          this.cachedOf[(meta & GROUP_MASK) - 1]!--;
-        }
-        const owner = this.rec[at + OWNER]!;
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `true` and `owner >= 0` make usedOf[-1]++, which changes nothing on a typed array
-        if (owner > 0) this.usedOf[owner - 1]!++;
+    for (const id of ids) this.touchOne(id);
+  }
+
+  /** `touch` on a block table's entries, in table order. */
+  touchTable(table: BlockTable): void {
+    const ids = table.blocks;
+    for (let i = 0; i < table.numBlocks; i++) this.touchOne(ids[i]!);
+  }
+
+  private touchOne(id: number): void {
+    if (id === NULL_BLOCK) return;
+    this.reach(id);
+    const at = id * STRIDE;
+    // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0 (at - 0 = at + 0)
+    if (this.rec[at + REF] === 0) {
+      this.dequeue(id);
+      const meta = this.rec[at + META]!;
+      if (meta !== 0) {
+        this.freeHashed--;
+        this.cachedOf[(meta & GROUP_MASK) - 1]!--;
       }
-      // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0
-      this.rec[at + REF]!++;
+      const owner = this.rec[at + OWNER]!;
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `true` and `owner >= 0` make usedOf[-1]++, which changes nothing on a typed array
+      if (owner > 0) this.usedOf[owner - 1]!++;
     }
+    // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0
+    this.rec[at + REF]!++;
   }
 
   /**
@@ -557,13 +584,14 @@ export class BlockPool {
    * Frees the real blocks of a block table tail first, then the blocks of `then` in order (as
    * `free([...reversed table, ...then])`, without the array); returns how many reached 0.
    */
-  freeTableTailFirst(blocks: readonly number[], then: readonly number[]): number {
+  freeTableTailFirst(table: BlockTable, then: readonly number[]): number {
     let released = 0;
-    this.prefetch(blocks, 0, blocks.length);
+    const blocks = table.blocks;
+    this.prefetch(blocks, 0, table.numBlocks);
     try {
       // The table tail first, then `then` in its order (one batch: fresh blocks keep their order).
       const r = this.rec;
-      for (let i = blocks.length - 1; i >= 0; i--) {
+      for (let i = table.numBlocks - 1; i >= 0; i--) {
         const id = blocks[i]!;
         if (id === NULL_BLOCK) continue;
         const at = id * STRIDE;
@@ -692,7 +720,8 @@ export class BlockPool {
    * i - 1 as its parent (NULL_BLOCK at 0), exactly as `cacheBlockKey` on each would, in one
    * loop. Builds no `stored` event (for a caller that emits none).
    */
-  cacheTableRun(blocks: readonly number[], from: number, to: number, group: number, keys: Int32Array): void {
+  cacheTableRun(table: BlockTable, from: number, to: number, group: number, keys: Int32Array): void {
+    const blocks = table.blocks;
     // Stryker disable next-line ConditionalExpression: equivalent (false), without the inline path cacheBlockKey takes the same branches for the same blocks
     const linked = this.linked[group] === 1;
     // Each new key is looked up in the table (a random slot): when the table is too big to stay

@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { expectSamePools, propRuns } from "./test-helpers.js";
+import { expectSamePools, propRuns, tableOf, takeIntoArray } from "./test-helpers.js";
 import { describe, expect, it } from "vitest";
 import { BlockPool, NULL_BLOCK, type PoolOps } from "./block-pool.js";
 import { ReferencePool } from "./reference-pool.js";
@@ -206,7 +206,7 @@ function runTables(pages: number, ops: readonly TableOp[], sh: TableShapes): voi
     if (n >= 64) sh.bigTakes++;
     const start = out[1].length;
     pools.forEach((p, k) => {
-      p.takeFreeInto(n, out[k as 0 | 1], g);
+      takeIntoArray(p, n, out[k as 0 | 1], g);
     });
     for (let i = start; i < out[1].length; i++) origin.set(out[1][i]!, by);
   };
@@ -272,7 +272,7 @@ function runTables(pages: number, ops: readonly TableOp[], sh: TableShapes): voi
         for (let i = t.cached; i < to; i++) [keys[2 * (i - t.cached)], keys[2 * (i - t.cached) + 1]] = keyHalves(t, i);
         pools.forEach((p, k) => {
           const blocks = t.blocks[k as 0 | 1];
-          if (op.batched) p.cacheTableRun(blocks, t.cached, to, t.g, keys);
+          if (op.batched) p.cacheTableRun(tableOf(blocks), t.cached, to, t.g, keys);
           else
             for (let i = t.cached; i < to; i++) {
               const b = blocks[i]!;
@@ -286,7 +286,7 @@ function runTables(pages: number, ops: readonly TableOp[], sh: TableShapes): voi
       case "free": {
         if (tables.length === 0) break;
         const t = tables[op.i % tables.length]!;
-        const released = pools.map((p, k) => p.freeTableTailFirst(t.blocks[k as 0 | 1], []));
+        const released = pools.map((p, k) => p.freeTableTailFirst(tableOf(t.blocks[k as 0 | 1]), []));
         expect(released[0]).toBe(released[1]);
         tables.splice(tables.indexOf(t), 1);
         compare(`free ${t.serial}`);

@@ -5,7 +5,8 @@ import { poolOf } from "./kv-cache-manager.js";
 import { createPromptTokens } from "./prompt-tokens.js";
 import { FullAttentionManager, MambaManager, SingleBlockStateManager, WindowManager } from "./managers.js";
 import { GroupState, Sequence } from "./sequence.js";
-import { admit, group, manager, range, seqOf } from "./test-helpers.js";
+import { admit, group, manager, range, seqOf, setTable } from "./test-helpers.js";
+import { tableEntries } from "./block-table.js";
 
 // The managers' hit and free rules at the boundaries Stryker found untested (issue 17). Each
 // expected value is derived by hand in the comment beside it.
@@ -27,7 +28,7 @@ function cachedAt(indexes: readonly number[]): BlockPool {
 /** A group state holding `blocks` (NULL_BLOCK where skipped). */
 function stateOf(blocks: readonly number[]): GroupState {
   const st = new GroupState();
-  st.blocks = [...blocks];
+  setTable(st, blocks);
   st.real = blocks.filter((b) => b !== NULL_BLOCK).length;
   return st;
 }
@@ -109,11 +110,11 @@ describe("Mamba-type remove_skipped_blocks: the previous state goes once the com
     const st = new GroupState();
     m.allocateNewBlocks(st, 2); // cdiv(2, 2) = 1 entry: the running block, 1.
     m.allocateNewBlocks(st, 6); // cdiv(6, 2) = 3 entries: block 1 (index 0) becomes the previous state.
-    expect(st.blocks).toEqual([1, NULL_BLOCK, 2]);
+    expect(tableEntries(st)).toEqual([1, NULL_BLOCK, 2]);
     expect(st.real).toBe(2);
     // C = 6: 0 < cdiv(6, 2) - 1 = 2, so the previous state at index 0 is passed and goes.
     expect(m.removeSkippedBlocks(st, 6)).toEqual([1]);
-    expect(st.blocks).toEqual([NULL_BLOCK, NULL_BLOCK, 2]);
+    expect(tableEntries(st)).toEqual([NULL_BLOCK, NULL_BLOCK, 2]);
     expect(st.real).toBe(1);
     expect(st.prevStateIdx).toBe(-1);
   });
@@ -148,7 +149,7 @@ describe("Mamba-type remove_skipped_blocks: the previous state goes once the com
     // No previous state (prevStateIdx -1): only the checkpoints, latest boundary first.
     expect(m.removeSkippedBlocks(st, 6)).toEqual([4, 5]);
     expect(st.checkpoints).toEqual([]);
-    expect(st.blocks).toEqual([NULL_BLOCK, NULL_BLOCK, 3]);
+    expect(tableEntries(st)).toEqual([NULL_BLOCK, NULL_BLOCK, 3]);
   });
 });
 
@@ -161,7 +162,7 @@ describe("Mamba-type source release keeps only the running block", () => {
     st.checkpointHashIdx = [2];
     // Below the running block (index 3), from the tail: 5 (index 2), then 3 (index 0); then checkpoint 7.
     expect(m.releaseForSource(st)).toEqual([5, 3, 7]);
-    expect(st.blocks).toEqual([NULL_BLOCK, NULL_BLOCK, NULL_BLOCK, 6]);
+    expect(tableEntries(st)).toEqual([NULL_BLOCK, NULL_BLOCK, NULL_BLOCK, 6]);
     expect(st.real).toBe(1);
     expect(st.prevStateIdx).toBe(-1);
     expect(st.checkpoints).toEqual([]);

@@ -8,6 +8,7 @@ import { createPromptTokens } from "./prompt-tokens.js";
 import { Sequence } from "./sequence.js";
 import { ReferenceKvCacheManager, ReferencePool } from "./reference-pool.js";
 import { eventsText, group, poolState, propRuns, tablesOf } from "./test-helpers.js";
+import { dropSpareTables, EMPTY_TABLE, pushBlock, releaseTable, tableEntries, type BlockTable } from "./block-table.js";
 
 interface Layout {
   readonly name: string;
@@ -192,7 +193,7 @@ function checkInvariants(m: KvCacheManager, layout: Layout, live: readonly Live[
     s.groups.forEach((st, g) => {
       const b = layout.groups[g]!.block_size_tokens;
       const chain = s.chain(b);
-      st.blocks.forEach((blk, i) => {
+      tableEntries(st).forEach((blk, i) => {
         if (blk === NULL_BLOCK) return;
         refs[blk]!++;
         ownerOf[blk] = g + 1;
@@ -252,6 +253,37 @@ describe("KvCacheManager properties", () => {
     expect(m.pagesNeeded(s, { computedTokens: 0, newTokens: 10 })).toBe(9);
     expect(m.allocateSlots(s, { computedTokens: 0, newTokens: 10 })).toBe(false);
   });
+});
+
+/**
+ * Fills the kept table buffers with block 1 past their tables' ends: a table that grows into one
+ * of them and reads past its numBlocks would meet a real block id, and its results would change.
+ */
+function poisonSpareTables(): void {
+  for (let capacity = 16; capacity <= 256; capacity *= 2) {
+    for (let k = 0; k < 8; k++) {
+      const t: BlockTable = { blocks: EMPTY_TABLE, numBlocks: 0 };
+      for (let i = 0; i < capacity; i++) pushBlock(t, 1);
+      releaseTable(t);
+    }
+  }
+}
+
+describe("recycled table buffers: entries past a table's end are never read", () => {
+  for (const layout of LAYOUTS) {
+    it(`the same results with fresh buffers and with buffers full of block 1: ${layout.name}`, () => {
+      fc.assert(
+        fc.property(fc.integer({ min: 6, max: 48 }), fc.array(opArb, { minLength: 30, maxLength: 120 }), fc.boolean(), (pages, ops, events) => {
+          dropSpareTables();
+          const fresh = run(layout, pages, ops, KvCacheManager, events);
+          dropSpareTables();
+          poisonSpareTables();
+          expect(run(layout, pages, ops, KvCacheManager, events)).toEqual(fresh);
+        }),
+        { seed: 20261203, numRuns: propRuns(100) },
+      );
+    }, 120_000);
+  }
 });
 
 describe("the block pool (runs, lazy storage) gives the results of the straightforward reference pool", () => {
@@ -344,7 +376,7 @@ class CountingReferencePool extends ReferencePool {
   constructor(numPages: number, numGroups: number, collectEvents: boolean, private readonly shapes: Shapes) {
     super(numPages, numGroups, collectEvents);
   }
-  override takeFreeInto(n: number, out: number[], group = -1): void {
+  override takeFreeInto(n: number, out: BlockTable, group = -1): void {
     const s = this.shapes;
     if (n === 1) s.takes1++;
     if (n >= 64) s.bigTakes++;
@@ -365,11 +397,11 @@ class CountingReferencePool extends ReferencePool {
     }
     super.touch(ids);
   }
-  override freeTableTailFirst(blocks: readonly number[], then: readonly number[]): number {
-    const real = blocks.filter((b) => b !== NULL_BLOCK).length;
+  override freeTableTailFirst(table: BlockTable, then: readonly number[]): number {
+    const real = tableEntries(table).filter((b) => b !== NULL_BLOCK).length;
     if (real >= 100) this.shapes.longFrees++;
     this.shapes.maxFreedTable = Math.max(this.shapes.maxFreedTable, real);
-    return super.freeTableTailFirst(blocks, then);
+    return super.freeTableTailFirst(table, then);
   }
 }
 

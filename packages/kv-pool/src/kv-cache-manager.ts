@@ -20,6 +20,7 @@ import { asPromptImpl, type PromptBase } from "./prompt-tokens.js";
 import type { BlockHashView } from "./hashing.js";
 import { Sequence } from "./sequence.js";
 import { rangeFailure } from "./errors.js";
+import { pushBlock, reserveBlocks } from "./block-table.js";
 
 /** A hit found by this manager: its length and, per group, the blocks it reuses. */
 class Hit implements PrefixHit {
@@ -451,26 +452,26 @@ export class KvCacheManager implements KvCacheManagerApi {
       const plan = plans[g]!;
       const st = s.groups[g]!;
       const m = this.managers[g]!;
-      // The plan becomes the table: its FRESH suffix is cut and the fresh blocks are appended in
-      // its place (no list of taken blocks, no copy; a plan is packed, like every table).
+      // The plan becomes the table: its entries up to the FRESH suffix, then the fresh blocks
+      // taken in the suffix's place (the table grows once, to the plan's size).
       let kept = plan.length;
       while (kept > 0 && plan[kept - 1] === FRESH) kept--;
+      reserveBlocks(st, plan.length);
       let real = 0;
       for (let i = 0; i < kept; i++) {
         const b = plan[i]!;
         if (b === FRESH) throw new Error(`reservation plan invariant: group ${g} has a FRESH entry before a kept one`);
         if (b !== NULL_BLOCK) real++;
+        pushBlock(st, b);
       }
       const fresh = plan.length - kept;
-      plan.length = kept;
-      this.pool.takeFreeInto(fresh, plan, g);
-      st.blocks = plan;
+      this.pool.takeFreeInto(fresh, st, g);
       st.real = real + fresh;
       // Mutation testing: the kind test written true or false is equivalent: state groups never read
       // numCached, and an attention group starting at 0 offers its hit blocks to the cache again,
       // where, already hashed, they are skipped and cut no run.
       // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, see above
-      st.numCached = m.kind === "mamba" || m.kind === "ring" ? 0 : Math.min(hit.tokens / m.blockSize, st.blocks.length);
+      st.numCached = m.kind === "mamba" || m.kind === "ring" ? 0 : Math.min(hit.tokens / m.blockSize, st.numBlocks);
       reservedPages += st.real;
     }
     s.reservedTokens = transferredTokens;

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { BlockPool } from "./block-pool.js";
 import { FullAttentionManager } from "./managers.js";
 import { GroupState } from "./sequence.js";
-import { admit, group, manager, range, seqOf } from "./test-helpers.js";
+import { admit, group, manager, range, seqOf, setTable } from "./test-helpers.js";
 
 // Survivors of a Stryker run of the managers (issue 17), killed by hand-derived tests: each
 // expected value comes from the rules in grouped-pd.md / vllm-rules.md, with the arithmetic beside it.
@@ -109,7 +109,7 @@ describe("full-attention caching through any hash view (not only a sequence's pa
     const pool = new BlockPool(16, 1, false);
     const fa = new FullAttentionManager(pool, 0, group("full_attention", 2), true);
     const st = new GroupState();
-    st.blocks = pool.takeFree(3);
+    setTable(st, pool.takeFree(3));
     st.real = 3;
     // Hash i is i + 1. C = 5 tokens, B 2: floor(5 / 2) = 2 full blocks (0 and 1) are cached, the
     // third (tokens 4..5) is not full.

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { BlockPool, NULL_BLOCK } from "./block-pool.js";
 import { MambaManager, SingleBlockStateManager, WindowManager } from "./managers.js";
 import { GroupState, type BlockHashView } from "./sequence.js";
-import { group } from "./test-helpers.js";
+import { group, setTable } from "./test-helpers.js";
+import { tableEntries } from "./block-table.js";
 
 /** Hash i is i + 1 (any distinct values do: the managers only look keys up). */
 const view = (n: number): BlockHashView => ({ length: n, blockHash: (i) => BigInt(i + 1), tokensHash: (i) => BigInt(i + 1) });
@@ -55,21 +56,21 @@ describe("T8 sliding-window remove_skipped_blocks (W 4, B 2, table 1000..1010, c
     const ids = Array.from({ length: 11 }, (_, i) => 1000 + i);
     pool.touch(ids);
     const st = new GroupState();
-    st.blocks = [...ids];
+    setTable(st, ids);
     st.real = 11;
     const m = new WindowManager(pool, 0, group("sliding_window", 2, { window_tokens: 4 }), true);
     const step = (c: number): number[] => m.removeSkippedBlocks(st, c);
     // S(C) = max(0, C - 3); blocks below floor(S/2) are nulled.
     expect(step(0)).toEqual([]); // S 0
     expect(step(4)).toEqual([]); // S 1 -> 0 blocks
-    expect(st.blocks).toEqual(ids);
+    expect(tableEntries(st)).toEqual(ids);
     expect(step(5)).toEqual([1000]); // S 2 -> block 0
-    expect(st.blocks.slice(0, 2)).toEqual([0, 1001]);
+    expect(tableEntries(st).slice(0, 2)).toEqual([0, 1001]);
     expect(step(6)).toEqual([]); // S 3 -> still 1 block
     expect(step(7)).toEqual([1001]); // S 4 -> 2 blocks
-    expect(st.blocks.slice(0, 3)).toEqual([0, 0, 1002]);
+    expect(tableEntries(st).slice(0, 3)).toEqual([0, 0, 1002]);
     expect(step(11)).toEqual([1003, 1002]); // S 8 -> 4 blocks; walk 3, 2, stop at the null at 1
-    expect(st.blocks.slice(0, 5)).toEqual([0, 0, 0, 0, 1004]);
+    expect(tableEntries(st).slice(0, 5)).toEqual([0, 0, 0, 0, 1004]);
     expect(st.real).toBe(7);
   });
 });
@@ -98,7 +99,7 @@ describe("T11 an evictable hit is not allocated twice (W 4, B 2)", () => {
     const freeBefore = pool.numFree;
     m.allocateNewBlocks(st, 4);
     expect(freeBefore - pool.numFree).toBe(1);
-    expect(st.blocks).toHaveLength(2);
+    expect(st.numBlocks).toBe(2);
     // 99 usable - 1 touched - 1 new = 97.
     expect(pool.numFree).toBe(97);
   });
@@ -112,7 +113,7 @@ describe("T12 Mamba-type state", () => {
     expect(m.numBlocksToAllocate(st, false, 6, [])).toBe(1);
     m.allocateNewBlocks(st, 6);
     // cdiv(6,2) = 3 entries; running block at index 2 is the first free block, 1.
-    expect(st.blocks).toEqual([0, 0, 1]);
+    expect(tableEntries(st)).toEqual([0, 0, 1]);
     expect(pool.numFree).toBe(98);
     pool.free(m.freeOrder(st));
     expect(pool.numFree).toBe(99);
@@ -125,10 +126,10 @@ describe("T12 Mamba-type state", () => {
     m.allocateNewBlocks(st, 4); // [0, 1]
     expect(m.removeSkippedBlocks(st, 4)).toEqual([]);
     m.allocateNewBlocks(st, 10); // running at cdiv(10,2)-1 = 4; previous (block 1) at index 1
-    expect(st.blocks).toEqual([0, 1, 0, 0, 2]);
+    expect(tableEntries(st)).toEqual([0, 1, 0, 0, 2]);
     // Next step at C = 10: 1 < cdiv(10,2) - 1 = 4 -> the previous state block goes.
     expect(m.removeSkippedBlocks(st, 10)).toEqual([1]);
-    expect(st.blocks).toEqual([0, 0, 0, 0, 2]);
+    expect(tableEntries(st)).toEqual([0, 0, 0, 0, 2]);
   });
 
   it("none mode (caching off), no speculative blocks: 1 block at 100 tokens, 0 more at 200, nothing skipped", () => {
@@ -139,6 +140,6 @@ describe("T12 Mamba-type state", () => {
     m.allocateNewBlocks(st);
     expect(m.numBlocksToAllocate(st, true)).toBe(0);
     expect(m.removeSkippedBlocks()).toEqual([]);
-    expect(st.blocks).toEqual([1]);
+    expect(tableEntries(st)).toEqual([1]);
   });
 });

@@ -3,6 +3,7 @@ import { cdiv } from "@kvsim/profile-schema";
 import { NULL_BLOCK, type PoolOps, type StoredBlock } from "./block-pool.js";
 import { blockHashHi, blockHashLo, PackedHashView, type BlockHashView } from "./hashing.js";
 import { NO_CHECKPOINTS, type GroupState } from "./sequence.js";
+import { pushBlock, reserveBlocks, type BlockTable } from "./block-table.js";
 
 /** The common "nothing to release" answer, shared so a decode step allocates nothing. */
 const NONE: number[] = [];
@@ -124,7 +125,7 @@ function keyScratch(numBlocks: number): Int32Array {
 
 /** Caches table entries [numCached, computed / B): consecutive new keys form one `stored` run. */
 function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, state: GroupState, hashes: BlockHashView, computed: number): void {
-  const numFull = Math.min(Math.floor(computed / blockSize), state.blocks.length);
+  const numFull = Math.min(Math.floor(computed / blockSize), state.numBlocks);
   // vLLM's num_cached_blocks >= num_full_blocks: a commit of fewer full blocks than cached (killed
   // in manager-boundaries.test.ts) keeps numCached.
   // Stryker disable next-line EqualityOperator: equivalent, written < the equal case goes on to cache the empty range [numCached, numCached) and sets numCached to itself
@@ -135,7 +136,7 @@ function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, s
     // Stryker disable next-line ArithmeticOperator: equivalent, numFull + numCached only asks for a bigger scratch (it reads the first 2 x (numFull - numCached) words)
     const keys = keyScratch(numFull - state.numCached);
     hashes.blockKeysInto(state.numCached, numFull, keys);
-    pool.cacheTableRun(state.blocks, state.numCached, numFull, groupIndex, keys);
+    pool.cacheTableRun(state, state.numCached, numFull, groupIndex, keys);
     state.numCached = numFull;
     return;
   }
@@ -178,9 +179,10 @@ function cacheOne(pool: PoolOps, groupIndex: number, block: number, index: numbe
   }
 }
 
-function reversedReal(blocks: readonly number[]): number[] {
+function reversedReal(table: BlockTable): number[] {
+  const blocks = table.blocks;
   const out: number[] = [];
-  for (let i = blocks.length - 1; i >= 0; i--) if (blocks[i] !== NULL_BLOCK) out.push(blocks[i]!);
+  for (let i = table.numBlocks - 1; i >= 0; i--) if (blocks[i] !== NULL_BLOCK) out.push(blocks[i]!);
   return out;
 }
 
@@ -205,7 +207,7 @@ abstract class AttentionManager implements SingleTypeManager {
 
   numBlocksToAllocate(state: GroupState, tracked: boolean, numTokens: number, hitBlocks: readonly number[], totalComputed: number): number {
     const required = cdiv(numTokens, this.blockSize);
-    if (tracked) return Math.max(required - state.blocks.length, 0);
+    if (tracked) return Math.max(required - state.numBlocks, 0);
     const skipped = Math.floor(this.skippedTokens(totalComputed) / this.blockSize);
     const fresh = Math.max(required - Math.max(skipped, hitBlocks.length), 0);
     let evictable = 0;
@@ -215,32 +217,25 @@ abstract class AttentionManager implements SingleTypeManager {
 
   allocateNewComputedBlocks(state: GroupState, hitBlocks: readonly number[], totalComputed: number): void {
     const skipped = Math.floor(this.skippedTokens(totalComputed) / this.blockSize);
-    if (skipped === 0 && state.blocks.length === 0) {
-      // The table starts as one exact-size copy of the hit (pushed block by block, a long hit's
-      // table is regrown and copied a dozen times on the way).
-      state.blocks = hitBlocks.slice();
-      for (const b of hitBlocks) if (b !== NULL_BLOCK) state.real++;
-      this.pool.touch(state.blocks);
-      state.numCached = state.blocks.length;
-      return;
-    }
-    for (let i = 0; i < skipped; i++) state.blocks.push(NULL_BLOCK);
+    // The table grows once, to the hit's size.
+    reserveBlocks(state, Math.max(skipped, hitBlocks.length));
+    for (let i = 0; i < skipped; i++) pushBlock(state, NULL_BLOCK);
     for (let i = skipped; i < hitBlocks.length; i++) {
       const b = hitBlocks[i]!;
-      state.blocks.push(b);
+      pushBlock(state, b);
       // Stryker disable next-line ConditionalExpression: equivalent (true), no hit list has a null at or above `skipped`: a window hit of L blocks is null only below L - cdiv(W - 1, B) = floor((L x B - W + 1) / B) <= skipped (computed >= L x B), a full-attention hit has none
       if (b !== NULL_BLOCK) state.real++;
     }
-    this.pool.touch(state.blocks);
-    state.numCached = state.blocks.length;
+    this.pool.touchTable(state);
+    state.numCached = state.numBlocks;
   }
 
   allocateNewBlocks(state: GroupState, numTokens: number): void {
-    const n = cdiv(numTokens, this.blockSize) - state.blocks.length;
+    const n = cdiv(numTokens, this.blockSize) - state.numBlocks;
     // n < 0 (a step needing fewer blocks than held) is killed in manager-boundaries.test.ts.
     // Stryker disable next-line EqualityOperator: equivalent, written < 0 the n = 0 case takes 0 blocks from the pool and adds 0 to real
     if (n <= 0) return;
-    this.pool.takeFreeInto(n, state.blocks, this.groupIndex);
+    this.pool.takeFreeInto(n, state, this.groupIndex);
     state.real += n;
   }
 
@@ -249,7 +244,7 @@ abstract class AttentionManager implements SingleTypeManager {
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, with nothing skipped the walk below starts at index -1 and returns NONE
     if (skippedTokens <= 0) return NONE;
     let out = NONE;
-    for (let i = Math.min(Math.floor(skippedTokens / this.blockSize), state.blocks.length) - 1; i >= 0; i--) {
+    for (let i = Math.min(Math.floor(skippedTokens / this.blockSize), state.numBlocks) - 1; i >= 0; i--) {
       const b = state.blocks[i]!;
       if (b === NULL_BLOCK) break;
       if (out === NONE) out = [];
@@ -269,7 +264,7 @@ abstract class AttentionManager implements SingleTypeManager {
     if (skippedTokens <= 0) return 0;
     let n = 0;
     // The walk of walkSkipped, counting instead of listing.
-    for (let i = Math.min(Math.floor(skippedTokens / this.blockSize), state.blocks.length) - 1; i >= 0; i--) {
+    for (let i = Math.min(Math.floor(skippedTokens / this.blockSize), state.numBlocks) - 1; i >= 0; i--) {
       const b = state.blocks[i]!;
       if (b === NULL_BLOCK) break;
       if (this.pool.refCount(b) === 1) n++;
@@ -290,16 +285,16 @@ abstract class AttentionManager implements SingleTypeManager {
   }
 
   freeOrder(state: GroupState): number[] {
-    return reversedReal(state.blocks);
+    return reversedReal(state);
   }
 
   freeAll(state: GroupState): number {
-    return this.pool.freeTableTailFirst(state.blocks, NONE);
+    return this.pool.freeTableTailFirst(state, NONE);
   }
 
   quietDecodeSteps(state: GroupState, computed: number): number {
     const b = this.blockSize;
-    const len = state.blocks.length;
+    const len = state.numBlocks;
     // Step k allocates when cdiv(computed + k + 1, B) > len: quiet while computed + k + 1 <= len x B.
     let quiet = len * b - computed;
     // Step k caches (or just moves numCached) once floor((computed + k + 1) / B) passes numCached.
@@ -428,7 +423,7 @@ export class WindowManager extends AttentionManager {
     const b = this.blockSize;
     const s = computed - this.window + 1;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, s > 0 dropped (true) or written s >= 0: for s <= 0, floor(s / B) <= 0, so the index is -1 or less either way and the check below skips it
-    const idx = s > 0 ? Math.min(Math.floor(s / b), state.blocks.length) - 1 : -1;
+    const idx = s > 0 ? Math.min(Math.floor(s / b), state.numBlocks) - 1 : -1;
     if (idx >= 0 && state.blocks[idx] !== NULL_BLOCK) return 0;
     // S reaches the next multiple of B after k = next - s steps; the walk may then see a block.
     const next = (Math.floor(Math.max(s, 0) / b) + 1) * b;
@@ -518,7 +513,7 @@ export class MambaManager implements SingleTypeManager {
 
   numBlocksToAllocate(state: GroupState, tracked: boolean, numTokens: number, hitBlocks: readonly number[]): number {
     const required = cdiv(numTokens, this.blockSize);
-    if (tracked) return required > state.blocks.length ? 1 : 0;
+    if (tracked) return required > state.numBlocks ? 1 : 0;
     let evictable = 0;
     for (const blk of hitBlocks) if (this.pool.isEvictable(blk)) evictable++;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, always true: a step computes at least one token past its hit (newTokens >= 1), so cdiv(total, B) >= hit tokens / B + 1 > hitBlocks.length
@@ -526,25 +521,27 @@ export class MambaManager implements SingleTypeManager {
   }
 
   allocateNewComputedBlocks(state: GroupState, hitBlocks: readonly number[]): void {
+    reserveBlocks(state, hitBlocks.length);
     for (const blk of hitBlocks) {
-      state.blocks.push(blk);
+      pushBlock(state, blk);
       if (blk !== NULL_BLOCK) state.real++;
     }
-    this.pool.touch(state.blocks);
-    state.numCached = state.blocks.length;
+    this.pool.touchTable(state);
+    state.numCached = state.numBlocks;
   }
 
   allocateNewBlocks(state: GroupState, numTokens: number): void {
     const required = cdiv(numTokens, this.blockSize);
-    const len = state.blocks.length;
+    const len = state.numBlocks;
     if (required <= len) return;
     // The running block (or a hit's state block) becomes the previous state: the new running
     // block starts from it, so it is kept until the computed prefix has passed it. An empty table
     // has none (-1). The last entry of a table is never null (a running, hit or reserved state
     // block), and a null one would be safe: the release (collect) skips a null previous state.
     state.prevStateIdx = len - 1;
-    for (let i = len; i < required - 1; i++) state.blocks.push(NULL_BLOCK);
-    this.pool.takeFreeInto(1, state.blocks, this.groupIndex);
+    reserveBlocks(state, required - len);
+    for (let i = len; i < required - 1; i++) pushBlock(state, NULL_BLOCK);
+    this.pool.takeFreeInto(1, state, this.groupIndex);
     state.real++;
   }
 
@@ -616,7 +613,8 @@ export class MambaManager implements SingleTypeManager {
     // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: equivalent, off a block boundary (or at 0) i is fractional (or -1) and state.blocks[i] undefined, which the next check skips
     if (computed > 0 && computed % b === 0) {
       const i = computed / b - 1;
-      const blk = state.blocks[i];
+      // Entries past numBlocks are capacity, not table entries.
+      const blk = i < state.numBlocks ? state.blocks[i] : undefined;
       if (blk !== undefined && blk !== NULL_BLOCK && !this.pool.isHashed(blk) && i < hashes.length) cacheOne(this.pool, this.groupIndex, blk, i, hashes);
     }
     // A plain loop: a callback here would allocate its closure on every commit of every step.
@@ -631,7 +629,7 @@ export class MambaManager implements SingleTypeManager {
   /** Keeps only the running block (the last table entry); checkpoints go too. */
   releaseForSource(state: GroupState): number[] {
     const out: number[] = [];
-    for (let i = state.blocks.length - 2; i >= 0; i--) {
+    for (let i = state.numBlocks - 2; i >= 0; i--) {
       const blk = state.blocks[i]!;
       if (blk === NULL_BLOCK) continue;
       out.push(blk);
@@ -647,20 +645,20 @@ export class MambaManager implements SingleTypeManager {
 
   /** Table tail first, then the checkpoint blocks (latest boundary first). */
   freeOrder(state: GroupState): number[] {
-    const out = reversedReal(state.blocks);
+    const out = reversedReal(state);
     out.push(...state.checkpoints);
     return out;
   }
 
   freeAll(state: GroupState): number {
-    return this.pool.freeTableTailFirst(state.blocks, state.checkpoints);
+    return this.pool.freeTableTailFirst(state, state.checkpoints);
   }
 
   quietDecodeSteps(state: GroupState, computed: number): number {
     if (state.checkpoints.length > 0) return 0;
     const b = this.blockSize;
     // A new running block when cdiv(computed + k + 1, B) > len.
-    let quiet = state.blocks.length * b - computed;
+    let quiet = state.numBlocks * b - computed;
     // cacheBlocks looks at the running block when computed + k + 1 is a multiple of B.
     quiet = Math.min(quiet, (b - ((computed + 1) % b)) % b);
     const p = state.prevStateIdx;
@@ -709,7 +707,7 @@ export class SingleBlockStateManager implements SingleTypeManager {
 
   numBlocksToAllocate(state: GroupState, tracked: boolean): number {
     // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: equivalent, a tracked sequence always holds its one block and an untracked one none
-    return tracked && state.blocks.length > 0 ? 0 : 1;
+    return tracked && state.numBlocks > 0 ? 0 : 1;
   }
 
   allocateNewComputedBlocks(): void {
@@ -717,8 +715,8 @@ export class SingleBlockStateManager implements SingleTypeManager {
   }
 
   allocateNewBlocks(state: GroupState): void {
-    if (state.blocks.length > 0) return;
-    this.pool.takeFreeInto(1, state.blocks, this.groupIndex);
+    if (state.numBlocks > 0) return;
+    this.pool.takeFreeInto(1, state, this.groupIndex);
     state.real = 1;
   }
 
@@ -743,11 +741,11 @@ export class SingleBlockStateManager implements SingleTypeManager {
   }
 
   freeOrder(state: GroupState): number[] {
-    return reversedReal(state.blocks);
+    return reversedReal(state);
   }
 
   freeAll(state: GroupState): number {
-    return this.pool.freeTableTailFirst(state.blocks, NONE);
+    return this.pool.freeTableTailFirst(state, NONE);
   }
 
   planReservation(): number[] {
@@ -756,6 +754,6 @@ export class SingleBlockStateManager implements SingleTypeManager {
 
   quietDecodeSteps(state: GroupState): number {
     // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a tracked sequence always holds its ring block and the manager asks only about tracked ones
-    return state.blocks.length > 0 ? ALWAYS_QUIET : 0;
+    return state.numBlocks > 0 ? ALWAYS_QUIET : 0;
   }
 }

@@ -8,6 +8,7 @@ import type { BlockHash, KvEvent, PoolMetrics } from "./contract.js";
 import { NULL_BLOCK, type PoolOps, type StoredBlock } from "./block-pool.js";
 import { hashHi, hashLo, joinHash } from "./hash-halves.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
+import { pushBlock, tableEntries, type BlockTable } from "./block-table.js";
 
 interface Key {
   readonly group: number;
@@ -61,8 +62,15 @@ export class ReferencePool implements PoolOps {
   }
   private readonly owner = new Map<number, number>();
   takeFree(n: number, group = -1): number[] {
+    if (n > this.queue.length) throw new Error(`pool invariant: ${n} blocks asked, ${this.queue.length} free`);
     const out: number[] = [];
-    this.takeFreeInto(n, out, group);
+    for (let i = 0; i < n; i++) {
+      const id = this.queue.shift()!;
+      if (this.hashOf.has(id)) this.evict(id);
+      this.refs[id] = 1;
+      this.owner.set(id, group);
+      out.push(id);
+    }
     return out;
   }
   /** Straightforward: scans every page. */
@@ -77,15 +85,8 @@ export class ReferencePool implements PoolOps {
     });
     return { used, cached };
   }
-  takeFreeInto(n: number, out: number[], group = -1): void {
-    if (n > this.queue.length) throw new Error(`pool invariant: ${n} blocks asked, ${this.queue.length} free`);
-    for (let i = 0; i < n; i++) {
-      const id = this.queue.shift()!;
-      if (this.hashOf.has(id)) this.evict(id);
-      this.refs[id] = 1;
-      this.owner.set(id, group);
-      out.push(id);
-    }
+  takeFreeInto(n: number, table: BlockTable, group = -1): void {
+    for (const id of this.takeFree(n, group)) pushBlock(table, id);
   }
   touch(ids: readonly number[]): void {
     for (const id of ids) {
@@ -93,6 +94,9 @@ export class ReferencePool implements PoolOps {
       if (this.refs[id] === 0) this.queue.splice(this.queue.indexOf(id), 1);
       this.refs[id]!++;
     }
+  }
+  touchTable(table: BlockTable): void {
+    this.touch(tableEntries(table));
   }
   free(ids: readonly number[]): number {
     const fresh: number[] = [];
@@ -109,8 +113,8 @@ export class ReferencePool implements PoolOps {
     this.queue = [...fresh, ...this.queue];
     return released;
   }
-  freeTableTailFirst(blocks: readonly number[], then: readonly number[]): number {
-    return this.free([...[...blocks].reverse(), ...then]);
+  freeTableTailFirst(table: BlockTable, then: readonly number[]): number {
+    return this.free([...tableEntries(table).reverse(), ...then]);
   }
   cacheBlock(id: number, group: number, hash: BlockHash): boolean {
     return this.cacheBlockKey(id, group, hashHi(hash), hashLo(hash));
@@ -127,7 +131,8 @@ export class ReferencePool implements PoolOps {
     c.push(id);
     return false;
   }
-  cacheTableRun(blocks: readonly number[], from: number, to: number, group: number, keys: Int32Array): void {
+  cacheTableRun(table: BlockTable, from: number, to: number, group: number, keys: Int32Array): void {
+    const blocks = tableEntries(table);
     for (let i = from; i < to; i++) {
       const b = blocks[i]!;
       if (b === NULL_BLOCK || this.isHashed(b)) continue;

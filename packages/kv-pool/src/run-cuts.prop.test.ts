@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { expectSamePools, propRuns } from "./test-helpers.js";
+import { expectSamePools, propRuns, tableOf, takeIntoArray } from "./test-helpers.js";
 import { describe, expect, it } from "vitest";
 import { BlockPool, NULL_BLOCK, type PoolOps } from "./block-pool.js";
 import { ReferencePool } from "./reference-pool.js";
@@ -92,7 +92,7 @@ function run(pages: number, ops: readonly Op[], sh: Shapes): void {
         // A take ending inside a run: the next queued block was freed together with the last one taken.
         if (n < q.length && ref.refCount(q[n]!) === 0) sh.cutTakes++;
         pools.forEach((p, k) => {
-          p.takeFreeInto(n, t.blocks[k as 0 | 1], t.g);
+          takeIntoArray(p, n, t.blocks[k as 0 | 1], t.g);
         });
         compare(`take ${t.serial} ${n}`);
         break;
@@ -118,7 +118,7 @@ function run(pages: number, ops: readonly Op[], sh: Shapes): void {
         const batched = op.batched && cacheIt.every((c, j) => c || rb[t.cached + j] === NULL_BLOCK || ref.isHashed(rb[t.cached + j]!));
         pools.forEach((p, k) => {
           const blocks = t.blocks[k as 0 | 1];
-          if (batched) p.cacheTableRun(blocks, t.cached, to, t.g, keys);
+          if (batched) p.cacheTableRun(tableOf(blocks), t.cached, to, t.g, keys);
           else
             for (let i = t.cached; i < to; i++) {
               if (cacheIt[i - t.cached] === true) p.cacheBlockKey(blocks[i]!, t.g, keys[2 * (i - t.cached)]!, keys[2 * (i - t.cached) + 1]!, i === 0 || !linked ? NULL_BLOCK : blocks[i - 1]!);
@@ -148,7 +148,7 @@ function run(pages: number, ops: readonly Op[], sh: Shapes): void {
         const hashed = t.blocks[1].some((b) => b !== NULL_BLOCK && ref.isHashed(b));
         const plain = t.blocks[1].some((b) => b !== NULL_BLOCK && !ref.isHashed(b));
         if (hashed && plain) sh.mixedFrees++;
-        const released = pools.map((p, k) => p.freeTableTailFirst(t.blocks[k as 0 | 1], []));
+        const released = pools.map((p, k) => p.freeTableTailFirst(tableOf(t.blocks[k as 0 | 1]), []));
         expect(released[0]).toBe(released[1]);
         tables.splice(op.i % 6, 1);
         compare(`freeAll ${t.serial}`);
@@ -250,11 +250,11 @@ describe("the free queue after chunked takes, a partly cached table and hits", (
     // 1,001 pages: the table takes 1..300 in chunks of 100, caches entries [0, 120), then is freed.
     const pool = new BlockPool(1001, 1, false, [true]);
     const table: number[] = [];
-    for (let c = 0; c < 3; c++) pool.takeFreeInto(100, table, 0);
+    for (let c = 0; c < 3; c++) takeIntoArray(pool, 100, table, 0);
     const keys = new Int32Array(240);
     for (let i = 0; i < 240; i++) keys[i] = 100 + i;
-    pool.cacheTableRun(table, 0, 120, 0, keys);
-    expect(pool.freeTableTailFirst(table, [])).toBe(300);
+    pool.cacheTableRun(tableOf(table), 0, 120, 0, keys);
+    expect(pool.freeTableTailFirst(tableOf(table), [])).toBe(300);
     // Unhashed 121..300 at the front (300 first), then the untouched 301..1000, then hashed 1..120 at the back (120 first).
     const q = pool.freeQueueOrder();
     expect(q.slice(0, 3)).toEqual([300, 299, 298]);
@@ -274,14 +274,14 @@ describe("the free queue after chunked takes, a partly cached table and hits", (
     const a: number[] = [];
     const b: number[] = [];
     for (let k = 0; k < 4; k++) {
-      pool.takeFreeInto(1, a, 0);
-      pool.takeFreeInto(1, b, 0);
+      takeIntoArray(pool, 1, a, 0);
+      takeIntoArray(pool, 1, b, 0);
     }
     expect(a).toEqual([1, 3, 5, 7]);
     expect(b).toEqual([2, 4, 6, 8]);
     // Unhashed, so each free call puts its blocks at the very front in free order: b's after a's went in first.
-    pool.freeTableTailFirst(a, []);
-    pool.freeTableTailFirst(b, []);
+    pool.freeTableTailFirst(tableOf(a), []);
+    pool.freeTableTailFirst(tableOf(b), []);
     expect(pool.freeQueueOrder().slice(0, 8)).toEqual([8, 6, 4, 2, 7, 5, 3, 1]);
   });
 });

@@ -3,6 +3,7 @@ import { HashChain, PackedHashView, type TokenSource } from "./hashing.js";
 import { PathPrompt, type PromptBase } from "./prompt-tokens.js";
 import { rangeFailure } from "./errors.js";
 import { BySize } from "./by-size.js";
+import { EMPTY_TABLE, releaseTable, type BlockTable } from "./block-table.js";
 
 export type { BlockHashView } from "./hashing.js";
 
@@ -83,10 +84,11 @@ export class SequenceChain extends PackedHashView {
 export const NO_CHECKPOINTS: number[] = [];
 
 /** The blocks one sequence holds in one cache group. */
-export class GroupState {
-  /** The block table, NULL_BLOCK (0) where a block was skipped or never needed. */
-  blocks: number[] = [];
-  /** Non-null entries of `blocks`. */
+export class GroupState implements BlockTable {
+  /** The block table (see BlockTable): entries [0, numBlocks), NULL_BLOCK (0) where a block was skipped or never needed. */
+  blocks: Int32Array = EMPTY_TABLE;
+  numBlocks = 0;
+  /** Non-null entries of the table. */
   real = 0;
   /** Table entries below this index were already offered to the cache. */
   numCached = 0;
@@ -98,7 +100,7 @@ export class GroupState {
   checkpointHashIdx: number[] = NO_CHECKPOINTS;
 
   reset(): void {
-    this.blocks = [];
+    releaseTable(this);
     this.real = 0;
     this.numCached = 0;
     // Stryker disable next-line UnaryOperator: equivalent, as for the field above (a freed sequence is untracked with an empty table)

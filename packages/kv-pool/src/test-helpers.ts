@@ -7,6 +7,25 @@ import { KvCacheManager } from "./kv-cache-manager.js";
 import { xxh3PairInto } from "./xxh3-pair.js";
 import { createPromptTokens } from "./prompt-tokens.js";
 import { Sequence } from "./sequence.js";
+import { tableEntries, type BlockTable } from "./block-table.js";
+
+/** A block table holding `ids` (tests build tables as plain arrays). */
+export function tableOf(ids: readonly number[]): BlockTable {
+  return { blocks: Int32Array.from(ids), numBlocks: ids.length };
+}
+
+/** Makes `ids` a group state's table. */
+export function setTable(t: BlockTable, ids: readonly number[]): void {
+  t.blocks = Int32Array.from(ids);
+  t.numBlocks = ids.length;
+}
+
+/** `takeFreeInto` on a table kept as a plain array: the blocks taken are appended to `out`. */
+export function takeIntoArray(pool: PoolOps, n: number, out: number[], group?: number): void {
+  const t = tableOf(out);
+  pool.takeFreeInto(n, t, group);
+  out.push(...tableEntries(t).slice(out.length));
+}
 
 /**
  * fast-check runs for a property: `n` normally, a tenth of it (at least 10) under mutation testing
@@ -50,7 +69,7 @@ export const range = (a: number, b: number): number[] => Array.from({ length: b 
 /** A sequence's block tables per group (0 = the null block). */
 export function tablesOf(seq: KvSequence): number[][] {
   if (!(seq instanceof Sequence)) throw new Error("not a pool sequence");
-  return seq.groups.map((st) => [...st.blocks]);
+  return seq.groups.map((st) => tableEntries(st));
 }
 
 /**
