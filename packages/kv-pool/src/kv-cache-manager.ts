@@ -228,7 +228,10 @@ export class KvCacheManager implements KvCacheManagerApi {
         // hit is downward-closed and `cur` a multiple of the alignment, so the search finds the
         // same first floor(cur / b) blocks that the cut keeps.
         if (t.fullAttention && prev !== undefined) {
-          for (const l of prev) l.length = Math.min(l.length, Math.floor(cur / b));
+          // Cut only when longer: assigning an array's length, even its own, is a runtime call.
+          const keep = Math.floor(cur / b);
+          // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (true, >=), assigning a list its own length changes nothing
+          for (const l of prev) if (l.length > keep) l.length = keep;
         } else {
           // Stryker disable next-line ArithmeticOperator: equivalent, more hashes than floor(cur / b) change nothing: the search stops at maxLength = cur
           lists[k] = t.manager.findLongestCacheHit(this.hitView(s, p, b, Math.floor(cur / b)), cur, this.alignment, t.groups);
@@ -252,7 +255,8 @@ export class KvCacheManager implements KvCacheManagerApi {
       // The searches' lists are this lookup's own: cut in place rather than copied.
       t.groups.forEach((g, j) => {
         const l = lists[k]![j]!;
-        l.length = Math.min(l.length, n);
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (true, >=), assigning a list its own length changes nothing
+        if (l.length > n) l.length = n;
         blocks[g] = l;
       });
     }

@@ -164,7 +164,9 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
   if (scratch.firstTokenIndex.length < n) scratch.firstTokenIndex = new Int32Array(Math.max(n, scratch.firstTokenIndex.length * 2));
   const firstTokenIndex = scratch.firstTokenIndex;
   const requestIds = scratch.requestIds;
-  requestIds.length = n;
+  // Assigning an array's length, even its own, is a runtime call: only when it changes.
+  // Stryker disable next-line ConditionalExpression: equivalent (true), assigning the list its own length changes nothing
+  if (requestIds.length !== n) requestIds.length = n;
   for (let i = 0; i < n; i++) {
     firstTokenIndex[i] = running[i]!.outputs;
     requestIds[i] = running[i]!.id;
