@@ -15,6 +15,7 @@ import { groupBlocksForTokens, isGroupedProfile, prefillCheckpointBlocks, tokens
 import { sourceTerms, type SourceTermsOptions } from "@kvsim/transfer-rules";
 import type { Admission, Effects, LifecycleFact, RankConfig, RankMetrics, RankRole, TokenEmitted } from "./contract.js";
 import { Deque } from "./deque.js";
+import { IdTable } from "./id-table.js";
 import { kvBlockSizeTokens } from "./geometry.js";
 import { RankConfigError, mambaBlockSize, rankConfigProblems } from "./rank-config.js";
 import { createTimingModel, type TimingModel } from "./timing-model.js";
@@ -171,15 +172,15 @@ export class RankState {
   /** How the pool needs prefill chunks cut (kv-pool's PrefillChunking). */
   readonly chunking: PrefillChunking;
 
-  readonly requests = new Map<string, Req>();
+  readonly requests = new IdTable<Req>();
   /** Live handoffs; one leaves this map when it retires (its request and prompt must not stay reachable). */
-  readonly handoffs = new Map<string, Handoff>();
+  readonly handoffs = new IdTable<Handoff>();
   /**
    * What is left of a retired handoff (or one rejected at the command): a constant string per id, so
    * late cleanup commands stay no-ops, activation after a cancel or rejection stays refused, and
    * the id stays used, without keeping its request alive.
    */
-  readonly retiredHandoffs = new Map<string, RetiredHandoff>();
+  readonly retiredHandoffs = new IdTable<RetiredHandoff>();
   readonly running: Req[] = [];
   readonly waiting = new Deque<Req>();
   waitingLive = 0;
