@@ -17,6 +17,7 @@ import { payloadBytes, transferDelayMs, withDestination } from "@kvsim/transfer-
 import {
   Rank,
   RankConfigError,
+  IdTable,
   TimingRefusedError,
   type Command,
   type CommandOutcome,
@@ -226,7 +227,7 @@ class ReplayEngine {
   private readonly decodePlacement: Placement | undefined;
   private readonly disaggregated: boolean;
   private readonly queue = new EventQueue<QueuedPayload>();
-  private readonly live = new Map<string, LiveRequest>();
+  private readonly live = new IdTable<LiveRequest>();
   /** Terminal records, kept compactly by their workload index and built again when read. */
   private readonly records = new RecordStore<RequestRecord>({ enumKeys: ["status", "mode", "unit", "transfer_path"], numberedKeys: ["request_id"] });
   private readonly collector: MetricsCollector;

@@ -13,6 +13,7 @@ export {
   type LinearTimingCoefficients,
 } from "./timing-model.js";
 export { sampledTokenId } from "./token-ids.js";
+export { IdTable } from "./id-table.js";
 export type { DecodeRun, DecodeRunLimits, DecodeRunPages } from "./decode-run.js";
 export { TimingRefusedError } from "./grid.js";
 export type {
