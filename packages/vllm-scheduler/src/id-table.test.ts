@@ -46,8 +46,45 @@ describe("IdTable", () => {
     // Deleting c (now at 7, its start) leaves d at 0, its own start.
     expect(t.delete(c!)).toBe(true);
     expect([t.get(b!), t.get(d!)]).toEqual([b!.toUpperCase(), d!.toUpperCase()]);
+    // d sits in slot 0 now: found by `has` too.
+    expect(t.has(d!)).toBe(true);
     expect(t.values()).toEqual([b!.toUpperCase(), d!.toUpperCase()]);
     expect(t.size).toBe(2);
+  });
+
+  it("moves an entry that wrapped past the last slot back into a hole before it", () => {
+    // 8 slots: a, b and c all start at 7: stored at 7, 0 and 1. Deleting b (slot 0) must move c
+    // from 1 to 0: its lookup runs 7, 0, 1, and would stop at an empty slot 0.
+    const [a, b, c] = idsAt(7, 8, 3);
+    const t = new IdTable<number>(4);
+    t.set(a!, 1);
+    t.set(b!, 2);
+    t.set(c!, 3);
+    expect(t.delete(b!)).toBe(true);
+    expect([t.get(a!), t.get(b!), t.get(c!)]).toEqual([1, undefined, 3]);
+    expect(t.delete(a!)).toBe(true);
+    expect([t.get(c!), t.size]).toEqual([3, 1]);
+  });
+
+  it("tells apart two ids whose hashes are equal", () => {
+    // The first two of "c0", "c1", ... with the same 32-bit hash (found by search, birthday-bound).
+    const seen = new Map<number, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; pair === undefined; i++) {
+      const id = `c${i}`;
+      const other = seen.get(hashId(id));
+      if (other !== undefined) pair = [other, id];
+      else seen.set(hashId(id), id);
+    }
+    const [x, y] = pair;
+    expect(hashId(x)).toBe(hashId(y));
+    const t = new IdTable<string>();
+    t.set(x, "x");
+    expect([t.get(y), t.has(y)]).toEqual([undefined, false]);
+    t.set(y, "y");
+    expect([t.get(x), t.get(y), t.size]).toEqual(["x", "y", 2]);
+    expect(t.delete(x)).toBe(true);
+    expect([t.get(x), t.get(y), t.has(y)]).toEqual([undefined, "y", true]);
   });
 
   it("leaves an entry at its own start when the hole is before that start", () => {

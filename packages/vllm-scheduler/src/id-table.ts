@@ -21,11 +21,14 @@ export class IdTable<V> {
   /** Holds `initialCapacity` entries before it first grows (it keeps at least half its slots empty). */
   constructor(initialCapacity = 16) {
     let cap = 4;
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: equivalent, the first capacity (any power of two >= 4) only sets when the table first grows: set keeps at least half the slots empty at any size
     while (cap < initialCapacity * 2) cap *= 2;
     this.mask = cap - 1;
     this.keys = new Array<string | undefined>(cap).fill(undefined);
+    // Stryker disable next-line ArrayDeclaration: equivalent, a value is written at its slot before any read (a shorter array reads undefined where the full one holds undefined)
     this.vals = new Array<V | undefined>(cap).fill(undefined);
     this.hashes = new Int32Array(cap);
+    // Stryker disable next-line ArrayDeclaration: equivalent, a stamp is written at its slot before values() reads it
     this.stamps = new Array<number>(cap).fill(0);
   }
 
@@ -35,6 +38,7 @@ export class IdTable<V> {
 
   get(key: string): V | undefined {
     const i = this.find(key);
+    // Stryker disable next-line ConditionalExpression: equivalent (false), vals[-1] is undefined
     return i < 0 ? undefined : this.vals[i];
   }
 
@@ -47,6 +51,7 @@ export class IdTable<V> {
     const h = hashId(key);
     let i = h & this.mask;
     for (let k = this.keys[i]; k !== undefined; k = this.keys[i]) {
+      // Stryker disable next-line ConditionalExpression: equivalent (the hash test true), a shortcut: the string comparison decides
       if (this.hashes[i] === h && k === key) {
         this.vals[i] = value;
         return;
@@ -54,6 +59,7 @@ export class IdTable<V> {
       i = (i + 1) & this.mask;
     }
     // At most half full: probe runs stay short.
+    // Stryker disable next-line EqualityOperator: equivalent (>=), growing one entry sooner only changes the capacity
     if ((this.count + 1) * 2 > this.keys.length) {
       this.grow();
       this.set(key, value);
@@ -77,6 +83,7 @@ export class IdTable<V> {
       const k = this.keys[j];
       if (k === undefined) break;
       const home = this.hashes[j]! & mask;
+      // Stryker disable next-line EqualityOperator: equivalent (i < j), j starts after i and stops at an empty slot before coming round to i (the table is at most half full), so i === j never occurs
       if (i <= j ? i < home && home <= j : i < home || home <= j) continue;
       this.keys[i] = k;
       this.vals[i] = this.vals[j];
@@ -92,6 +99,7 @@ export class IdTable<V> {
   /** The values in insertion order (sorted on each call: for reports and error messages, not hot paths). */
   values(): V[] {
     const slots: number[] = [];
+    // Stryker disable next-line EqualityOperator: equivalent (<=), keys[length] is undefined and skipped
     for (let i = 0; i < this.keys.length; i++) if (this.keys[i] !== undefined) slots.push(i);
     slots.sort((a, b) => this.stamps[a]! - this.stamps[b]!);
     const out: V[] = [];
@@ -104,6 +112,7 @@ export class IdTable<V> {
     const { keys, hashes, mask } = this;
     let i = h & mask;
     for (let k = keys[i]; k !== undefined; k = keys[i]) {
+      // Stryker disable next-line ConditionalExpression: equivalent (the hash test true), a shortcut: the string comparison decides
       if (hashes[i] === h && k === key) return i;
       i = (i + 1) & mask;
     }
@@ -115,11 +124,15 @@ export class IdTable<V> {
     const cap = keys.length * 2;
     this.mask = cap - 1;
     this.keys = new Array<string | undefined>(cap).fill(undefined);
+    // Stryker disable next-line ArrayDeclaration: equivalent, as in the constructor: a value is written at its slot before any read
     this.vals = new Array<V | undefined>(cap).fill(undefined);
     this.hashes = new Int32Array(cap);
+    // Stryker disable next-line ArrayDeclaration: equivalent, as in the constructor: a stamp is written before values() reads it
     this.stamps = new Array<number>(cap).fill(0);
+    // Stryker disable next-line EqualityOperator: equivalent (<=), keys[length] is undefined and skipped
     for (let j = 0; j < keys.length; j++) {
       const k = keys[j];
+      // Stryker disable next-line ConditionalExpression: equivalent (false), an empty slot copied over writes an undefined key into an empty slot of the new table, which stays empty
       if (k === undefined) continue;
       let i = hashes[j]! & this.mask;
       while (this.keys[i] !== undefined) i = (i + 1) & this.mask;
@@ -140,7 +153,9 @@ export function hashId(s: string): number {
   const n = s.length;
   let h = n;
   let i = 0;
+  // Stryker disable next-line EqualityOperator,ArithmeticOperator: equivalent, any deterministic function of the string is a correct hash (only probe runs change; lookups compare the strings)
   for (; i + 1 < n; i += 2) h = Math.imul(h ^ (s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16)), 0x9e3779b1);
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, as above: the hash only places entries
   if (i < n) h = Math.imul(h ^ s.charCodeAt(i), 0x9e3779b1);
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
