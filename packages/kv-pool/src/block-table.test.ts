@@ -70,6 +70,21 @@ describe("block tables", () => {
     });
     // Compared by identity as booleans (matchers on 4 MiB arrays format them, slowly).
     expect(again.map((b) => buffers.indexOf(b))).toEqual([...Array.from({ length: kept }, (_, i) => kept - 1 - i), -1]);
+    // Taking them back gave their bytes back to the budget: released again, all but the new one are kept.
+    const again2 = Array.from({ length: kept + 1 }, (_, i) => ({ blocks: again[i]!, numBlocks: 0 }));
+    for (const t of again2) releaseTable(t);
+    const third = Array.from({ length: kept }, () => {
+      const t = empty();
+      reserveBlocks(t, 2 ** 20);
+      return t.blocks;
+    });
+    expect(third.map((b) => again.indexOf(b))).toEqual(Array.from({ length: kept }, (_, i) => kept - 1 - i));
+    // dropSpareTables forgets every kept buffer.
+    releaseTable({ blocks: third[0]!, numBlocks: 0 });
+    dropSpareTables();
+    const fresh = empty();
+    reserveBlocks(fresh, 2 ** 20);
+    expect(fresh.blocks === third[0]).toBe(false);
     // A table built elsewhere (not a power of two) is not kept.
     dropSpareTables();
     const odd: BlockTable = { blocks: new Int32Array(20), numBlocks: 0 };
