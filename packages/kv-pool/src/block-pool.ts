@@ -379,10 +379,8 @@ export class BlockPool {
     this.checkTake(n);
     const taken = new Int32Array(n);
     this.takeInto(n, taken, 0, group);
-    // Pushed: a packed array, like every block list.
-    const out: number[] = [];
-    for (let i = 0; i < n; i++) out.push(taken[i]!);
-    return out;
+    // Array.from gives a packed array, like every block list.
+    return Array.from(taken);
   }
 
   /** `takeFree`, appending the blocks to a block table. */
