@@ -94,6 +94,21 @@ export {
   type DocumentFormat,
   type LocatedDocument,
 } from "./document.js";
+export {
+  ModelShapeSchema,
+  AttentionShapeSchema,
+  MlaShapeSchema,
+  MoeShapeSchema,
+  DenseMlpShapeSchema,
+  LinearMixerShapeSchema,
+  shapePerRank,
+  kvHeadsPerRank,
+  type ModelShape,
+  type AttentionShape,
+  type MlaShape,
+  type RankSplit,
+  type RankShape,
+} from "./model-shape.js";
 export { GIB, KNOWN_GPUS, KNOWN_GPU_NAMES, knownGpu, type KnownGpu, type KnownGpuName } from "./gpus.js";
 export {
   kvCapacity,

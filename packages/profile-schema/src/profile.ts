@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ModelShapeSchema } from "./model-shape.js";
 import { byteCount, durationMs, nonBlank, nonNegativeInt, positiveInt } from "./primitives.js";
 
 /** How a cache group holds tokens (grouped-pd.md section 1). */
@@ -150,6 +151,7 @@ export const ProfileSchema = z
       .describe("Grouped profiles: the cache groups sharing the pool. Never together with kv_bytes_per_token."),
     forward_pass: ForwardPassSchema.optional().describe("Measured (or illustrative) forward-pass latencies for timing type profile."),
     memory: ModelMemorySchema.optional().describe("Weights and activation estimates of one rank, so engine settings can give GPU memory instead of num_gpu_blocks."),
+    model_shape: ModelShapeSchema.optional().describe("The model's compute shape (whole model, as its config.json states it) for timing type roofline; kvsim profile from-hf writes it."),
   })
   .superRefine((p, ctx) => {
     const grouped = p.kv_cache_groups !== undefined;
