@@ -60,7 +60,7 @@ describe("parseSpec", () => {
       "/work/specs/run.yaml:1:1: timing: is missing: a spec says how long a forward pass takes, e.g. timing: { type: profile } (the profile's forward_pass tables) or timing: { type: fixed, prefill_ms: 20, decode_ms: 5 }",
     ]);
     // A present timing of an unknown type is still named as such, at its type key (column 11 of "timing: { type: magic }").
-    expect(issues([...base.slice(0, 6), "timing: { type: magic }", ...base.slice(7)].join("\n"))).toStrictEqual(["/work/specs/run.yaml:7:11: timing.type: type must be fixed, polynomial, profile or linear"]);
+    expect(issues([...base.slice(0, 6), "timing: { type: magic }", ...base.slice(7)].join("\n"))).toStrictEqual(["/work/specs/run.yaml:7:11: timing.type: type must be fixed, polynomial, profile, linear or roofline"]);
   });
   it("refuses a trace without its format", () => {
     const text = [...base.slice(0, 9)].join("\n");

@@ -18,6 +18,8 @@ import { ProfileSchema } from "./profile.js";
 
 /** A step-time coefficient in ms: from 0 to MAX_DURATION_MS, 0 when absent. */
 const coefficient = () => durationMs().default(0);
+/** An efficiency: a share in (0, 1]; absent means the shipped default. */
+const efficiency = () => rangedNumber(0, 1, "", { exclusiveMin: true }).optional();
 /** A step-time coefficient in microseconds per token: from 0 to 10^6 (a second per token), 0 when absent. */
 const perTokenUs = () => rangedNumber(0, 1e6, "us", { note: "a second per token" }).default(0);
 /** A time span in ms, in (0, MAX_VIRTUAL_TIME_MS]. */
@@ -176,11 +178,28 @@ export const TimingSchema = z.discriminatedUnion("type", [
       "Mixture-of-experts weight loading (optional; absent, the step has no such term): all_experts_ms x the expected share of the experts a step's tokens touch, 1 - (1 - num_experts_per_tok / num_experts)^N, N = the step's tokens x data_parallel_size with enable_expert_parallel (the ranks' tokens go to every rank's experts).",
     ),
   }),
+  /**
+   * A roofline over the profile's model_shape and the engine's GPU datasheet (vllm-scheduler
+   * README): each operator class costs the larger of its FLOPs over peak x an efficiency and its
+   * bytes over HBM bandwidth x an efficiency, plus TP all-reduces and per-step overheads. Every
+   * efficiency and overhead has a shipped default fitted on real runs; a spec may override any.
+   */
+  z.strictObject({
+    type: z.literal("roofline"),
+    compute_efficiency: efficiency().describe("Share of the GPU's peak tensor FLOPs dense GEMMs reach (default: fitted, see the vllm-scheduler README)."),
+    attention_efficiency: efficiency().describe("Share of peak FLOPs attention kernels reach on prompt rows."),
+    memory_efficiency: efficiency().describe("Share of HBM bandwidth reached reading weights, KV and state."),
+    moe_efficiency: efficiency().describe("Fused-MoE kernels' efficiency relative to dense GEMMs (divides both their compute and memory time)."),
+    link_efficiency: efficiency().describe("Share of the intra-node link bandwidth TP all-reduces reach."),
+    step_overhead_ms: durationMs().optional().describe("Per step: scheduling, input preparation, sampling, launch (ms)."),
+    layer_overhead_us: rangedNumber(0, 1e6, "us").optional().describe("Per decoder layer of a step with prompt rows (piecewise CUDA graphs launch attention eagerly), microseconds."),
+    per_sequence_us: rangedNumber(0, 1e6, "us").optional().describe("Per scheduled row (sampler, input and output bookkeeping), microseconds."),
+  }),
 ], {
   error: (iss) =>
     iss.input === undefined
       ? "is missing: a spec says how long a forward pass takes, e.g. timing: { type: profile } (the profile's forward_pass tables) or timing: { type: fixed, prefill_ms: 20, decode_ms: 5 }"
-      : "type must be fixed, polynomial, profile or linear",
+      : "type must be fixed, polynomial, profile, linear or roofline",
 });
 export type Timing = z.infer<typeof TimingSchema>;
 
@@ -255,7 +274,7 @@ export const SpecSchema = z
     prefill: RoleOverrideSchema.optional().describe("Disaggregated: engine and profile overrides of the prefill role."),
     decode: RoleOverrideSchema.optional().describe("Disaggregated: engine and profile overrides of the decode role."),
     kv_transfer: KvTransferSchema.prefault({ mode: "destination_missing", fallback_latency_ms: 0 }).describe("How P/D handoffs are priced."),
-    timing: TimingSchema.describe("Step timing: fixed, polynomial, profile (the profile's forward_pass tables) or linear (fitted by kvsim calibrate)."),
+    timing: TimingSchema.describe("Step timing: fixed, polynomial, profile (the profile's forward_pass tables), linear (fitted by kvsim calibrate) or roofline (the profile's model_shape on the engine's GPU)."),
     workload: WorkloadSchema.describe("A trace file (with its format) or a synthetic workload."),
     router: RouterSchema.default("round_robin").describe("Placement: round_robin or kv_aware."),
     sla: SlaSchema.optional().describe("Service-level targets for goodput."),

@@ -1,6 +1,7 @@
 import { checkPdGate, isGroupedProfile, isMambaTypeGroup, type CacheGroup } from "@kvsim/profile-schema";
 import { checkBandwidth } from "@kvsim/transfer-rules";
 import type { RankConfig, RankRole } from "./contract.js";
+import { rooflineGpuProblem } from "./roofline.js";
 
 /** One reason a rank configuration is refused, located by a field path. */
 export interface RankConfigProblem {
@@ -53,6 +54,13 @@ export function rankConfigProblems(config: RankConfig, alignBlock: number | unde
       if (role !== "decode" && fp.prefill.length === 0) add("profile.forward_pass.prefill", `must list measured points: a ${role} rank prices prefill work from it`);
       if (role !== "prefill" && fp.decode.length === 0) add("profile.forward_pass.decode", `must list measured points: a ${role} rank prices decode work from it`);
     }
+  }
+  if (timing.type === "roofline") {
+    if (profile.model_shape === undefined) {
+      add("profile.model_shape", `is required by timing type "roofline" (the ${role} rank prices its steps from the model's shape; kvsim profile from-hf writes it)`);
+    }
+    const gpuProblem = rooflineGpuProblem(engine);
+    if (gpuProblem !== undefined) add("engine.gpu", gpuProblem);
   }
   if (isGroupedProfile(profile) && engine.block_size !== undefined) {
     add("engine.block_size", "applies to linear profiles only; a grouped profile takes its block sizes from kv_cache_groups");

@@ -13,6 +13,7 @@ export interface MutableBatch extends StepBatch {
   promptRows: number;
   promptTokens: number;
   promptContextTokens: number;
+  promptAttentionPairs: number;
   decodeRows: number;
   decodeKvTokens: number;
 }
@@ -24,6 +25,7 @@ export function newBatch(): MutableBatch {
     promptRows: 0,
     promptTokens: 0,
     promptContextTokens: 0,
+    promptAttentionPairs: 0,
     decodeRows: 0,
     decodeKvTokens: 0,
   };
@@ -64,6 +66,7 @@ export class StepRows {
     b.promptRows = 0;
     b.promptTokens = 0;
     b.promptContextTokens = 0;
+    b.promptAttentionPairs = 0;
     b.decodeRows = 0;
     b.decodeKvTokens = 0;
   }
@@ -94,6 +97,7 @@ export class StepRows {
       b.promptRows++;
       b.promptTokens += n;
       b.promptContextTokens += computedBefore;
+      b.promptAttentionPairs += n * computedBefore + (n * (n + 1)) / 2;
     } else {
       b.decodeRows++;
       b.decodeKvTokens += computedBefore + n;

@@ -6,6 +6,10 @@
 import type { EngineSettings, Profile, Timing } from "@kvsim/profile-schema";
 import { InterpolationGrid, type OutsideGridPolicy } from "./grid.js";
 import { kvBlockSizeTokens } from "./geometry.js";
+import { paddedBatchSize } from "./padding.js";
+import { createRooflineTiming } from "./roofline.js";
+
+export { paddedBatchSize };
 
 /** The requests with prompt work in one pass. */
 export interface PrefillBatch {
@@ -43,6 +47,12 @@ export interface StepBatch {
   readonly decodeRows: number;
   /** Σ over decode rows of the tokens they attend (those before the computed one, and it). */
   readonly decodeKvTokens: number;
+  /**
+   * Σ over prompt rows of the causal (query, key) pairs their chunk attends: n x (context +
+   * (n + 1) / 2) for a chunk of n tokens after `context` held ones. The roofline prices prompt
+   * attention with it; absent, it is estimated from the sums as if the rows were equal.
+   */
+  readonly promptAttentionPairs?: number;
 }
 
 /** The price of one step, split for reports: prompt work and the rest. */
@@ -165,19 +175,6 @@ class ProfileTiming extends TwoPartTiming {
 /** The coefficients of the `linear` model, in its units. */
 export type LinearTimingCoefficients = Omit<Extract<Timing, { type: "linear" }>, "type">;
 
-/** The smallest capture size >= n, or n itself above the largest (vLLM runs those eagerly). */
-export function paddedBatchSize(n: number, captureSizes: readonly number[] | undefined): number {
-  if (captureSizes === undefined || n <= 0) return n;
-  let lo = 0;
-  let hi = captureSizes.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (captureSizes[mid]! < n) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo < captureSizes.length ? captureSizes[lo]! : n;
-}
-
 /**
  * The share of the experts a step's tokens touch, expected when each of `tokens` tokens is routed
  * to `perToken` of `experts` experts uniformly at random: 1 - (1 - perToken / experts)^tokens
@@ -274,5 +271,7 @@ export function createTimingModel(timing: Timing, profile: Profile, engine: Engi
       const tokenScale = engine.enable_expert_parallel ? engine.data_parallel_size : 1;
       return new LinearTiming(timing, engine.cudagraph_capture_sizes, tokenScale);
     }
+    case "roofline":
+      return createRooflineTiming(timing, profile, engine);
   }
 }
