@@ -1,4 +1,4 @@
-import { CUDA_GRAPH_ESTIMATE_SINCE, GIB, isGroupedProfile, versionAtLeast, type KvCapacity, type Profile } from "@kvsim/profile-schema";
+import { CUDA_GRAPH_ESTIMATE_SINCE, GIB, isGroupedProfile, versionAtLeast, type KvCapacity, type ModelShape, type Profile } from "@kvsim/profile-schema";
 
 /** 1234567 -> "1,234,567" (fixed, locale-independent). */
 export const thousands = (n: number): string => String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
@@ -91,7 +91,35 @@ export function formatProfile(p: Profile, linearBlockSize: number, pages: number
     const w = m.weights_bytes === undefined ? "weights not estimated" : `weights ${gib(m.weights_bytes)} (${thousands(m.weights_bytes)} B)`;
     lines.push(`memory    ${w}; activations ${thousands(m.activation_bytes_per_token)} B per batched token + ${thousands(m.sampler_bytes_per_sequence)} B per sampled sequence (estimates)`);
   }
+  if (p.model_shape !== undefined) lines.push("", ...formatShape(p.model_shape));
   return `${lines.join("\n")}\n`;
+}
+
+/** The model shape in a few lines (whole model): layers, attention, MLP/MoE, mixer, vocabulary, weight bytes. */
+export function formatShape(s: ModelShape): string[] {
+  const lines = [`shape     ${thousands(s.num_layers)} layers, hidden ${thousands(s.hidden_size)}, vocabulary ${thousands(s.vocab_size)}${s.tie_word_embeddings ? " (tied LM head)" : ""}`];
+  const a = s.attention;
+  if (a !== undefined && a.layers > 0) {
+    const heads =
+      a.mla === undefined
+        ? `${a.num_heads} heads, ${a.num_kv_heads} KV heads, head dim ${a.head_dim}${a.v_head_dim === undefined ? "" : ` (values ${a.v_head_dim})`}`
+        : `MLA, ${a.num_heads} heads, ${a.mla.q_lora_rank === undefined ? "no q rank" : `q rank ${thousands(a.mla.q_lora_rank)}`}, kv rank ${thousands(a.mla.kv_lora_rank)}, qk ${a.mla.qk_nope_head_dim} + ${a.mla.qk_rope_head_dim} rope, v ${a.mla.v_head_dim}`;
+    const sliding = a.sliding_layers > 0 ? `; ${a.sliding_layers} sliding, window ${thousands(a.sliding_window ?? 0)}` : "";
+    lines.push(`attention ${a.layers} layers: ${heads}${a.output_gate ? ", output gate" : ""}${sliding}`);
+  }
+  const m = s.linear_mixer;
+  if (m !== undefined && m.layers > 0) {
+    lines.push(`mixer     ${m.layers} ${m.kind} layers${m.parallel_attention ? " beside attention" : ""}: ${thousands(m.params_per_layer)} parameters, ${thousands(m.state_bytes_per_layer)} B state per sequence each`);
+  }
+  if (s.mlp !== undefined && s.mlp.layers > 0) lines.push(`mlp       ${s.mlp.layers} layers, width ${thousands(s.mlp.intermediate_size)}${s.mlp.gated ? " (gated)" : " (up and down only)"}`);
+  const e = s.moe;
+  if (e !== undefined && e.layers > 0) {
+    const shared = e.shared_expert_intermediate_size > 0 ? ` + shared width ${thousands(e.shared_expert_intermediate_size)}` : "";
+    lines.push(`moe       ${e.layers} layers, ${e.num_experts} experts of width ${thousands(e.expert_intermediate_size)}, top ${e.num_experts_per_tok}${shared}`);
+  }
+  const experts = s.expert_weight_bytes === undefined ? "" : `, experts ${s.expert_weight_bytes} B`;
+  lines.push(`weights   ${s.weight_bytes} B per weight${experts}${s.fp8_compute ? ", FP8 compute" : ""}`);
+  return lines;
 }
 
 /** The term-by-term derivation of num_gpu_blocks from GPU memory; `~` marks kvsim's estimates. */

@@ -19,6 +19,8 @@ export class ConfigReader {
     readonly issues: InputIssue[],
     /** Names what is being derived, for messages ("LlamaForCausalLM"). */
     readonly what: string,
+    /** Paths of the fields read that were present, shared with children (a profile's provenance names them). */
+    readonly read: Set<string> = new Set(),
   ) {}
 
   path(key: string): string {
@@ -26,7 +28,9 @@ export class ConfigReader {
   }
 
   has(key: string): boolean {
-    return this.obj[key] !== undefined && this.obj[key] !== null;
+    const present = this.obj[key] !== undefined && this.obj[key] !== null;
+    if (present) this.read.add(this.path(key));
+    return present;
   }
 
   private fail(key: string, message: string): void {
@@ -36,7 +40,7 @@ export class ConfigReader {
   /** A required integer >= min (default 1). */
   int(key: string, min = 1): number {
     const v = this.obj[key];
-    if (v === undefined || v === null) {
+    if (!this.has(key)) {
       this.fail(key, `is required to derive a profile for ${this.what}`);
       return Number.NaN;
     }
@@ -55,7 +59,7 @@ export class ConfigReader {
   /** A required finite number > 0. */
   positive(key: string): number {
     const v = this.obj[key];
-    if (v === undefined || v === null) {
+    if (!this.has(key)) {
       this.fail(key, `is required to derive a profile for ${this.what}`);
       return Number.NaN;
     }
@@ -127,7 +131,7 @@ export class ConfigReader {
       this.fail(key, `must be an object (got ${JSON.stringify(v)})`);
       return undefined;
     }
-    return new ConfigReader(v, this.path(key), this.issues, this.what);
+    return new ConfigReader(v, this.path(key), this.issues, this.what, this.read);
   }
 
   /** A problem with a field's value that is not about its type. */

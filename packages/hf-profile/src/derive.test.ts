@@ -2,93 +2,7 @@ import { checkPdGate, engineSettings, InputError, isGroupedProfile, kvCapacity, 
 import { describe, expect, it } from "vitest";
 import { profileFromHfConfig, type HfProfileOptions } from "./derive.js";
 
-// Test configs carry only the fields the derivation reads, with the public values of each model.
-
-const llama8b = {
-  architectures: ["LlamaForCausalLM"],
-  hidden_size: 4096,
-  num_hidden_layers: 32,
-  num_attention_heads: 32,
-  num_key_value_heads: 8,
-  intermediate_size: 14336,
-  vocab_size: 128256,
-  max_position_embeddings: 131072,
-  torch_dtype: "bfloat16",
-};
-
-const llama70b = { ...llama8b, hidden_size: 8192, num_hidden_layers: 80, num_attention_heads: 64, intermediate_size: 28672 };
-
-const qwen3_32b = {
-  architectures: ["Qwen3ForCausalLM"],
-  hidden_size: 5120,
-  num_hidden_layers: 64,
-  num_attention_heads: 64,
-  num_key_value_heads: 8,
-  head_dim: 128,
-  intermediate_size: 25600,
-  vocab_size: 151936,
-  max_position_embeddings: 40960,
-  sliding_window: null,
-  use_sliding_window: false,
-  torch_dtype: "bfloat16",
-};
-
-const deepseekV3 = {
-  architectures: ["DeepseekV3ForCausalLM"],
-  hidden_size: 7168,
-  num_hidden_layers: 61,
-  num_attention_heads: 128,
-  q_lora_rank: 1536,
-  kv_lora_rank: 512,
-  qk_nope_head_dim: 128,
-  qk_rope_head_dim: 64,
-  v_head_dim: 128,
-  intermediate_size: 18432,
-  moe_intermediate_size: 2048,
-  n_routed_experts: 256,
-  n_shared_experts: 1,
-  num_experts_per_tok: 8,
-  first_k_dense_replace: 3,
-  vocab_size: 129280,
-  max_position_embeddings: 163840,
-  torch_dtype: "bfloat16",
-  quantization_config: { quant_method: "fp8", weight_block_size: [128, 128] },
-};
-
-const gemma3_12b = {
-  architectures: ["Gemma3ForConditionalGeneration"],
-  text_config: {
-    hidden_size: 3840,
-    num_hidden_layers: 48,
-    num_attention_heads: 16,
-    num_key_value_heads: 8,
-    head_dim: 256,
-    intermediate_size: 15360,
-    sliding_window: 1024,
-    sliding_window_pattern: 6,
-    vocab_size: 262208,
-  },
-  torch_dtype: "bfloat16",
-};
-
-/** A Nemotron-H-8B-like hybrid: 24 Mamba-2, 4 attention and 24 MLP layers. */
-const nemotronH = {
-  architectures: ["NemotronHForCausalLM"],
-  hidden_size: 4096,
-  num_hidden_layers: 52,
-  hybrid_override_pattern: "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
-  num_attention_heads: 32,
-  num_key_value_heads: 8,
-  head_dim: 128,
-  mamba_num_heads: 128,
-  mamba_head_dim: 64,
-  ssm_state_size: 128,
-  n_groups: 8,
-  conv_kernel: 4,
-  intermediate_size: 21504,
-  vocab_size: 131072,
-  torch_dtype: "bfloat16",
-};
+import { deepseekV3, falconH1, gemma2_9b, gemma3_12b, gptOss20b, graniteHybrid, jamba, kimiLinear, llama70b, llama8b, mistralWindowed, nemotronH, qwen3_32b, qwen3Next } from "./test-configs.js";
 
 const derive = (config: unknown, options: Partial<HfProfileOptions> = {}) => profileFromHfConfig(config, { tensorParallelSize: 1, file: "config.json", ...options });
 
@@ -215,7 +129,7 @@ describe("sliding-window hybrids", () => {
   });
 
   it("Gemma 2 alternates local and global layers", () => {
-    const p = groupsOf({ architectures: ["Gemma2ForCausalLM"], hidden_size: 3584, num_hidden_layers: 42, num_attention_heads: 16, num_key_value_heads: 8, head_dim: 256, intermediate_size: 14336, sliding_window: 4096, vocab_size: 256000 });
+    const p = groupsOf(gemma2_9b);
     // 21 local + 21 global: group size 21; page 21 x 16 x (2 x 8 x 256 x 2 = 8,192) = 2,752,512
     expect(p.kv_cache_groups.map((g) => [g.kind, g.num_layers])).toEqual([
       ["full_attention", 21],
@@ -225,8 +139,7 @@ describe("sliding-window hybrids", () => {
   });
 
   it("gpt-oss: layer_types with a 128-token window", () => {
-    const types = Array.from({ length: 24 }, (_, i) => (i % 2 === 0 ? "sliding_attention" : "full_attention"));
-    const p = groupsOf({ architectures: ["GptOssForCausalLM"], hidden_size: 2880, num_hidden_layers: 24, num_attention_heads: 64, num_key_value_heads: 8, head_dim: 64, sliding_window: 128, layer_types: types, intermediate_size: 2880, num_local_experts: 32, num_experts_per_tok: 4, vocab_size: 201088, quantization_config: { quant_method: "mxfp4" } });
+    const p = groupsOf(gptOss20b);
     // 12 + 12 layers; per layer and block 16 x 2 x 8 x 64 x 2 = 32,768; page 12 x 32,768 = 393,216
     expect(p.kv_cache_groups.map((g) => [g.kind, g.num_layers, g.window_tokens])).toEqual([
       ["full_attention", 12, undefined],
@@ -236,7 +149,7 @@ describe("sliding-window hybrids", () => {
   });
 
   it("Mistral with a window on every layer: one sliding-window group (aggregated only: no full-attention group for P/D)", () => {
-    const p = groupsOf({ ...llama8b, architectures: ["MistralForCausalLM"], sliding_window: 4096, vocab_size: 32000, intermediate_size: 14336 });
+    const p = groupsOf(mistralWindowed);
     // 32 layers x 16 x 2 x 8 x 128 x 2 = 32 x 65,536 = 2,097,152
     expect(p.kv_cache_groups).toEqual([
       { name: "sliding_window", kind: "sliding_window", num_layers: 32, block_size_tokens: 16, window_tokens: 4096, prefix_cacheable: true, transfer_bytes_per_block: 2_097_152 },
@@ -270,25 +183,7 @@ describe("Mamba and linear-attention hybrids", () => {
   });
 
   it("Qwen3-Next: Gated DeltaNet states every 3 of 4 layers", () => {
-    const p = groupsOf({
-      architectures: ["Qwen3NextForCausalLM"],
-      hidden_size: 2048,
-      num_hidden_layers: 48,
-      num_attention_heads: 16,
-      num_key_value_heads: 2,
-      head_dim: 256,
-      linear_num_key_heads: 16,
-      linear_num_value_heads: 32,
-      linear_key_head_dim: 128,
-      linear_value_head_dim: 128,
-      linear_conv_kernel_dim: 4,
-      full_attention_interval: 4,
-      num_experts: 512,
-      num_experts_per_tok: 10,
-      moe_intermediate_size: 512,
-      shared_expert_intermediate_size: 512,
-      vocab_size: 151936,
-    });
+    const p = groupsOf(qwen3Next);
     // GDN state: conv 3 x (2 x 16 x 128 + 32 x 128 = 8,192) x 2 = 49,152, delta state 32 x 128 x 128 x 2
     // = 1,048,576: 1,097,728. Attention 2 x 2 x 256 x 2 = 2,048 per token: block 16 x cdiv(1,097,728,
     // 32,768) = 16 x 34 = 544; page per layer 544 x 2,048 = 1,114,112. 12 full + 36 GDN: groups of 12,
@@ -303,7 +198,7 @@ describe("Mamba and linear-attention hybrids", () => {
   });
 
   it("Falcon-H1: attention and Mamba-2 side by side in every layer", () => {
-    const p = groupsOf({ architectures: ["FalconH1ForCausalLM"], hidden_size: 1024, num_hidden_layers: 4, num_attention_heads: 8, num_key_value_heads: 2, head_dim: 64, mamba_d_ssm: 1536, mamba_n_heads: 24, mamba_d_head: 64, mamba_n_groups: 1, mamba_d_state: 128, mamba_d_conv: 4, intermediate_size: 4096, vocab_size: 65536 });
+    const p = groupsOf(falconH1);
     // State: conv 3 x (1536 + 2 x 1 x 128 = 1,792) x 2 = 10,752 + SSM 24 x 64 x 128 x 2 = 393,216: 403,968.
     // Attention 2 x 2 x 64 x 2 = 512 per token: block 16 x cdiv(403,968, 8,192) = 16 x 50 = 800;
     // page 800 x 512 = 409,600; 4 + 4 layers in groups of 4: pool page 4 x 409,600 = 1,638,400.
@@ -315,20 +210,7 @@ describe("Mamba and linear-attention hybrids", () => {
   });
 
   it("Kimi Linear: MLA plus KDA states, with vLLM 0.32.0's prefill checkpoint", () => {
-    const kda = Array.from({ length: 27 }, (_, i) => i + 1).filter((l) => l % 4 !== 0 && l !== 27);
-    const config = {
-      architectures: ["KimiLinearForCausalLM"],
-      hidden_size: 2304,
-      num_hidden_layers: 27,
-      num_attention_heads: 32,
-      kv_lora_rank: 512,
-      qk_nope_head_dim: 128,
-      qk_rope_head_dim: 64,
-      v_head_dim: 128,
-      linear_attn_config: { kda_layers: kda, full_attn_layers: [4, 8, 12, 16, 20, 24, 27], num_heads: 32, head_dim: 128, short_conv_kernel_size: 4 },
-      intermediate_size: 9216,
-      vocab_size: 163840,
-    };
+    const config = kimiLinear;
     const p = groupsOf(config);
     // 20 KDA layers, 7 MLA. KDA state: conv 3 x (3 x 32 x 128 = 12,288) x 2 = 73,728 + recurrent
     // 32 x 128 x 128 x 4 (float32) = 2,097,152: 2,170,880. MLA 576 x 2 = 1,152 per token; MLA aligns
@@ -347,26 +229,11 @@ describe("Mamba and linear-attention hybrids", () => {
   });
 
   it("Jamba and Granite 4.0-H: Mamba layers between attention layers", () => {
-    const jamba = groupsOf({ architectures: ["JambaForCausalLM"], hidden_size: 4096, num_hidden_layers: 32, num_attention_heads: 32, num_key_value_heads: 8, attn_layer_period: 8, attn_layer_offset: 4, mamba_expand: 2, mamba_d_state: 16, mamba_d_conv: 4, mamba_dt_rank: 256, num_experts: 16, num_experts_per_tok: 2, expert_layer_period: 2, expert_layer_offset: 1, intermediate_size: 14336, vocab_size: 65536 });
+    const jambaP = groupsOf(jamba);
     // Mamba-1 state: conv 3 x 8192 x 2 = 49,152 + SSM 8192 x 16 x 2 = 262,144: 311,296. Attention
     // 4,096 per token: block 16 x cdiv(311,296, 65,536) = 80. 4 attention + 28 Mamba: groups of 4.
-    expect(jamba.kv_cache_groups.map((g) => [g.kind, g.num_layers, g.block_size_tokens])).toEqual([["full_attention", 4, 80], ...Array<unknown>(7).fill(["state", 4, 80])]);
-    const granite = groupsOf({
-      architectures: ["GraniteMoeHybridForCausalLM"],
-      hidden_size: 1536,
-      num_hidden_layers: 8,
-      layer_types: ["mamba", "mamba", "mamba", "attention", "mamba", "mamba", "mamba", "attention"],
-      num_attention_heads: 12,
-      num_key_value_heads: 4,
-      mamba_n_heads: 48,
-      mamba_d_head: 64,
-      mamba_n_groups: 1,
-      mamba_d_state: 128,
-      mamba_d_conv: 4,
-      mamba_expand: 2,
-      intermediate_size: 4096,
-      vocab_size: 100352,
-    });
+    expect(jambaP.kv_cache_groups.map((g) => [g.kind, g.num_layers, g.block_size_tokens])).toEqual([["full_attention", 4, 80], ...Array<unknown>(7).fill(["state", 4, 80])]);
+    const granite = groupsOf(graniteHybrid);
     // State: conv 3 x (3072 + 256) x 2 = 19,968 + SSM 48 x 64 x 128 x 2 = 786,432: 806,400. Attention
     // 2 x 4 x 128 x 2 = 2,048 per token: block 16 x cdiv(806,400, 32,768) = 16 x 25 = 400. 2 + 6 layers.
     expect(granite.kv_cache_groups.map((g) => [g.name, g.num_layers, g.block_size_tokens])).toEqual([

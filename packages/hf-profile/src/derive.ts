@@ -1,4 +1,4 @@
-import { InputError, validateProfile, VllmVersionSchema, type InputIssue, type Profile } from "@kvsim/profile-schema";
+import { InputError, validateProfile, VllmVersionSchema, type InputIssue, type ModelShape, type Profile } from "@kvsim/profile-schema";
 import { ConfigReader, isObject } from "./config.js";
 import { ARCHITECTURES, dtypeBytes, KNOWN_ARCHITECTURES, visionTowerParts, type FamilyName, type ModelDescription } from "./families.js";
 import { layoutCache } from "./layout.js";
@@ -45,22 +45,34 @@ export interface HfProfile {
 
 const n = (v: number) => v.toLocaleString("en-US");
 
+/** How the checkpoint stores its weights: bytes per element for the memory estimate and for the model shape. */
+interface WeightStorage {
+  /** Bytes per linear and per routed-expert element; undefined for a quantization kvsim does not model. */
+  readonly bytes: { linear: number; experts: number } | undefined;
+  /** The model shape's weight fields (an unmodelled quantization: the model dtype). */
+  readonly shape: Pick<ModelShape, "weight_bytes" | "fp8_compute"> & { expert_weight_bytes?: number };
+}
+
 /** Bytes of one weight element by category, from the checkpoint's quantization_config. */
-function weightBytes(root: ConfigReader, dtype: number, notes: string[]): { linear: number; experts: number } | undefined {
+function weightStorage(root: ConfigReader, dtype: number, notes: string[]): WeightStorage {
   const q = root.child("quantization_config");
-  if (q === undefined) return { linear: dtype, experts: dtype };
+  if (q === undefined) return { bytes: { linear: dtype, experts: dtype }, shape: { weight_bytes: dtype, fp8_compute: false } };
   const method = q.optString("quant_method") ?? "";
   if (method === "fp8") {
     notes.push("weights: FP8 checkpoint, 1 byte per linear and expert weight (block scales not counted)");
-    return { linear: 1, experts: 1 };
+    return { bytes: { linear: 1, experts: 1 }, shape: { weight_bytes: 1, fp8_compute: true } };
   }
   if (method === "mxfp4") {
     notes.push("weights: MXFP4 experts, 4.25 bits per expert weight (4-bit values, an 8-bit scale per 32)");
-    return { linear: dtype, experts: 4.25 / 8 };
+    return { bytes: { linear: dtype, experts: 4.25 / 8 }, shape: { weight_bytes: dtype, expert_weight_bytes: 4.25 / 8, fp8_compute: false } };
   }
   notes.push(`weights: quantization "${method}" is not modelled; give engine.weights_gib to size the KV cache from GPU memory`);
-  return undefined;
+  notes.push(`model shape: quantization "${method}" is not modelled; weight_bytes is the model dtype's ${dtype}, so a roofline prices the weights as unquantized`);
+  return { bytes: undefined, shape: { weight_bytes: dtype, fp8_compute: false } };
 }
+
+/** Config fields a family reads that do not describe the compute shape (they size caches and memory). */
+const NOT_SHAPE_FIELDS = new Set(["max_position_embeddings", "partial_rotary_factor"]);
 
 /**
  * Derives a kvsim profile for one TP rank from a Hugging Face `config.json` (already parsed), by
@@ -105,6 +117,7 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
 
   const model: ModelDescription = family.describe(cfg, { tp, kvBytes, dtypeBytes: modelDtype, notes });
   if (issues.length > 0) throw new InputError(file, issues);
+  const shapeFields = [...root.read].filter((f) => !NOT_SHAPE_FIELDS.has(f.slice(f.lastIndexOf(".") + 1)));
 
   let layout;
   try {
@@ -120,7 +133,8 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
   if (family.textConfig === true) parts.other += visionTowerParts(root.child("vision_config"), model.hidden, tp);
   if (issues.length > 0) throw new InputError(file, issues);
   const params = parts.embedding + parts.linear + parts.experts + parts.other;
-  const bytesOf = weightBytes(root, modelDtype, notes);
+  const storage = weightStorage(root, modelDtype, notes);
+  const bytesOf = storage.bytes;
   const weights =
     bytesOf === undefined
       ? undefined
@@ -154,7 +168,13 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
     layout.kind === "linear"
       ? { ...base, kv_bytes_per_token: layout.kvBytesPerToken, memory }
       : { ...base, page_size_bytes: layout.pageSizeBytes, kv_cache_groups: layout.groups, memory };
-  const profile = validateProfile(value, `${file} (derived profile)`);
+  const quantFields = [...root.read].filter((f) => f.startsWith("quantization_config."));
+  const modelShape = {
+    ...model.shape,
+    ...storage.shape,
+    provenance: `kvsim profile from-hf: the whole model's shape from a ${architecture} config.json (${[...shapeFields, ...quantFields].join(", ")})`,
+  };
+  const profile = validateProfile({ ...value, model_shape: modelShape }, `${file} (derived profile)`);
   return {
     profile,
     architecture,

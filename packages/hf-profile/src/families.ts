@@ -1,3 +1,4 @@
+import type { AttentionShape, ModelShape } from "@kvsim/profile-schema";
 import type { ConfigReader } from "./config.js";
 import type { LayerCache } from "./layout.js";
 import {
@@ -42,7 +43,13 @@ export interface ModelDescription {
   readonly ffnWidth: number;
   /** Elements of the rotary cos/sin cache (max positions x rotary dim); 0 without RoPE. */
   readonly rotaryElements: number;
+  /** The whole model's compute shape (TP 1, as config.json states it); derive adds the weight bytes. */
+  readonly shape: ShapeCore;
 }
+
+/** A model's compute shape without what the checkpoint's storage decides (weight bytes) and the provenance. */
+export type ShapeCore = Omit<ModelShape, "weight_bytes" | "expert_weight_bytes" | "fp8_compute" | "provenance">;
+type LinearMixerShape = NonNullable<ModelShape["linear_mixer"]>;
 
 export type FamilyName = "dense" | "mla" | "sliding-window" | "hybrid";
 
@@ -100,6 +107,20 @@ function gqa(cfg: ConfigReader, ctx: FamilyContext, hidden: number, headDimDefau
 /** K and V of one layer per token on one rank: 2 x KV heads per rank x head dim x dtype bytes. */
 const attentionBytes = (a: Gqa, ctx: FamilyContext) => 2 * kvHeadsPerRank(a.kvHeads, ctx.tp) * a.headDim * ctx.kvBytes;
 
+/** The attention part of the shape: `windows` has one entry per attention layer (undefined: full attention). */
+function gqaShape(a: Gqa, windows: readonly (number | undefined)[]): AttentionShape {
+  const sliding = windows.filter((w) => w !== undefined);
+  return {
+    layers: windows.length,
+    num_heads: a.heads,
+    num_kv_heads: a.kvHeads,
+    head_dim: a.headDim,
+    ...(sliding.length > 0 ? { sliding_window: Math.max(...sliding) } : {}),
+    sliding_layers: sliding.length,
+    output_gate: false,
+  };
+}
+
 interface Moe {
   readonly experts: number;
   readonly topK: number;
@@ -107,12 +128,37 @@ interface Moe {
   readonly sharedIntermediate: number;
 }
 
+const moeShape = (m: Moe, layers: number): NonNullable<ModelShape["moe"]> => ({
+  layers,
+  num_experts: m.experts,
+  num_experts_per_tok: m.topK,
+  expert_intermediate_size: m.expertIntermediate,
+  shared_expert_intermediate_size: m.sharedIntermediate,
+});
+
+/**
+ * A linear mixer's part of the shape, whole model: its block's linear projections and its state
+ * evaluated at TP 1 by the same formulas the per-rank parameters and the cache layout use.
+ */
+const linearShape = (kind: LinearMixerShape["kind"], layers: number, block: Block, stateBytes: number): LinearMixerShape => ({
+  layers,
+  kind,
+  params_per_layer: block.parts.linear ?? 0,
+  state_bytes_per_layer: stateBytes,
+  parallel_attention: false,
+});
+
 /** Accumulates blocks into parts and the widest widths. */
 class Builder {
   readonly parts = emptyParts();
   mixerWidth = 0;
   ffnWidth = 0;
   readonly layers: LayerCache[] = [];
+  /** Shape pieces, whole model. */
+  attention: AttentionShape | undefined;
+  mlp: ModelShape["mlp"];
+  moe: ModelShape["moe"];
+  linear: ModelShape["linear_mixer"];
 
   mixer(b: Block, times = 1): void {
     addParts(this.parts, b.parts, times);
@@ -124,11 +170,25 @@ class Builder {
     if (times > 0) this.ffnWidth = Math.max(this.ffnWidth, b.width);
   }
 
-  /** Embedding, LM head (unless tied), two norms per layer and a final norm. */
-  finish(c: Common, tp: number, rotaryDim: number, normLayers = c.layers): ModelDescription {
+  /**
+   * Embedding, LM head (unless tied), two norms per layer and a final norm. `shapeLayers`: the
+   * decoder layers the shape counts (config num_hidden_layers unless a family says otherwise).
+   */
+  finish(c: Common, tp: number, rotaryDim: number, normLayers = c.layers, shapeLayers = c.layers): ModelDescription {
     const rows = Math.ceil((Math.ceil(c.vocab / 64) * 64) / tp);
     addParts(this.parts, { embedding: rows * c.hidden * (c.tie ? 1 : 2), other: 2 * c.hidden * normLayers + c.hidden });
+    const shape: ShapeCore = {
+      hidden_size: c.hidden,
+      num_layers: shapeLayers,
+      vocab_size: c.vocab,
+      tie_word_embeddings: c.tie,
+      ...(this.attention === undefined ? {} : { attention: this.attention }),
+      ...(this.mlp === undefined || this.mlp.layers === 0 ? {} : { mlp: this.mlp }),
+      ...(this.moe === undefined || this.moe.layers === 0 ? {} : { moe: this.moe }),
+      ...(this.linear === undefined || this.linear.layers === 0 ? {} : { linear_mixer: this.linear }),
+    };
     return {
+      shape,
       layers: this.layers,
       mla: false,
       parts: this.parts,
@@ -186,20 +246,29 @@ function dense(kind: "llama" | "qwen" | "qwen-moe" | "mixtral"): Family {
       const b = new Builder();
       for (const w of windows) b.layers.push(w === undefined ? { kind: "attention", bytesPerToken: attentionBytes(a, ctx) } : { kind: "attention", bytesPerToken: attentionBytes(a, ctx), window: w });
       b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, ctx.tp), c.layers);
+      b.attention = gqaShape(a, windows);
       const moe =
         kind === "mixtral"
           ? readMoe(cfg, "num_local_experts", "intermediate_size")
           : kind === "qwen-moe"
             ? readMoe(cfg, "num_experts", "moe_intermediate_size", "shared_expert_intermediate_size")
             : undefined;
-      if (moe === undefined) b.ffn(denseMlp(c.hidden, cfg.int("intermediate_size"), ctx.tp), c.layers);
-      else {
+      if (moe === undefined) {
+        const width = cfg.int("intermediate_size");
+        b.ffn(denseMlp(c.hidden, width, ctx.tp), c.layers);
+        b.mlp = { layers: c.layers, intermediate_size: width, gated: true };
+      } else {
         // Qwen MoE: mlp_only_layers and decoder_sparse_step pick the layers that keep a dense MLP.
         const denseOnly = new Set(cfg.optInts("mlp_only_layers") ?? []);
         const step = cfg.optInt("decoder_sparse_step") ?? 1;
         const sparse = Array.from({ length: c.layers }, (_, i) => !denseOnly.has(i) && (i + 1) % step === 0).filter(Boolean).length;
         b.ffn(moeMlp(c.hidden, moe.experts, moe.topK, moe.expertIntermediate, moe.sharedIntermediate, ctx.tp), sparse);
-        if (sparse < c.layers) b.ffn(denseMlp(c.hidden, cfg.int("intermediate_size"), ctx.tp), c.layers - sparse);
+        b.moe = moeShape(moe, sparse);
+        if (sparse < c.layers) {
+          const width = cfg.int("intermediate_size");
+          b.ffn(denseMlp(c.hidden, width, ctx.tp), c.layers - sparse);
+          b.mlp = { layers: c.layers - sparse, intermediate_size: width, gated: true };
+        }
       }
       return b.finish(c, ctx.tp, rotaryDim(cfg, a.headDim));
     },
@@ -233,7 +302,10 @@ function gemma(version: 2 | 3, textConfig: boolean): Family {
       const b = new Builder();
       for (const s of sliding) b.layers.push(s ? { kind: "attention", bytesPerToken: attentionBytes(a, ctx), window } : { kind: "attention", bytesPerToken: attentionBytes(a, ctx) });
       b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, ctx.tp), c.layers);
-      b.ffn(denseMlp(c.hidden, cfg.int("intermediate_size"), ctx.tp), c.layers);
+      b.attention = gqaShape(a, sliding.map((sl) => (sl ? window : undefined)));
+      const width = cfg.int("intermediate_size");
+      b.ffn(denseMlp(c.hidden, width, ctx.tp), c.layers);
+      b.mlp = { layers: c.layers, intermediate_size: width, gated: true };
       return b.finish(c, ctx.tp, rotaryDim(cfg, a.headDim), 2 * c.layers);
     },
   };
@@ -260,8 +332,16 @@ const gptOss: Family = {
     const b = new Builder();
     for (const t of types) b.layers.push(t === "sliding_attention" ? { kind: "attention", bytesPerToken: attentionBytes(a, ctx), window } : { kind: "attention", bytesPerToken: attentionBytes(a, ctx) });
     b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, ctx.tp), c.layers);
+    b.attention = gqaShape(a, types.map((t) => (t === "sliding_attention" ? window : undefined)));
     const moe = readMoe(cfg, "num_local_experts", "intermediate_size");
-    b.ffn(moe === undefined ? denseMlp(c.hidden, cfg.int("intermediate_size"), ctx.tp) : moeMlp(c.hidden, moe.experts, moe.topK, moe.expertIntermediate, 0, ctx.tp), c.layers);
+    if (moe === undefined) {
+      const width = cfg.int("intermediate_size");
+      b.ffn(denseMlp(c.hidden, width, ctx.tp), c.layers);
+      b.mlp = { layers: c.layers, intermediate_size: width, gated: true };
+    } else {
+      b.ffn(moeMlp(c.hidden, moe.experts, moe.topK, moe.expertIntermediate, 0, ctx.tp), c.layers);
+      b.moe = moeShape(moe, c.layers);
+    }
     return b.finish(c, ctx.tp, rotaryDim(cfg, a.headDim));
   },
 };
@@ -282,6 +362,27 @@ function readMla(cfg: ConfigReader, ctx: FamilyContext): MlaDims {
   };
 }
 
+/** MLA layers in the shape: one shared latent "KV head"; head_dim is the query/key head (nope + rope). */
+function mlaShape(d: MlaDims, layers: number): AttentionShape {
+  const qk = d.qkNopeHeadDim + d.qkRopeHeadDim;
+  return {
+    layers,
+    num_heads: d.heads,
+    num_kv_heads: 1,
+    head_dim: qk,
+    ...(d.vHeadDim === qk ? {} : { v_head_dim: d.vHeadDim }),
+    sliding_layers: 0,
+    output_gate: false,
+    mla: {
+      ...(d.qLoraRank === undefined ? {} : { q_lora_rank: d.qLoraRank }),
+      kv_lora_rank: d.kvLoraRank,
+      qk_nope_head_dim: d.qkNopeHeadDim,
+      qk_rope_head_dim: d.qkRopeHeadDim,
+      v_head_dim: d.vHeadDim,
+    },
+  };
+}
+
 /** One latent vector per token and layer, the same on every rank: (kv_lora_rank + qk_rope_head_dim) x dtype bytes. */
 const mlaBytes = (d: MlaDims, ctx: FamilyContext) => (d.kvLoraRank + d.qkRopeHeadDim) * ctx.kvBytes;
 
@@ -293,10 +394,17 @@ function deepseekFfn(cfg: ConfigReader, b: Builder, hidden: number, layers: numb
   const moeLayers = experts > 1 ? Array.from({ length: layers }, (_, i) => i >= firstDense && i % freq === 0).filter(Boolean).length : 0;
   if (moeLayers > 0) {
     const expertI = cfg.int("moe_intermediate_size");
+    // The shared experts as one MLP of their total width: n_shared_experts x moe_intermediate_size.
     const shared = (cfg.optInt(sharedKey, 0) ?? 0) * expertI;
-    b.ffn(moeMlp(hidden, experts, cfg.int("num_experts_per_tok"), expertI, shared, tp), moeLayers);
+    const topK = cfg.int("num_experts_per_tok");
+    b.ffn(moeMlp(hidden, experts, topK, expertI, shared, tp), moeLayers);
+    b.moe = moeShape({ experts, topK, expertIntermediate: expertI, sharedIntermediate: shared }, moeLayers);
   }
-  if (moeLayers < layers) b.ffn(denseMlp(hidden, cfg.int("intermediate_size"), tp), layers - moeLayers);
+  if (moeLayers < layers) {
+    const width = cfg.int("intermediate_size");
+    b.ffn(denseMlp(hidden, width, tp), layers - moeLayers);
+    b.mlp = { layers: layers - moeLayers, intermediate_size: width, gated: true };
+  }
 }
 
 const deepseek: Family = {
@@ -307,6 +415,7 @@ const deepseek: Family = {
     const b = new Builder();
     for (let i = 0; i < c.layers; i++) b.layers.push({ kind: "attention", bytesPerToken: mlaBytes(d, ctx) });
     b.mixer(mlaAttention(c.hidden, d, ctx.tp), c.layers);
+    b.attention = mlaShape(d, c.layers);
     deepseekFfn(cfg, b, c.hidden, c.layers, ctx.tp, "n_routed_experts", "n_shared_experts");
     return { ...b.finish(c, ctx.tp, d.qkRopeHeadDim), mla: true };
   },
@@ -333,9 +442,8 @@ export function dtypeBytes(name: string | undefined, fallback: number): number {
   }
 }
 
-/** Mamba-2 state of one layer (MambaStateShapeCalculator.mamba2_state_shape). */
-function mamba2State(cfg: ConfigReader, ctx: FamilyContext, m: { dInner: number; groups: number; stateSize: number; heads: number; headDim: number; convKernel: number }, ssmBytes: number, keys: { heads: string; groups: string }): number {
-  const tp = ctx.tp;
+/** Mamba-2 state of one layer on one of `tp` ranks (MambaStateShapeCalculator.mamba2_state_shape); TP 1 for the whole model's. */
+function mamba2State(cfg: ConfigReader, ctx: FamilyContext, m: { dInner: number; groups: number; stateSize: number; heads: number; headDim: number; convKernel: number }, ssmBytes: number, keys: { heads: string; groups: string }, tp = ctx.tp): number {
   // n_groups not divisible by TP is replicated up to TP so every head keeps its group.
   let groups = m.groups;
   if (groups % tp !== 0) {
@@ -363,7 +471,8 @@ const qwen3Next: Family = {
     if ((2 * kHeads * kDim + vHeads * vDim) % tp !== 0) cfg.refuse("linear_num_key_heads", `the conv dimension does not split over ${tp} TP ranks`);
     // gated_delta_net_state_shape: conv (kernel - 1, (2 k_heads k_dim + v_heads v_dim) / tp), and
     // the delta-rule state (v_heads / tp, v_dim, k_dim); both in the model dtype by default.
-    const state = (kernel - 1) * ((2 * kHeads * kDim + vHeads * vDim) / tp) * ctx.dtypeBytes + (vHeads / tp) * vDim * kDim * ctx.dtypeBytes;
+    const stateOn = (ranks: number) => (kernel - 1) * ((2 * kHeads * kDim + vHeads * vDim) / ranks) * ctx.dtypeBytes + (vHeads / ranks) * vDim * kDim * ctx.dtypeBytes;
+    const state = stateOn(tp);
     const types = cfg.optStrings("layer_types");
     const interval = cfg.optInt("full_attention_interval") ?? 4;
     const full = types ?? Array.from({ length: c.layers }, (_, i) => ((i + 1) % interval === 0 ? "full_attention" : "linear_attention"));
@@ -376,11 +485,20 @@ const qwen3Next: Family = {
         b.layers.push({ kind: "attention", bytesPerToken: attentionBytes(a, ctx) });
       } else b.layers.push({ kind: "state", stateBytes: state, mixer: "gdn" });
     }
-    // Qwen3-Next's gated attention doubles the query projection (a gate per head).
-    b.mixer(gqaAttention(c.hidden, 2 * a.heads, a.kvHeads, a.headDim, tp), attnLayers);
+    // Qwen3-Next's gated attention doubles the query projection (a gate per query element).
+    b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, tp, true), attnLayers);
     b.mixer(gatedDeltaNet(c.hidden, kHeads, vHeads, kDim, vDim, kernel, tp), c.layers - attnLayers);
+    b.attention = { ...gqaShape(a, Array<undefined>(attnLayers).fill(undefined)), output_gate: true };
+    b.linear = linearShape("gated_delta_net", c.layers - attnLayers, gatedDeltaNet(c.hidden, kHeads, vHeads, kDim, vDim, kernel, 1), stateOn(1));
     const moe = readMoe(cfg, "num_experts", "moe_intermediate_size", "shared_expert_intermediate_size");
-    b.ffn(moe === undefined ? denseMlp(c.hidden, cfg.int("intermediate_size"), tp) : moeMlp(c.hidden, moe.experts, moe.topK, moe.expertIntermediate, moe.sharedIntermediate, tp), c.layers);
+    if (moe === undefined) {
+      const width = cfg.int("intermediate_size");
+      b.ffn(denseMlp(c.hidden, width, tp), c.layers);
+      b.mlp = { layers: c.layers, intermediate_size: width, gated: true };
+    } else {
+      b.ffn(moeMlp(c.hidden, moe.experts, moe.topK, moe.expertIntermediate, moe.sharedIntermediate, tp), c.layers);
+      b.moe = moeShape(moe, c.layers);
+    }
     return b.finish(c, tp, rotaryDim(cfg, a.headDim));
   },
 };
@@ -410,13 +528,27 @@ const nemotronH: Family = {
     }
     b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, ctx.tp), count("*"));
     b.mixer(mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, ctx.tp), count("M"));
-    if (count("-") > 0) b.ffn({ ...denseMlp(c.hidden, cfg.int("intermediate_size"), ctx.tp), parts: { linear: (2 * c.hidden * cfg.int("intermediate_size")) / ctx.tp } }, count("-"));
+    b.attention = gqaShape(a, Array<undefined>(count("*")).fill(undefined));
+    b.linear = linearShape("mamba2", count("M"), mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, 1), mamba2State(cfg, ctx, m, ssmBytes, { heads: "mamba_num_heads", groups: "n_groups" }, 1));
+    if (count("-") > 0) {
+      // Squared-ReLU MLP: up and down projections only.
+      const width = cfg.int("intermediate_size");
+      b.ffn({ ...denseMlp(c.hidden, width, ctx.tp), parts: { linear: (2 * c.hidden * width) / ctx.tp } }, count("-"));
+      b.mlp = { layers: count("-"), intermediate_size: width, gated: false };
+    }
     if (count("E") > 0) {
       const moe = readMoe(cfg, "n_routed_experts", "moe_intermediate_size", "moe_shared_expert_intermediate_size");
-      if (moe !== undefined) b.ffn(moeMlp(c.hidden, moe.experts, moe.topK, moe.expertIntermediate, moe.sharedIntermediate, ctx.tp), count("E"));
+      if (moe !== undefined) {
+        b.ffn(moeMlp(c.hidden, moe.experts, moe.topK, moe.expertIntermediate, moe.sharedIntermediate, ctx.tp), count("E"));
+        b.moe = moeShape(moe, count("E"));
+      }
     }
+    // Each config layer is a single mixer or a single MLP block: the shape counts a decoder layer
+    // per mixer block (the schema's one mixer per layer), with the MLP blocks beside them.
+    const mixerBlocks = count("*") + count("M");
+    if (mixerBlocks !== c.layers) ctx.notes.push(`model shape: Nemotron-H's ${c.layers} config layers are ${mixerBlocks} mixer blocks and ${c.layers - mixerBlocks} MLP blocks; num_layers counts the mixer blocks`);
     // One norm per block in Nemotron-H (each layer is a single mixer or MLP).
-    return b.finish(c, ctx.tp, 0, c.layers / 2);
+    return b.finish(c, ctx.tp, 0, c.layers / 2, mixerBlocks);
   },
 };
 
@@ -430,11 +562,13 @@ const jamba: Family = {
     const dInner = cfg.int("mamba_expand") * c.hidden;
     const stateSize = cfg.int("mamba_d_state");
     const kernel = cfg.int("mamba_d_conv");
-    const dtRankRaw = cfg.obj.mamba_dt_rank;
+    // mamba_dt_rank is "auto" (ceil(hidden / 16)) or a number.
+    const dtRankRaw = cfg.has("mamba_dt_rank") ? cfg.obj.mamba_dt_rank : undefined;
     const dtRank = typeof dtRankRaw === "number" ? dtRankRaw : Math.ceil(c.hidden / 16);
     if (dInner % ctx.tp !== 0) cfg.refuse("mamba_expand", `the Mamba inner size ${dInner} does not split over ${ctx.tp} TP ranks`);
     // mamba1_state_shape: conv (kernel - 1, d_inner / tp) and ssm (d_inner / tp, d_state), model dtype.
-    const state = (kernel - 1) * (dInner / ctx.tp) * ctx.dtypeBytes + (dInner / ctx.tp) * stateSize * ctx.dtypeBytes;
+    const stateOn = (ranks: number) => (kernel - 1) * (dInner / ranks) * ctx.dtypeBytes + (dInner / ranks) * stateSize * ctx.dtypeBytes;
+    const state = stateOn(ctx.tp);
     const b = new Builder();
     let attn = 0;
     for (let i = 0; i < c.layers; i++) {
@@ -445,12 +579,21 @@ const jamba: Family = {
     }
     b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, ctx.tp), attn);
     b.mixer(mamba1Mixer(c.hidden, dInner, stateSize, kernel, dtRank, ctx.tp), c.layers - attn);
+    b.attention = gqaShape(a, Array<undefined>(attn).fill(undefined));
+    b.linear = linearShape("mamba", c.layers - attn, mamba1Mixer(c.hidden, dInner, stateSize, kernel, dtRank, 1), stateOn(1));
     const moe = readMoe(cfg, "num_experts", "intermediate_size");
     const ePeriod = cfg.optInt("expert_layer_period") ?? 1;
     const eOffset = cfg.optInt("expert_layer_offset", 0) ?? 0;
     const moeLayers = moe === undefined ? 0 : Array.from({ length: c.layers }, (_, i) => i % ePeriod === eOffset).filter(Boolean).length;
-    if (moe !== undefined) b.ffn(moeMlp(c.hidden, moe.experts, moe.topK, moe.expertIntermediate, 0, ctx.tp), moeLayers);
-    if (moeLayers < c.layers) b.ffn(denseMlp(c.hidden, cfg.int("intermediate_size"), ctx.tp), c.layers - moeLayers);
+    if (moe !== undefined) {
+      b.ffn(moeMlp(c.hidden, moe.experts, moe.topK, moe.expertIntermediate, 0, ctx.tp), moeLayers);
+      b.moe = moeShape(moe, moeLayers);
+    }
+    if (moeLayers < c.layers) {
+      const width = cfg.int("intermediate_size");
+      b.ffn(denseMlp(c.hidden, width, ctx.tp), c.layers - moeLayers);
+      b.mlp = { layers: c.layers - moeLayers, intermediate_size: width, gated: true };
+    }
     return b.finish(c, ctx.tp, 0);
   },
 };
@@ -470,8 +613,18 @@ const graniteHybrid: Family = {
     for (const t of types) b.layers.push(t === "attention" ? { kind: "attention", bytesPerToken: attentionBytes(a, ctx) } : { kind: "state", stateBytes: state, mixer: "mamba2" });
     b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, ctx.tp), attn);
     b.mixer(mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, ctx.tp), c.layers - attn);
+    b.attention = gqaShape(a, Array<undefined>(attn).fill(undefined));
+    b.linear = linearShape("mamba2", c.layers - attn, mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, 1), mamba2State(cfg, ctx, m, ctx.dtypeBytes, { heads: "mamba_n_heads", groups: "mamba_n_groups" }, 1));
     const moe = readMoe(cfg, "num_local_experts", "intermediate_size", "shared_intermediate_size");
-    b.ffn(moe === undefined ? denseMlp(c.hidden, cfg.optInt("shared_intermediate_size") ?? cfg.int("intermediate_size"), ctx.tp) : moeMlp(c.hidden, moe.experts, moe.topK, moe.expertIntermediate, moe.sharedIntermediate, ctx.tp), c.layers);
+    if (moe === undefined) {
+      // Granite 4.0-H's dense MLP is its "shared" MLP.
+      const width = cfg.optInt("shared_intermediate_size") ?? cfg.int("intermediate_size");
+      b.ffn(denseMlp(c.hidden, width, ctx.tp), c.layers);
+      b.mlp = { layers: c.layers, intermediate_size: width, gated: true };
+    } else {
+      b.ffn(moeMlp(c.hidden, moe.experts, moe.topK, moe.expertIntermediate, moe.sharedIntermediate, ctx.tp), c.layers);
+      b.moe = moeShape(moe, c.layers);
+    }
     return b.finish(c, ctx.tp, rotaryDim(cfg, a.headDim));
   },
 };
@@ -493,7 +646,14 @@ const falconH1: Family = {
     }
     b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, ctx.tp), c.layers);
     b.mixer(mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, ctx.tp), c.layers);
-    b.ffn(denseMlp(c.hidden, cfg.int("intermediate_size"), ctx.tp), c.layers);
+    b.attention = gqaShape(a, Array<undefined>(c.layers).fill(undefined));
+    b.linear = {
+      ...linearShape("mamba2", c.layers, mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, 1), mamba2State(cfg, ctx, m, ctx.dtypeBytes, { heads: "mamba_n_heads", groups: "mamba_n_groups" }, 1)),
+      parallel_attention: true,
+    };
+    const width = cfg.int("intermediate_size");
+    b.ffn(denseMlp(c.hidden, width, ctx.tp), c.layers);
+    b.mlp = { layers: c.layers, intermediate_size: width, gated: true };
     return b.finish(c, ctx.tp, rotaryDim(cfg, a.headDim));
   },
 };
@@ -513,7 +673,8 @@ const kimiLinear: Family = {
     if (heads % ctx.tp !== 0) linear?.refuse("num_heads", `${heads} KDA heads do not split over ${ctx.tp} TP ranks`);
     // kda_state_shape: conv (kernel - 1, 3 heads head_dim / tp) in the model dtype, and the
     // recurrent state (heads / tp, head_dim, head_dim) in float32 (kda_state_dtype).
-    const state = (kernel - 1) * ((3 * heads * headDim) / ctx.tp) * ctx.dtypeBytes + (heads / ctx.tp) * headDim * headDim * 4;
+    const stateOn = (ranks: number) => (kernel - 1) * ((3 * heads * headDim) / ranks) * ctx.dtypeBytes + (heads / ranks) * headDim * headDim * 4;
+    const state = stateOn(ctx.tp);
     const b = new Builder();
     let kdaLayers = 0;
     for (let i = 0; i < c.layers; i++) {
@@ -524,6 +685,8 @@ const kimiLinear: Family = {
     }
     b.mixer(mlaAttention(c.hidden, d, ctx.tp), c.layers - kdaLayers);
     b.mixer(kimiDeltaAttention(c.hidden, heads, headDim, kernel, ctx.tp), kdaLayers);
+    b.attention = mlaShape(d, c.layers - kdaLayers);
+    b.linear = linearShape("kda", kdaLayers, kimiDeltaAttention(c.hidden, heads, headDim, kernel, 1), stateOn(1));
     deepseekFfn(cfg, b, c.hidden, c.layers, ctx.tp, cfg.has("n_routed_experts") ? "n_routed_experts" : "num_experts", cfg.has("n_shared_experts") ? "n_shared_experts" : "num_shared_experts");
     return { ...b.finish(c, ctx.tp, d.qkRopeHeadDim), mla: true };
   },

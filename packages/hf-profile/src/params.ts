@@ -39,11 +39,15 @@ export interface Block {
   readonly width: number;
 }
 
-/** Grouped-query attention: q, k, v and o projections. */
-export function gqaAttention(hidden: number, heads: number, kvHeads: number, headDim: number, tp: number): Block {
+/**
+ * Grouped-query attention: q, k, v and o projections. `outputGate`: q_proj also projects a gate
+ * per query element (Qwen3-Next), so it is twice as wide; o_proj is not.
+ */
+export function gqaAttention(hidden: number, heads: number, kvHeads: number, headDim: number, tp: number, outputGate = false): Block {
   const q = (heads / tp) * headDim;
+  const qProj = outputGate ? 2 * q : q;
   const kv = kvHeadsPerRank(kvHeads, tp) * headDim;
-  return { parts: { linear: hidden * (q + 2 * kv) + q * hidden }, width: q + 2 * kv };
+  return { parts: { linear: hidden * (qProj + 2 * kv) + q * hidden }, width: qProj + 2 * kv };
 }
 
 export interface MlaDims {

@@ -143,3 +143,47 @@ describe("ModelShapeSchema", () => {
     }
   });
 });
+
+describe("ModelShapeSchema: hybrid layers", () => {
+  // A Falcon-H1-like layer: attention (8 heads of 64, 2 KV heads) and a Mamba-2 mixer side by side.
+  const falcon = {
+    hidden_size: 1024,
+    num_layers: 4,
+    vocab_size: 64,
+    weight_bytes: 2,
+    attention: { layers: 4, num_heads: 8, num_kv_heads: 2, head_dim: 64 },
+    linear_mixer: { layers: 4, kind: "mamba2", params_per_layer: 1000, state_bytes_per_layer: 400, parallel_attention: true },
+  };
+  it("a parallel mixer counts once per layer, and both mixers' weights are read", () => {
+    const shape = ModelShapeSchema.parse(falcon);
+    // attention: 1024 x (512 + 128 + 128) + 512 x 1024 = 786,432 + 524,288 = 1,310,720 a layer;
+    // plus the mixer's 1,000: 4 x 1,311,720 = 5,246,880
+    expect(shapePerRank(shape, { tp: 1, ep: 1 }).denseParams).toBe(5_246_880);
+    expect(shapePerRank(shape, { tp: 1, ep: 1 }).stateBytesPerSequence).toBe(1600);
+  });
+  it("refuses a parallel mixer in layers without attention, and the sum rule without the flag", () => {
+    const r = ModelShapeSchema.safeParse({ ...falcon, attention: { ...falcon.attention, layers: 3 } });
+    expect(r.success).toBe(false);
+    if (!r.success) {
+      expect(zodIssues(r.error)).toEqual([
+        { path: "linear_mixer.layers", message: "is 4, but a parallel mixer runs beside attention and attention.layers is 3" },
+        { path: "num_layers", message: "is 4, but attention.layers is 3: with a parallel mixer every decoder layer has attention" },
+      ]);
+    }
+    const sum = ModelShapeSchema.safeParse({ ...falcon, linear_mixer: { ...falcon.linear_mixer, parallel_attention: false } });
+    expect(sum.success).toBe(false);
+  });
+  it("an attention output gate doubles the query projection only", () => {
+    const shape = ModelShapeSchema.parse({ hidden_size: 8, num_layers: 1, vocab_size: 64, weight_bytes: 2, attention: { layers: 1, num_heads: 2, num_kv_heads: 1, head_dim: 4, output_gate: true } });
+    // q and gate 2 x 8 = 16, k and v 4 each, o 8 x 8: 8 x (16 + 4 + 4) + 64 = 256
+    const r = shapePerRank(shape, { tp: 1, ep: 1 });
+    expect(r.denseParams).toBe(256);
+    // 2 heads x (4 + 4): the gate adds no score or value work
+    expect(r.attentionMacsPerPairPrefill).toBe(16);
+  });
+  it("an ungated MLP has two projections (Nemotron-H's squared ReLU)", () => {
+    const shape = ModelShapeSchema.parse({ hidden_size: 8, num_layers: 1, vocab_size: 64, weight_bytes: 2, attention: { layers: 1, num_heads: 1, num_kv_heads: 1, head_dim: 8 }, mlp: { layers: 1, intermediate_size: 32, gated: false } });
+    // attention 8 x (8 + 8 + 8) + 8 x 8 = 256; MLP 2 x 8 x 32 = 512
+    expect(shapePerRank(shape, { tp: 1, ep: 1 }).denseParams).toBe(768);
+  });
+});

@@ -31,6 +31,7 @@ export const AttentionShapeSchema = z
     v_head_dim: count().optional().describe("Value dims per head when they differ from head_dim."),
     sliding_window: count().optional().describe("Window of the sliding-window layers, tokens."),
     sliding_layers: layerCount().default(0).describe("How many of `layers` attend only the last sliding_window tokens."),
+    output_gate: z.boolean().default(false).describe("A gate on the attention output projected beside the queries (Qwen3-Next): the query projection is twice as wide; the scores are not."),
     mla: MlaShapeSchema.optional().describe("Present for multi-head latent attention: the low-rank dims (num_kv_heads and head_dim are then ignored)."),
   })
   .superRefine((a, ctx) => {
@@ -43,6 +44,7 @@ export type AttentionShape = z.infer<typeof AttentionShapeSchema>;
 export const DenseMlpShapeSchema = z.strictObject({
   layers: layerCount().describe("Layers with a dense MLP."),
   intermediate_size: count().describe("MLP width (config intermediate_size)."),
+  gated: z.boolean().default(true).describe("Gate, up and down projections (SwiGLU/GeGLU); false: up and down only (Nemotron-H's squared-ReLU MLP)."),
 });
 
 /** Layers with a mixture-of-experts MLP. */
@@ -62,6 +64,10 @@ export const LinearMixerShapeSchema = z.strictObject({
   kind: z.enum(["mamba", "mamba2", "gated_delta_net", "kda", "other"]).describe("The mixer family (informational)."),
   params_per_layer: positiveInt().describe("Linear-projection parameters of one such mixer, whole model (split over TP ranks)."),
   state_bytes_per_layer: positiveInt().describe("Recurrent and convolution state of one sequence in one such layer, bytes, whole model (split over TP ranks); read and written once per step for each row."),
+  parallel_attention: z
+    .boolean()
+    .default(false)
+    .describe("Each of these layers also runs softmax attention beside the mixer on the same input (Falcon-H1): the layers count once in num_layers, and attention.layers includes them."),
 });
 
 /** The model's compute shape. */
@@ -81,9 +87,17 @@ export const ModelShapeSchema = z
     provenance: z.string().optional().describe("Where the shape comes from (the config file, or by hand)."),
   })
   .superRefine((s, ctx) => {
-    const mixers = (s.attention?.layers ?? 0) + (s.linear_mixer?.layers ?? 0);
-    if (mixers !== s.num_layers) {
-      ctx.addIssue({ code: "custom", path: ["num_layers"], message: `is ${s.num_layers}, but attention.layers + linear_mixer.layers is ${mixers}: every decoder layer has one mixer` });
+    const lm = s.linear_mixer;
+    if (lm?.parallel_attention === true) {
+      // Falcon-H1: attention and the mixer side by side, so a layer holds both.
+      const attn = s.attention?.layers ?? 0;
+      if (lm.layers > attn) ctx.addIssue({ code: "custom", path: ["linear_mixer", "layers"], message: `is ${lm.layers}, but a parallel mixer runs beside attention and attention.layers is ${attn}` });
+      if (attn !== s.num_layers) ctx.addIssue({ code: "custom", path: ["num_layers"], message: `is ${s.num_layers}, but attention.layers is ${attn}: with a parallel mixer every decoder layer has attention` });
+    } else {
+      const mixers = (s.attention?.layers ?? 0) + (lm?.layers ?? 0);
+      if (mixers !== s.num_layers) {
+        ctx.addIssue({ code: "custom", path: ["num_layers"], message: `is ${s.num_layers}, but attention.layers + linear_mixer.layers is ${mixers}: every decoder layer has one mixer` });
+      }
     }
     const ffns = (s.mlp?.layers ?? 0) + (s.moe?.layers ?? 0);
     if (ffns > s.num_layers) {
@@ -155,12 +169,12 @@ export function shapePerRank(shape: ModelShape, split: RankSplit): RankShape {
       const vDim = a.v_head_dim ?? a.head_dim;
       const q = headsRank * a.head_dim;
       const kvRank = kvHeadsPerRank(a.num_kv_heads, tp);
-      dense += a.layers * (h * (q + kvRank * a.head_dim + kvRank * vDim) + headsRank * vDim * h);
+      dense += a.layers * (h * ((a.output_gate ? 2 : 1) * q + kvRank * a.head_dim + kvRank * vDim) + headsRank * vDim * h);
       pre = headsRank * (a.head_dim + vDim);
       dec = pre;
     }
   }
-  if (shape.mlp !== undefined) dense += shape.mlp.layers * ((3 * h * shape.mlp.intermediate_size) / tp);
+  if (shape.mlp !== undefined) dense += shape.mlp.layers * (((shape.mlp.gated ? 3 : 2) * h * shape.mlp.intermediate_size) / tp);
   let expertParamsPerLayer = 0;
   let localExperts = 0;
   let expertMacsPerPair = 0;

@@ -15,7 +15,7 @@ export const registerProfileShow: RegisterCommand = (program, ctx) => {
   const cmd = profileGroup(program)
     .command("show")
     .description(
-      "Print a profile as a table: its cache groups, page size, bytes per block and per token, and the capacity in tokens of --num-gpu-blocks pages (or of the pool --gpu / --gpu-memory-gib gives, with the derivation).",
+      "Print a profile as a table: its cache groups, page size, bytes per block and per token, its model shape when it has one, and the capacity in tokens of --num-gpu-blocks pages (or of the pool --gpu / --gpu-memory-gib gives, with the derivation).",
     )
     .argument("<profile>", "a profile (JSON or YAML)")
     .option("--num-gpu-blocks <N>", "pool pages per rank (the null page included) to state the capacity of")
@@ -42,6 +42,7 @@ export const registerProfileShow: RegisterCommand = (program, ctx) => {
           groups: profileRows(profile, linearBlock).map((r) => ({ ...r, num_layers: r.num_layers ?? null, window_tokens: r.window_tokens ?? null, bytes_per_block: r.bytes_per_block ?? null, bytes_per_token: r.bytes_per_token ?? null })),
           ...(pages === undefined ? {} : { num_gpu_blocks: pages, capacity_tokens: capacityTokens(profile, pages, linearBlock) }),
           ...(capacity === undefined ? {} : { kv_capacity: capacity.capacity }),
+          ...(profile.model_shape === undefined ? {} : { model_shape: profile.model_shape }),
         };
         ctx.io.out(`${JSON.stringify(out, null, 2)}\n`);
         return undefined;

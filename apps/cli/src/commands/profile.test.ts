@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parseProfile } from "@kvsim/profile-schema";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
@@ -175,6 +176,27 @@ describe("kvsim profile from-hf", () => {
   });
 });
 
+describe("the bundled example profiles' model_shape", () => {
+  // The public config.json figures, as hf-profile's tests carry them.
+  const llama8b = { architectures: ["LlamaForCausalLM"], hidden_size: 4096, num_hidden_layers: 32, num_attention_heads: 32, num_key_value_heads: 8, intermediate_size: 14336, vocab_size: 128256, torch_dtype: "bfloat16" };
+  const gemma3_12b = {
+    architectures: ["Gemma3ForConditionalGeneration"],
+    text_config: { hidden_size: 3840, num_hidden_layers: 48, num_attention_heads: 16, num_key_value_heads: 8, head_dim: 256, intermediate_size: 15360, sliding_window: 1024, sliding_window_pattern: 6, vocab_size: 262208 },
+    torch_dtype: "bfloat16",
+  };
+  it.each([
+    ["llama-3.1-8b-instruct-tp1-bf16-vllm-0.32.0.json", llama8b],
+    ["gemma-3-12b-it-tp1-bf16-vllm-0.32.0.json", gemma3_12b],
+  ])("%s: written by hand, the same as from-hf derives", async (file, config) => {
+    const example = parseProfile(readFileSync(new URL(`../../examples/profiles/${file}`, import.meta.url), "utf8"), file);
+    writeFileSync(path("public.config.json"), JSON.stringify(config));
+    const r = await run(["profile", "from-hf", path("public.config.json"), "--tp", "1", "--out", path("public.profile.json"), "--force"]);
+    expect(r.code, r.err).toBe(0);
+    const derived = parseProfile(readFileSync(path("public.profile.json"), "utf8"), "public.profile.json");
+    expect({ ...example.model_shape, provenance: "" }).toEqual({ ...derived.model_shape, provenance: "" });
+  });
+});
+
 describe("kvsim profile show", () => {
   it("prints groups, page, bytes per block and per token, and the capacity of a block count", async () => {
     await derive("gemma");
@@ -186,6 +208,26 @@ describe("kvsim profile show", () => {
     expect(r.out).toContain("page      16,384 bytes");
     // floor(1,000 / 3 groups) x 16 = 333 x 16 = 5,328 tokens
     expect(r.out).toContain("capacity  1,000 pages = 5,328 tokens");
+  });
+
+  it("prints the model shape a derived profile carries", async () => {
+    await derive("nemotron");
+    const r = await run(["profile", "show", path("nemotron.profile.json")]);
+    expect(r.code, r.err).toBe(0);
+    // "M*M-M*M-": 6 mixer blocks (4 Mamba-2, 2 attention) and 2 squared-ReLU MLP blocks. Mamba-2 at
+    // TP 1: in_proj 256 x (2 x 256 + 2 x 1 x 16 + 8) = 141,312 + out_proj 256 x 256 = 65,536.
+    expect(r.out).toContain("shape     6 layers, hidden 256, vocabulary 1,000\n");
+    expect(r.out).toContain("attention 2 layers: 4 heads, 2 KV heads, head dim 64\n");
+    expect(r.out).toContain("mixer     4 mamba2 layers: 206,848 parameters, 18,112 B state per sequence each\n");
+    expect(r.out).toContain("mlp       2 layers, width 512 (up and down only)\n");
+    expect(r.out).toContain("weights   2 B per weight\n");
+    await derive("mla");
+    const m = await run(["profile", "show", path("mla.profile.json"), "--format", "json"]);
+    const out = JSON.parse(m.out) as { model_shape: { attention: { mla: unknown } } };
+    expect(out.model_shape.attention.mla).toEqual({ kv_lora_rank: 64, qk_nope_head_dim: 32, qk_rope_head_dim: 16, v_head_dim: 32 });
+    const text = await run(["profile", "show", path("mla.profile.json")]);
+    expect(text.out).toContain("attention 4 layers: MLA, 4 heads, no q rank, kv rank 64, qk 32 + 16 rope, v 32\n");
+    expect(text.out).toContain("mlp       4 layers, width 512 (gated)\n");
   });
 
   it("gives the same as JSON, and a linear profile's capacity at the engine's block size", async () => {
