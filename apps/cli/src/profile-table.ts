@@ -5,7 +5,7 @@ export const thousands = (n: number): string => String(Math.round(n)).replace(/\
 const gib = (b: number) => `${(b / GIB).toFixed(2)} GiB`;
 
 /** Pads each column to its widest cell, left- or right-aligned ("l" / "r"); trailing blanks trimmed. */
-function columns(rows: readonly (readonly string[])[], align: string): string[] {
+export function columns(rows: readonly (readonly string[])[], align: string): string[] {
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   return rows.map((r) =>
     r

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CUDA_GRAPH_ESTIMATE_BYTES, kvCapacity, resolveEngine, versionAtLeast } from "./capacity.js";
 import { engineSettings } from "./engine.js";
-import { GIB } from "./gpus.js";
+import { GIB, gpuDatasheet, KNOWN_GPU_NAMES } from "./gpus.js";
 import { validateProfile } from "./parse.js";
 
 /**
@@ -101,6 +101,23 @@ describe("kvCapacity", () => {
     if (r.ok) return;
     expect(r.issues.map((i) => i.path)).toEqual(["gpu_memory_gib", "weights_gib", "activation_peak_gib"]);
     expect(r.issues[1]!.message).toContain("test/bare has no memory.weights_bytes");
+  });
+
+  it("sizes the pool from every known GPU's memory, by name or alias, and from an inline GPU", () => {
+    for (const name of KNOWN_GPU_NAMES) {
+      const r = kvCapacity(llama(), engineSettings({ ...rtx4090, gpu: name }));
+      if (!r.ok) throw new Error(`${name}: ${JSON.stringify(r.issues)}`);
+      expect([r.capacity.gpu, r.capacity.gpu_memory_bytes]).toEqual([name, gpuDatasheet(name)!.memoryBytes]);
+    }
+    // H100-80GB is H100-SXM: 79.18 GiB either way.
+    const alias = kvCapacity(llama(), engineSettings({ ...rtx4090, gpu: "H100-80GB" }));
+    const canonical = kvCapacity(llama(), engineSettings({ ...rtx4090, gpu: "H100-SXM" }));
+    expect(alias.ok && canonical.ok && alias.capacity.num_gpu_blocks === canonical.capacity.num_gpu_blocks).toBe(true);
+    // An inline GPU of 24 GiB = 25,769,803,776 bytes: requested = ceil(x 0.9) = 23,192,823,399 (from 23,192,823,398.4).
+    const inline = { name: "Lab-GPU", memory_gib: 24, bf16_tflops: 100, hbm_bandwidth: "1 TB/s", link_bandwidth: "32 GB/s", link_latency_us: 5 };
+    const r = kvCapacity(llama(), engineSettings({ ...rtx4090, gpu: inline } as never));
+    if (!r.ok) throw new Error(JSON.stringify(r.issues));
+    expect([r.capacity.gpu, r.capacity.gpu_memory_bytes, r.capacity.requested_bytes]).toEqual(["Lab-GPU", 25_769_803_776, 23_192_823_399]);
   });
 
   it("refuses a GPU too small for the weights", () => {

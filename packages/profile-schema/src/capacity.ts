@@ -1,6 +1,6 @@
 import { engineSettings, MAX_PAGES_PER_RANK, DEFAULT_LINEAR_BLOCK_SIZE, type EngineOverrides, type EngineSettings } from "./engine.js";
 import type { InputIssue } from "./errors.js";
-import { GIB, knownGpu } from "./gpus.js";
+import { GIB, KNOWN_GPU_NAMES, resolveGpu } from "./gpus.js";
 import { isGroupedProfile, type Profile } from "./profile.js";
 
 /** vLLM's default `gpu_memory_utilization`. */
@@ -28,7 +28,7 @@ export const CUDA_GRAPH_ESTIMATE_SINCE = "0.21.0";
 
 /** How num_gpu_blocks followed from GPU memory, term by term (bytes). */
 export interface KvCapacity {
-  /** The known GPU named, if any. */
+  /** The GPU named (as written) or described inline (its name), if any. */
   readonly gpu?: string;
   readonly gpu_memory_bytes: number;
   readonly gpu_memory_utilization: number;
@@ -89,8 +89,10 @@ export function kvCapacity(profile: Profile, engine: EngineSettings): KvCapacity
   const add = (path: string, message: string) => issues.push({ path, message });
   if (engine.gpu !== undefined && engine.gpu_memory_gib !== undefined) add("gpu_memory_gib", "give gpu or gpu_memory_gib, not both");
   let total: number | undefined;
-  if (engine.gpu !== undefined) total = knownGpu(engine.gpu)?.memoryBytes;
-  else if (engine.gpu_memory_gib !== undefined) total = Math.round(engine.gpu_memory_gib * GIB);
+  if (engine.gpu !== undefined) {
+    total = resolveGpu(engine)?.memoryBytes;
+    if (total === undefined) add("gpu", `must be a known GPU: ${KNOWN_GPU_NAMES.join(", ")} (kvsim gpus lists them), or a GPU described inline`);
+  } else if (engine.gpu_memory_gib !== undefined) total = Math.round(engine.gpu_memory_gib * GIB);
   else add("gpu", "sizing the KV cache from GPU memory needs gpu or gpu_memory_gib (or give num_gpu_blocks)");
 
   const estimated: KvCapacity["estimated"][number][] = [];
@@ -148,7 +150,7 @@ export function kvCapacity(profile: Profile, engine: EngineSettings): KvCapacity
   return {
     ok: true,
     capacity: {
-      ...(engine.gpu === undefined ? {} : { gpu: engine.gpu }),
+      ...(engine.gpu === undefined ? {} : { gpu: typeof engine.gpu === "string" ? engine.gpu : engine.gpu.name }),
       gpu_memory_bytes: total,
       gpu_memory_utilization: utilization,
       requested_bytes: requested,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { KNOWN_GPU_NAMES } from "./gpus.js";
+import { gpuDatasheet, GpuInlineFieldsSchema, KNOWN_GPU_NAMES } from "./gpus.js";
 import { MAX_REQUEST_TOKENS } from "./limits.js";
 import { finiteNumber, nonNegativeInt, positiveInt } from "./primitives.js";
 
@@ -51,9 +51,20 @@ const fields = {
     .refine((sizes) => sizes.every((s, i) => i === 0 || s > sizes[i - 1]!), { error: "must be strictly increasing", abort: true })
     .describe("Batch sizes vLLM captured CUDA graphs for: the linear timing model pads a decode-only step's sequence count up to the next one (none above the largest)."),
   // KV capacity from GPU memory (capacity.ts): used only when num_gpu_blocks is not given.
+  // A string refined against the table (not z.enum), so an inline object with a bad field fails
+  // the name branch on its type and its own problems are reported (document.ts, zodIssues).
   gpu: z
-    .enum(KNOWN_GPU_NAMES, { error: `must be a known GPU: ${KNOWN_GPU_NAMES.join(", ")} (or give gpu_memory_gib)` })
-    .describe("A known GPU whose memory sizes the KV cache when num_gpu_blocks is not given."),
+    .union(
+      [
+        z
+          .string()
+          .refine((name) => gpuDatasheet(name) !== undefined, { error: `must be a known GPU: ${KNOWN_GPU_NAMES.join(", ")} (kvsim gpus lists them), or a GPU described inline (or give gpu_memory_gib)`, abort: true })
+          .meta({ enum: [...KNOWN_GPU_NAMES] }),
+        GpuInlineFieldsSchema,
+      ],
+      { error: "must be a known GPU's name (kvsim gpus lists them) or a GPU described inline" },
+    )
+    .describe("A known GPU (name or alias; `kvsim gpus` lists them) or one described inline by its datasheet figures: its memory sizes the KV cache when num_gpu_blocks is not given."),
   gpu_memory_gib: gib()
     .refine((v) => v > 0, { error: "must be greater than 0", abort: true })
     .describe("Total GPU memory in GiB as CUDA reports it; sizes the KV cache when num_gpu_blocks is not given."),

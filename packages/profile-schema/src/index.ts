@@ -109,7 +109,22 @@ export {
   type RankSplit,
   type RankShape,
 } from "./model-shape.js";
-export { GIB, KNOWN_GPUS, KNOWN_GPU_NAMES, knownGpu, type KnownGpu, type KnownGpuName } from "./gpus.js";
+export {
+  GIB,
+  GPU_DATASHEETS,
+  GPU_FIGURES,
+  KNOWN_GPU_NAMES,
+  gpuDatasheet,
+  GpuInlineSchema,
+  GpuInlineFieldsSchema,
+  gpuFromInline,
+  resolveGpu,
+  type GpuDatasheet,
+  type GpuFigure,
+  type GpuLinkKind,
+  type GpuInline,
+  type EngineGpu,
+} from "./gpus.js";
 export {
   kvCapacity,
   resolveEngine,

@@ -10,7 +10,7 @@
  * rows and over decode rows, recurrent state, the LM head; then TP all-reduces (and expert-parallel
  * token exchanges) over the intra-node link, and per-step, per-row and per-layer overheads.
  */
-import { isGroupedProfile, shapePerRank, type EngineSettings, type ModelShape, type Profile, type RankShape, type Timing } from "@kvsim/profile-schema";
+import { isGroupedProfile, resolveGpu, shapePerRank, type EngineSettings, type ModelShape, type Profile, type RankShape, type Timing } from "@kvsim/profile-schema";
 import { paddedBatchSize } from "./padding.js";
 import type { StepBatch, StepTiming, TimingModel } from "./timing-model.js";
 
@@ -314,27 +314,18 @@ export function rooflineParams(timing: Extract<Timing, { type: "roofline" }>): R
   return out as unknown as RooflineParams;
 }
 
-// Interim datasheet figures until profile-schema's GPU table lands (replaced by resolveGpu).
-const INTERIM_GPUS: Readonly<Record<string, RooflineGpu>> = {
-  "H100-80GB": { name: "H100-SXM", bf16Tflops: 989.4, fp8Tflops: 1978.9, hbmGBps: 3350, link: { GBps: 450, latencyUs: 5 } },
-  "RTX-4090": { name: "RTX-4090", bf16Tflops: 165.2, fp8Tflops: 330.3, hbmGBps: 1008, link: { GBps: 32, latencyUs: 10 } },
-  "RTX-5090": { name: "RTX-5090", bf16Tflops: 209.5, fp8Tflops: 419, hbmGBps: 1792, link: { GBps: 64, latencyUs: 10 } },
-  "A100-80GB": { name: "A100-80GB", bf16Tflops: 312, fp8Tflops: undefined, hbmGBps: 2039, link: { GBps: 300, latencyUs: 5 } },
-};
-
 /** Why the engine's GPU cannot feed a roofline, or undefined when it can. */
 export function rooflineGpuProblem(engine: EngineSettings): string | undefined {
-  const name = engine.gpu;
-  if (name === undefined) return `is required by timing type "roofline": name the GPU whose datasheet prices the steps (kvsim gpus lists them)`;
-  if (INTERIM_GPUS[name] === undefined) return `${name} has no datasheet figures for the roofline`;
+  if (engine.gpu === undefined) return `is required by timing type "roofline": name the GPU whose datasheet prices the steps (kvsim gpus lists them) or describe it inline`;
+  if (resolveGpu(engine) === undefined) return `${String(engine.gpu)} is not a GPU kvsim knows (kvsim gpus lists them)`;
   return undefined;
 }
 
-/** The engine's GPU as the roofline reads it. */
+/** The engine's GPU as the roofline reads it (a profile-schema datasheet). */
 export function rooflineGpu(engine: EngineSettings): RooflineGpu {
-  const problem = rooflineGpuProblem(engine);
-  if (problem !== undefined) throw new RangeError(`roofline timing: engine.gpu ${problem}`);
-  return INTERIM_GPUS[engine.gpu!]!;
+  const gpu = resolveGpu(engine);
+  if (gpu === undefined) throw new RangeError(`roofline timing: engine.gpu ${rooflineGpuProblem(engine) ?? "is unknown"}`);
+  return gpu;
 }
 
 /** Builds the roofline timing of a rank. */

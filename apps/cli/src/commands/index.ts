@@ -19,6 +19,7 @@ export const COMMANDS: readonly { readonly name: string; readonly load: () => Pr
   { name: "replay", load: async () => (await import("./replay.js")).registerReplay },
   { name: "profile", load: async () => (await import("./profile-from-hf.js")).registerProfileFromHf },
   { name: "profile", load: async () => (await import("./profile-show.js")).registerProfileShow },
+  { name: "gpus", load: async () => (await import("./gpus.js")).registerGpus },
   { name: "sweep", load: async () => (await import("./sweep.js")).registerSweep },
   { name: "worker", load: async () => (await import("./worker.js")).registerWorker },
   { name: "diff", load: async () => (await import("./diff.js")).registerDiff },

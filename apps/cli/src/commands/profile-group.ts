@@ -1,5 +1,5 @@
-import { Option, type Command } from "commander";
-import { engineSettings, EngineOverridesSchema, KNOWN_GPU_NAMES, zodIssues, kvCapacity, type EngineOverrides, type KvCapacity, type Profile } from "@kvsim/profile-schema";
+import { InvalidArgumentError, type Command } from "commander";
+import { engineSettings, EngineOverridesSchema, gpuDatasheet, KNOWN_GPU_NAMES, zodIssues, kvCapacity, type EngineOverrides, type KvCapacity, type Profile } from "@kvsim/profile-schema";
 import { numberOption, UsageError } from "../io.js";
 
 /** The `kvsim profile` command group; each subcommand module adds itself to it. */
@@ -22,9 +22,15 @@ export interface CapacityFlags {
   readonly cudaGraphMemoryGib?: string;
 }
 
+/** --gpu's parser: a name or alias of the table, refused at parse time (with the usage hint) otherwise. */
+function knownGpuName(name: string): string {
+  if (gpuDatasheet(name) === undefined) throw new InvalidArgumentError(`Known GPUs: ${KNOWN_GPU_NAMES.join(", ")} (\`kvsim gpus\` lists them; or give --gpu-memory-gib).`);
+  return name;
+}
+
 export function addCapacityOptions(cmd: Command): Command {
   return cmd
-    .addOption(new Option("--gpu <name>", "size the KV cache from a known GPU's memory").choices(KNOWN_GPU_NAMES))
+    .option("--gpu <name>", "size the KV cache from a known GPU's memory (a name or alias that `kvsim gpus` lists)", knownGpuName)
     .option("--gpu-memory-gib <G>", "size the KV cache from this much GPU memory (GiB, as CUDA reports it)")
     .option("--gpu-memory-utilization <U>", "vLLM's gpu_memory_utilization (default 0.9)")
     .option("--max-num-batched-tokens <T>", "the engine's token budget, which sizes vLLM's profile run (default 8192)")
