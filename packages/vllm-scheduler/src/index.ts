@@ -12,6 +12,20 @@ export {
   type DecodeBatch,
   type LinearTimingCoefficients,
 } from "./timing-model.js";
+export {
+  ROOFLINE_DEFAULTS,
+  ROOFLINE_DEFAULTS_PROVENANCE,
+  ROOFLINE_PARAM_NAMES,
+  RooflineTiming,
+  rooflineBreakdown,
+  rooflineRank,
+  rooflineParams,
+  type RooflineGpu,
+  type RooflineParams,
+  type RooflineRank,
+  type RooflineLoad,
+  type RooflineBreakdown,
+} from "./roofline.js";
 export { sampledTokenId } from "./token-ids.js";
 export { IdTable } from "./id-table.js";
 export type { DecodeRun, DecodeRunLimits, DecodeRunPages } from "./decode-run.js";
