@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Brings the pinned Node 24 where the machine's Node is older than 22.13 (tooling/scripts/node.sh),
+# Brings the pinned Node 24 where the machine's Node is older than 22.12 (tooling/scripts/node.sh),
 # installs dependencies (frozen lockfile) and builds every package. Safe to run repeatedly:
 # a warm install takes a couple of seconds and turbo replays cached builds.
 set -euo pipefail

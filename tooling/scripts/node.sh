@@ -1,13 +1,11 @@
 # Picks the Node that runs kvsim's tooling. Sourced (POSIX sh) by the bootstrap scripts and by
 # bin/kvsim, with $root set to the repository; see docs/toolchain.md.
 #
-# The machine's Node is used when it is a supported line: 22.13+ (pnpm 11 needs 22.13) or 24+.
+# The machine's Node is used when it is a supported line (package.json engines): 22.12+ or 24+.
 # An older one (Node 20 on the CI machine) is replaced by the Node 24 pinned below, fetched once
 # from the npm registry (the official binaries, published as node-<os>-<cpu>) into
 # $root/.tools/ (gitignored), checked against the integrity pinned here and the registry's own
 # metadata, and put first on PATH. KVSIM_FETCH_NODE=1 uses the pinned Node 24 on any machine.
-
-KVSIM_NODE_VERSION=24.22.3
 
 # The registry package of the pinned Node for this platform and its integrity (sha512 of the
 # tarball, as in the registry's dist.integrity). The darwin packages stop earlier: darwin-x64's
@@ -21,13 +19,13 @@ kvsim_node_package() {
   esac
 }
 
-# 0 when "X.Y.Z" is a Node line kvsim's tooling supports (22.13+ or 24+).
+# 0 when "X.Y.Z" is a Node line kvsim's tooling supports (22.12+ or 24+).
 kvsim_node_supported() {
   _kn_major="${1%%.*}"
   _kn_rest="${1#*.}"
   _kn_minor="${_kn_rest%%.*}"
   case "$_kn_major$_kn_minor" in *[!0-9]*|"") return 1 ;; esac
-  [ "$_kn_major" -ge 24 ] || { [ "$_kn_major" -eq 22 ] && [ "$_kn_minor" -ge 13 ]; }
+  [ "$_kn_major" -ge 24 ] || { [ "$_kn_major" -eq 22 ] && [ "$_kn_minor" -ge 12 ]; }
 }
 
 # The machine's Node version without the v, or nothing.
@@ -71,18 +69,20 @@ kvsim_fetch_node() {
 }
 
 # Puts the Node that runs the tooling first on PATH, fetching the pinned one when needed (pass
-# "nofetch" to only use one fetched before). Exports KVSIM_MACHINE_NODE_VERSION (the machine's).
+# "nofetch" to only use one fetched before). Exports the machine's Node as KVSIM_MACHINE_NODE
+# (its path) and KVSIM_MACHINE_NODE_VERSION (the packed CLI's test runs the real older Node).
 kvsim_use_node() {
   # Already done by a script that runs this one.
   case ":$PATH:" in *":$root/.tools/node-"*) return 0 ;; esac
   KVSIM_MACHINE_NODE_VERSION="$(kvsim_machine_node_version)"
-  export KVSIM_MACHINE_NODE_VERSION
+  KVSIM_MACHINE_NODE="$(command -v node 2>/dev/null || true)"
+  export KVSIM_MACHINE_NODE_VERSION KVSIM_MACHINE_NODE
   if [ "${KVSIM_FETCH_NODE:-}" != 1 ] && kvsim_node_supported "$KVSIM_MACHINE_NODE_VERSION"; then
     return 0
   fi
   _kn_mode="${1:-fetch}"
   _kn_pkgline="$(kvsim_node_package)" || {
-    echo "kvsim bootstrap: no Node 24 package on the npm registry for $(uname -s) $(uname -m); install Node 22.13+ or 24 and run again (this machine's Node: ${KVSIM_MACHINE_NODE_VERSION:-none})" >&2
+    echo "kvsim bootstrap: no Node 24 package on the npm registry for $(uname -s) $(uname -m); install Node 22.12+ or 24 and run again (this machine's Node: ${KVSIM_MACHINE_NODE_VERSION:-none})" >&2
     return 1
   }
   set -- $_kn_pkgline
