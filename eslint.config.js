@@ -38,7 +38,13 @@ export default defineConfig(
     },
   },
   {
-    files: ["**/*.js", "**/*.mjs", "**/*.config.ts"],
+    files: ["**/*.js", "**/*.mjs", "**/*.cjs", "**/*.config.ts"],
     extends: [tseslint.configs.disableTypeChecked],
+  },
+  {
+    // The packed CLI's entry point (apps/cli/bin/kvsim.cjs): CommonJS in old syntax on purpose.
+    files: ["**/*.cjs"],
+    languageOptions: { sourceType: "commonjs", globals: { process: "readonly", require: "readonly", __dirname: "readonly" } },
+    rules: { "@typescript-eslint/no-require-imports": "off", "no-var": "off" },
   },
 );

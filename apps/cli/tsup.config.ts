@@ -10,7 +10,7 @@ export default defineConfig([
     sourcemap: true,
     // The worker below is built beside the CLI at the same time: cleaning must leave it alone.
     clean: WORKER.map((f) => `!${f}`),
-    target: "node20",
+    target: "node22",
     // The workspace packages are bundled in, so the packed CLI installs alone (`npm pack`, then
     // `npm install -g ./kvsim-<version>.tgz`); their npm dependencies are the CLI's own
     // dependencies (package.json; a test checks the two lists agree). Most are bundled in too:
@@ -35,7 +35,7 @@ export default defineConfig([
     dts: false,
     sourcemap: true,
     clean: false,
-    target: "node20",
+    target: "node22",
     noExternal: [/^(?!@node-rs\/)/],
     external: [/^@node-rs\//],
     esbuildOptions(options) {

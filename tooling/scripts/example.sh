@@ -4,4 +4,6 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bash "$root/tooling/scripts/bootstrap.sh" >&2
+. "$root/tooling/scripts/node.sh"
+kvsim_use_node nofetch
 node "$root/apps/cli/dist/cli.js" replay

@@ -10,6 +10,9 @@
 # beside them. Both are ignored by git.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# Stryker runs on the Node the bootstrap picked (tooling/scripts/node.sh).
+. "$root/tooling/scripts/node.sh"
+kvsim_use_node nofetch || { echo "mutate: run bash tooling/scripts/bootstrap.sh first (it fetches Node 24)" >&2; exit 2; }
 packages=()
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -8,6 +8,9 @@ cd "$root"
 export TURBO_TELEMETRY_DISABLED=1
 pnpm() { bash "$root/tooling/scripts/pnpm.sh" "$@"; }
 bash tooling/scripts/bootstrap.sh
+# Every step below runs on the Node the bootstrap picked (the pinned Node 24 on an older machine).
+. "$root/tooling/scripts/node.sh"
+kvsim_use_node nofetch
 echo "== typecheck and lint"
 pnpm exec turbo run typecheck lint --output-logs=errors-only
 echo "== tests"

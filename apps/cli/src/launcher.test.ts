@@ -28,7 +28,7 @@ describe("bin/kvsim", () => {
     symlinkSync(launcher, link);
     const version = spawnSync(link, ["--version"], { cwd: elsewhere, encoding: "utf8" });
     expect(version.status).toBe(0);
-    expect(version.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+    expect(version.stdout).toMatch(/^kvsim \d+\.\d+\.\d+ \(node \d+\.\d+\.\d+\)\n$/);
     const bare = spawnSync(link, [], { cwd: elsewhere, encoding: "utf8" });
     expect([bare.status, bare.stdout]).toEqual([2, ""]);
   });

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { runCli } from "./main.js";
 import { captureIo } from "./test-io.js";
@@ -9,10 +10,10 @@ async function kvsim(...argv: string[]) {
 }
 
 describe("kvsim", () => {
-  it("prints its version and exits 0", async () => {
+  it("prints its version and the Node it runs on, and exits 0", async () => {
     const r = await kvsim("--version");
-    expect(r.code).toBe(0);
-    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+    expect(r).toEqual({ code: 0, stdout: `kvsim ${version} (node ${process.version.slice(1)})\n`, stderr: "" });
   });
   it("refuses an unknown option with exit 2: the error and one hint line, not the whole help", async () => {
     expect(await kvsim("--bogus")).toEqual({ code: 2, stdout: "", stderr: "error: unknown option '--bogus'\nhint: `kvsim --help` lists the commands\n" });

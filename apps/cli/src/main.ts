@@ -56,7 +56,8 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
     .description(
       "Predict how a vLLM deployment serves a workload, without GPUs: replay traces through modelled vLLM ranks, price every P/D KV handoff, report serving metrics.",
     )
-    .version(VERSION, "-V, --version")
+    // The Node it runs on too, for bug reports.
+    .version(`kvsim ${VERSION} (node ${process.versions.node})`, "-V, --version")
     .configureOutput({ writeOut: (s) => { io.out(s); }, writeErr: (s) => { io.err(s); } })
     .exitOverride();
   for (const register of await commandsFor(argv)) register(program, ctx);

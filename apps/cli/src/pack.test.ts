@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -78,6 +78,21 @@ describe("the packed CLI", () => {
     const report = JSON.parse(run(join(prefix, "bin", "kvsim"), ["replay", "--format", "json"], elsewhere)) as { digest: string; completed_requests: number };
     // The bundled P/D example's digest (README), from the installed copy's own examples folder.
     expect([report.completed_requests, report.digest]).toEqual([48, "c20228f3fc8c44b40f8aa62698e6b959c4e955cd7e09c3f129e87ce6c0d55afc"]);
-    expect(run(join(prefix, "bin", "kvsim"), ["--version"], elsewhere)).toBe(`${version}\n`);
+    expect(run(join(prefix, "bin", "kvsim"), ["--version"], elsewhere)).toBe(`kvsim ${version} (node ${process.version.slice(1)})\n`);
+    // It declares the Node lines it supports, and refuses an older Node in one line: the
+    // machine's own Node where the bootstrap replaced it (Node 20 on the CI machine), else a
+    // Node 20 faked by a preload (node-check.test.ts tests the rule itself).
+    const installed = join(prefix, "lib", "node_modules", "kvsim");
+    expect((JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as { engines?: unknown }).engines).toEqual({ node: "^22.12.0 || >=24.0.0" });
+    const machine = process.env.KVSIM_MACHINE_NODE;
+    const machineVersion = process.env.KVSIM_MACHINE_NODE_VERSION ?? "";
+    const [major = 0, minor = 0] = machineVersion.split(".").map(Number);
+    const older = machine !== undefined && machine !== "" && (major < 22 || (major === 22 && minor < 12) || major === 23);
+    const fake = join(tmp, "node-20.cjs");
+    writeFileSync(fake, 'Object.defineProperty(process.versions, "node", { value: "20.20.2" });\n');
+    const refused = older
+      ? spawnSync(machine, [join(prefix, "bin", "kvsim"), "--version"], { cwd: elsewhere, encoding: "utf8" })
+      : spawnSync(process.execPath, ["--require", fake, join(prefix, "bin", "kvsim"), "--version"], { cwd: elsewhere, encoding: "utf8" });
+    expect([refused.status, refused.stdout, refused.stderr]).toEqual([1, "", `kvsim needs Node 22 (22.12 or later) or Node 24 or later; this is Node ${older ? machineVersion : "20.20.2"}\n`]);
   }, 240_000);
 });
