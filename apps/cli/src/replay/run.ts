@@ -59,7 +59,21 @@ function describe(spec: Spec, profiles: ReadonlyMap<string, Profile>): RunSummar
     w.synthetic !== undefined
       ? `synthetic, ${int(w.synthetic.requests)} requests of ${int(w.synthetic.input_tokens)} + ${int(w.synthetic.output_tokens)} tokens`
       : `${w.format ?? "?"} trace ${w.trace === undefined ? "?" : shown(w.trace)}${w.speedup === 1 ? "" : `, speedup ${w.speedup}`}`;
-  return { topology, profile, router: spec.router, workload };
+  return { topology, profile, router: spec.router, workload, ...timingNote(spec) };
+}
+
+/** The roofline's caveat: datasheet figures and shipped efficiencies unless the spec sets them. */
+function timingNote(spec: Spec): { timingNote?: string } {
+  const t = spec.timing;
+  if (t.type !== "roofline") return {};
+  const gpu = spec.engine.gpu;
+  const name = gpu === undefined ? "?" : typeof gpu === "string" ? gpu : gpu.name;
+  const set = Object.keys(t).filter((k) => k !== "type");
+  const how =
+    set.length === 0
+      ? "the shipped efficiencies, not calibrated on this deployment (README: Predict a GPU nobody measured, for their errors on real runs; kvsim calibrate fits them to a run of yours)"
+      : `the spec's ${set.join(", ")} and shipped values for the rest`;
+  return { timingNote: `roofline on ${name}'s datasheet with ${how}` };
 }
 
 /**

@@ -7,6 +7,8 @@ export interface RunSummary {
   readonly profile: string;
   readonly router: string;
   readonly workload: string;
+  /** What the step times rest on, when the user may not know it (an uncalibrated roofline). */
+  readonly timingNote?: string;
 }
 
 const num = (v: number, digits = 2): string => v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
@@ -26,6 +28,7 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
   const lines: string[] = [];
   lines.push(`kvsim replay: ${run.topology}; ${run.profile}; router ${run.router}`);
   lines.push(`workload: ${run.workload}`);
+  if (run.timingNote !== undefined) lines.push(`timing: ${run.timingNote}`);
   lines.push("");
   const inFlight = report.in_flight_requests > 0 ? `, ${int(report.in_flight_requests)} in flight at the cutoff` : "";
   lines.push(
