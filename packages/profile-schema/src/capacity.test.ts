@@ -115,7 +115,7 @@ describe("kvCapacity", () => {
     expect(alias.ok && canonical.ok && alias.capacity.num_gpu_blocks === canonical.capacity.num_gpu_blocks).toBe(true);
     // An inline GPU of 24 GiB = 25,769,803,776 bytes: requested = ceil(x 0.9) = 23,192,823,399 (from 23,192,823,398.4).
     const inline = { name: "Lab-GPU", memory_gib: 24, bf16_tflops: 100, hbm_bandwidth: "1 TB/s", link_bandwidth: "32 GB/s", link_latency_us: 5 };
-    const r = kvCapacity(llama(), engineSettings({ ...rtx4090, gpu: inline } as never));
+    const r = kvCapacity(llama(), engineSettings({ ...rtx4090, gpu: inline }));
     if (!r.ok) throw new Error(JSON.stringify(r.issues));
     expect([r.capacity.gpu, r.capacity.gpu_memory_bytes, r.capacity.requested_bytes]).toEqual(["Lab-GPU", 25_769_803_776, 23_192_823_399]);
   });
