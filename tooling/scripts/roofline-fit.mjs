@@ -137,6 +137,10 @@ if (h100Runs !== undefined) {
       max_num_seqs: e.max_num_seqs,
       max_model_len: e.max_model_len,
       gpu_memory_utilization: 0.9,
+      // vLLM's defaults of the time (v1 engine): async scheduling on (the step after the running
+      // one is already planned when a request arrives), full-prompt admission.
+      async_scheduling: true,
+      scheduler_reserve_full_isl: true,
     };
     const { records, windows } = stageWorkload(run, stageSeconds);
     cases.push({ kind: "stages", name: name.replace(/^\d+-\d+-/, "").replace(/\.json$/, ""), model: e.model, gpu: "H100-SXM", profile, engine, records, run, windows, clock: "client" });
