@@ -25,7 +25,8 @@ function exportSchema(schema: z.ZodType, id: string, title: string, description:
  */
 function describeRouter(ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown> }): void {
   if (ctx.zodSchema !== RouterSchema) return;
-  const { $schema: _, ...forms } = z.toJSONSchema(z.union([RouterPolicySchema, RouterSettingsSchema]), { io: "input", target: "draft-2020-12" }) as JsonSchema;
+  const forms = z.toJSONSchema(z.union([RouterPolicySchema, RouterSettingsSchema]), { io: "input", target: "draft-2020-12" }) as JsonSchema;
+  Reflect.deleteProperty(forms, "$schema");
   for (const key of Object.keys(ctx.jsonSchema)) Reflect.deleteProperty(ctx.jsonSchema, key);
   Object.assign(ctx.jsonSchema, forms);
 }
