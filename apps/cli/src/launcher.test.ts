@@ -20,8 +20,8 @@ describe("bin/kvsim", () => {
   it("replays the bundled example from another folder with only the JSON report on stdout", () => {
     const r = spawnSync("sh", [launcher, "replay", "--format", "json"], { cwd: elsewhere, encoding: "utf8" });
     expect(r.status).toBe(0);
-    // The bundled P/D example's digest, fixed since it was introduced (README).
-    expect((JSON.parse(r.stdout) as { digest: string }).digest).toBe("c20228f3fc8c44b40f8aa62698e6b959c4e955cd7e09c3f129e87ce6c0d55afc");
+    // The bundled P/D example's digest (README); it changed when kv_aware became Dynamo's KV router (#42).
+    expect((JSON.parse(r.stdout) as { digest: string }).digest).toBe("4a66dec626e852fd0e6ecac76192cc69ff582ac400311172604c144660208ebc");
   });
   it("works through a symbolic link, and passes kvsim's exit code through", () => {
     const link = join(elsewhere, "kvsim");

@@ -77,7 +77,7 @@ describe("the packed CLI", () => {
     mkdirSync(elsewhere);
     const report = JSON.parse(run(join(prefix, "bin", "kvsim"), ["replay", "--format", "json"], elsewhere)) as { digest: string; completed_requests: number };
     // The bundled P/D example's digest (README), from the installed copy's own examples folder.
-    expect([report.completed_requests, report.digest]).toEqual([48, "c20228f3fc8c44b40f8aa62698e6b959c4e955cd7e09c3f129e87ce6c0d55afc"]);
+    expect([report.completed_requests, report.digest]).toEqual([48, "4a66dec626e852fd0e6ecac76192cc69ff582ac400311172604c144660208ebc"]);
     expect(run(join(prefix, "bin", "kvsim"), ["--version"], elsewhere)).toBe(`kvsim ${version} (node ${process.version.slice(1)})\n`);
     // It declares the Node lines it supports, and refuses an older Node in one line: the
     // machine's own Node where the bootstrap replaced it (Node 20 on the CI machine), else a

@@ -61,6 +61,8 @@ export {
   WorkloadSchema,
   SlaSchema,
   RouterSchema,
+  RouterPolicySchema,
+  RouterSettingsSchema,
   MAX_WORKERS_PER_POOL,
   type Spec,
   type Topology,
@@ -73,6 +75,7 @@ export {
   type Workload,
   type Sla,
   type Router,
+  type RouterPolicy,
 } from "./spec.js";
 export {
   cdiv,

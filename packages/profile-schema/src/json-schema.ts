@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ProfileSchema } from "./profile.js";
-import { SpecSchema } from "./spec.js";
+import { RouterPolicySchema, RouterSchema, RouterSettingsSchema, SpecSchema } from "./spec.js";
 
 /** A JSON Schema document (draft 2020-12) as a plain JSON value. */
 export type JsonSchema = Record<string, unknown>;
@@ -15,8 +15,20 @@ export const SPEC_SCHEMA_ID = "urn:kvsim:schema:spec:v1";
  * kind, unique names, complete grids) are not expressible here; `kvsim validate` checks them.
  */
 function exportSchema(schema: z.ZodType, id: string, title: string, description: string): JsonSchema {
-  const { $schema, ...body } = z.toJSONSchema(schema, { io: "input", target: "draft-2020-12" }) as JsonSchema;
+  const { $schema, ...body } = z.toJSONSchema(schema, { io: "input", target: "draft-2020-12", override: describeRouter }) as JsonSchema;
   return { $schema, $id: id, title, description, ...body };
+}
+
+/**
+ * `router` parses a policy name through a mapping (so errors name their field), which zod exports
+ * as "any string or object"; editors get the two forms a user writes instead.
+ */
+function describeRouter(ctx: { zodSchema: unknown; jsonSchema: Record<string, unknown> }): void {
+  if (ctx.zodSchema !== RouterSchema) return;
+  const forms = z.toJSONSchema(z.union([RouterPolicySchema, RouterSettingsSchema]), { io: "input", target: "draft-2020-12" }) as JsonSchema;
+  Reflect.deleteProperty(forms, "$schema");
+  for (const key of Object.keys(ctx.jsonSchema)) Reflect.deleteProperty(ctx.jsonSchema, key);
+  Object.assign(ctx.jsonSchema, forms);
 }
 
 /** The JSON Schema of a kvsim profile file (v1), for editors and other languages. */

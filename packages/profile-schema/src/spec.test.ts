@@ -27,6 +27,26 @@ function issues(text: string, file = "/work/specs/run.yaml"): string[] {
   throw new Error("expected an InputError");
 }
 
+describe("router", () => {
+  const parse = (router: string) => parseSpec([...base, `router: ${router}`].join("\n"), "/work/specs/run.yaml").router;
+  it("reads a policy name as the mapping with Dynamo's defaults (kv_aware: weight 1, temperature 0)", () => {
+    expect(parse("kv_aware")).toStrictEqual({ policy: "kv_aware", overlap_score_weight: 1, router_temperature: 0, seed: 0 });
+    expect(parse("round_robin")).toStrictEqual({ policy: "round_robin" });
+    expect(parse("power_of_two")).toStrictEqual({ policy: "power_of_two", seed: 0 });
+    expect(parse("weighted")).toStrictEqual({ policy: "weighted", prefix_weight: 1, queue_weight: 1, kv_utilization_weight: 1, seed: 0 });
+  });
+  it("reads a mapping with settings, filling the rest", () => {
+    expect(parse("{ policy: kv_aware, overlap_score_weight: 2.5, router_temperature: 0.3 }")).toStrictEqual({ policy: "kv_aware", overlap_score_weight: 2.5, router_temperature: 0.3, seed: 0 });
+  });
+  it("names the field of each problem: an unknown policy, an unknown key, a bad weight, a missing policy", () => {
+    // base has 10 lines; router is line 11.
+    expect(issues([...base, "router: fastest"].join("\n"))).toStrictEqual(["/work/specs/run.yaml:11:1: router.policy: must be round_robin, kv_aware, prefix_only, least_loaded, power_of_two or weighted"]);
+    expect(issues([...base, "router: { policy: round_robin, overlap_score_weight: 1 }"].join("\n"))[0]).toMatch(/^\/work\/specs\/run\.yaml:11:\d+: router\.overlap_score_weight: unknown key$/);
+    expect(issues([...base, "router: { policy: kv_aware, overlap_score_weight: -1 }"].join("\n"))[0]).toMatch(/router\.overlap_score_weight: must be from 0 to 1000000 \(got -1\)$/);
+    expect(issues([...base, "router: { overlap_score_weight: 1 }"].join("\n"))[0]).toMatch(/router\.policy: is missing: a router mapping names its policy/);
+  });
+});
+
 describe("parseSpec", () => {
   it("resolves relative paths against the spec's folder and keeps absolute ones", () => {
     const text = [...base, "decode: { profile: decode.json }", "prefill: { profile: /abs/prefill.json }"].join("\n");
@@ -40,7 +60,7 @@ describe("parseSpec", () => {
     const spec = parseSpec(base.join("\n"), "/work/specs/run.yaml");
     expect(spec.engine).toStrictEqual({});
     expect(spec.kv_transfer).toStrictEqual({ mode: "destination_missing", fallback_latency_ms: 0 });
-    expect(spec.router).toBe("round_robin");
+    expect(spec.router).toStrictEqual({ policy: "round_robin" });
     expect(spec.workload.trace_block_size).toBe(512);
     expect(spec.workload.speedup).toBe(1);
   });

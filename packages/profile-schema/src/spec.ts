@@ -259,7 +259,62 @@ export const SlaSchema = z
   .refine((s) => s.ttft_ms !== undefined || s.itl_ms !== undefined || s.e2e_ms !== undefined, { error: "set at least one of ttft_ms, itl_ms, e2e_ms" });
 export type Sla = z.infer<typeof SlaSchema>;
 
-export const RouterSchema = z.enum(["round_robin", "kv_aware"]);
+/** The placement policies a router may use (a pool's choice of worker for each request). */
+export const RouterPolicySchema = z.enum(["round_robin", "kv_aware", "prefix_only", "least_loaded", "power_of_two", "weighted"], {
+  error: "must be round_robin, kv_aware, prefix_only, least_loaded, power_of_two or weighted",
+});
+export type RouterPolicy = z.infer<typeof RouterPolicySchema>;
+
+const routerSeed = () => nonNegativeInt().default(0).describe("Seed of the router's random choices (ties, sampling); the same seed gives the same placements.");
+const routerWeight = (what: string) => rangedNumber(0, 1e6, "").default(1).describe(`Weight of the ${what} score, 0 to 10^6.`);
+
+/**
+ * The router of both pools, in its mapping form. `kv_aware` is Dynamo's KV router cost (docs:
+ * replay-engine README, "Routers"), its settings under Dynamo's names and defaults.
+ */
+export const RouterSettingsSchema = z.discriminatedUnion(
+  "policy",
+  [
+    z.strictObject({ policy: z.literal("round_robin") }),
+    z.strictObject({
+      policy: z.literal("kv_aware"),
+      overlap_score_weight: rangedNumber(0, 1e6, "")
+        .default(1)
+        .describe("Dynamo's kv-overlap-score-weight: weight of the prefill blocks (those the worker does not cache) against its active blocks, 0 to 10^6; 0 ignores the prefix cache."),
+      router_temperature: rangedNumber(0, 1e6, "")
+        .default(0)
+        .describe("Dynamo's router-temperature: 0 picks the lowest cost (ties at random); above 0, softmax sampling over the costs normalised by their spread."),
+      seed: routerSeed(),
+    }),
+    z.strictObject({ policy: z.literal("prefix_only") }),
+    z.strictObject({ policy: z.literal("least_loaded") }),
+    z.strictObject({ policy: z.literal("power_of_two"), seed: routerSeed() }),
+    z.strictObject({
+      policy: z.literal("weighted"),
+      prefix_weight: routerWeight("prefix-cache (the share of the prompt's blocks the worker caches)"),
+      queue_weight: routerWeight("queue (the shortest queue of the pool scores 1, the longest 0)"),
+      kv_utilization_weight: routerWeight("KV-utilisation (1 - the share of the worker's KV pages in use)"),
+      seed: routerSeed(),
+    }),
+  ],
+  {
+    error: (iss) =>
+      typeof iss.input === "object" && iss.input !== null && !("policy" in iss.input)
+        ? "is missing: a router mapping names its policy, e.g. { policy: kv_aware }"
+        : "must be round_robin, kv_aware, prefix_only, least_loaded, power_of_two or weighted",
+  },
+);
+
+/**
+ * A router: a policy name (`kv_aware`), or a mapping with the policy and its settings
+ * (`{ policy: kv_aware, overlap_score_weight: 2 }`). Parsed to the mapping with every default. A
+ * name becomes `{ policy: name }` before the mapping is checked, so every problem names its field
+ * (a union of the two forms would report only "invalid input" at `router`).
+ */
+export const RouterSchema = z
+  .union([z.string(), z.record(z.string(), z.unknown())], { error: "expected a policy name or a mapping with a policy, e.g. { policy: kv_aware, overlap_score_weight: 1 }" })
+  .transform((r) => (typeof r === "string" ? { policy: r } : r))
+  .pipe(RouterSettingsSchema);
 export type Router = z.infer<typeof RouterSchema>;
 
 /** Replay spec v1 (product.md). Unknown keys are errors. */
@@ -276,7 +331,9 @@ export const SpecSchema = z
     kv_transfer: KvTransferSchema.prefault({ mode: "destination_missing", fallback_latency_ms: 0 }).describe("How P/D handoffs are priced."),
     timing: TimingSchema.describe("Step timing: fixed, polynomial, profile (the profile's forward_pass tables), linear (fitted by kvsim calibrate) or roofline (the profile's model_shape on the engine's GPU)."),
     workload: WorkloadSchema.describe("A trace file (with its format) or a synthetic workload."),
-    router: RouterSchema.default("round_robin").describe("Placement: round_robin or kv_aware."),
+    router: RouterSchema.default({ policy: "round_robin" }).describe(
+      "Placement in each pool: a policy name (round_robin, kv_aware, prefix_only, least_loaded, power_of_two, weighted) or a mapping with its policy and settings.",
+    ),
     sla: SlaSchema.optional().describe("Service-level targets for goodput."),
     /** Soft cutoff on virtual time: no event after it is processed. */
     max_virtual_time_ms: rangedNumber(0, MAX_VIRTUAL_TIME_MS, "ms", { note: "about 317 years" })

@@ -21,6 +21,7 @@ export {
   type DataParallelWorker,
   type LatencyQuantiles,
 } from "./report.js";
+export { IMBALANCE_SHARE_FACTOR, IDLE_SHARE_FACTOR, IMBALANCE_MIN_REQUESTS_PER_WORKER, type RoutingReport, type RoutingPool, type RoutingWorker } from "./routing-report.js";
 export { SATURATION_RATE_RATIO, SATURATION_TTFT_GROWTH, SATURATION_MIN_REQUESTS, type SaturationCheck } from "./saturation.js";
 export { FairShareNetwork, type Flow, type LinkStats } from "./fair-share.js";
 export {

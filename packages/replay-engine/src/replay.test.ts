@@ -60,10 +60,52 @@ describe("aggregated replay (fixed timing, hand-derived)", () => {
     const prompt = Array.from({ length: 32 }, (_, k) => 500 + k);
     const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 2 }, engine: smallEngine, timing: fixed(10, 2), router: "kv_aware" });
     const r = ok(await runReplay({ spec, records: [byTokens(1, 0, prompt, 1), byTokens(2, 100, prompt, 1)] }));
-    expect(r.records.map((x) => x.workers.aggregated)).toEqual([0, 0]);
+    // The first goes to either worker (both idle: a tie, broken at random); the second, at 100 ms
+    // (the first is done), costs 1 prefill block + 1 new block = 2 on that worker, 8 + 8 on the other.
+    const [first, second] = r.records.map((x) => x.workers.aggregated);
+    expect(second).toBe(first);
     expect(r.records.map((x) => x.reused_tokens)).toEqual([0, 28]);
     // 28 of 64 input tokens reused.
     expect(r.report.prefix_cache_reused_ratio).toBe(28 / 64);
+  });
+
+  describe("routers on a shared prefix: one request, then five sharing its 16-token prefix at 100 ms", () => {
+    // Each prompt: the shared 16 tokens (4 blocks of 4) and 6 own tokens: 22 tokens, 5 full blocks.
+    const shared = Array.from({ length: 16 }, (_, k) => 900 + k);
+    const records = [0, 1, 2, 3, 4, 5].map((i) => byTokens(i + 1, i === 0 ? 0 : 100, [...shared, ...Array.from({ length: 6 }, (_, k) => 10_000 * (i + 1) + k)], 1));
+    const run = async (router: unknown) =>
+      ok(await runReplay({ spec: traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 2 }, engine: { ...smallEngine, max_num_seqs: 8 }, timing: fixed(10, 2), router }), records }));
+
+    it("kv_aware (weight 1) keeps four on the worker holding the prefix, then sends the fifth to the other", async () => {
+      // Request 1 (both idle) goes to either worker, H; it is done at 12 ms. At 100 ms, with k
+      // requests already booked on H: H costs (6k + 6) / 4 + (k + 1) = 2.5k + 2.5 (6 uncached
+      // tokens, 1 new block each), the other worker 22 / 4 + 5 = 10.5. k = 0..3 cost 2.5, 5, 7.5,
+      // 10: H; k = 4 costs 12.5: the other worker.
+      const r = await run("kv_aware");
+      const workers = r.records.map((x) => x.workers.aggregated!);
+      const h = workers[0]!;
+      expect(workers).toEqual([h, h, h, h, h, 1 - h]);
+      // H computed 22 tokens for request 1 and 22 - 16 = 6 for each of the four; the other 22.
+      const spread = r.report.routing?.aggregated;
+      expect(spread?.workers[h]).toEqual({ requests: 5, prefill_tokens: 22 + 4 * 6 });
+      expect(spread?.workers[1 - h]).toEqual({ requests: 1, prefill_tokens: 22 });
+      expect(spread?.imbalance).toBeUndefined();
+    });
+
+    it("prefix_only sends all six to one worker, and the report warns that the other idles", async () => {
+      const r = await run("prefix_only");
+      expect(r.records.map((x) => x.workers.aggregated)).toEqual([0, 0, 0, 0, 0, 0]);
+      const spread = r.report.routing?.aggregated;
+      expect(spread?.max_request_share).toBe(1);
+      expect(spread?.imbalance).toBe("worker 0 took 100% of the requests (fair share 50%) while worker 1 took 0%: the router concentrates the load");
+    });
+
+    it("kv_aware with a temperature is seeded: the same seed places every request the same way", async () => {
+      const router = { policy: "kv_aware", router_temperature: 1, seed: 11 };
+      const [a, b] = [await run(router), await run(router)];
+      expect(b.records.map((x) => x.workers.aggregated)).toEqual(a.records.map((x) => x.workers.aggregated));
+      expect(b.report.digest).toBe(a.report.digest);
+    });
   });
 
   it("a request that can never fit is rejected with the rank's reason", async () => {

@@ -18,6 +18,7 @@ import {
   Rank,
   RankConfigError,
   IdTable,
+  kvBlockSizeTokens,
   TimingRefusedError,
   type Command,
   type CommandOutcome,
@@ -34,7 +35,8 @@ import { dummyStepMs, LockstepClock, pickDpRank } from "./data-parallel.js";
 import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput, type TransferPricer } from "./coordinator.js";
 import { EventQueue, Phase, Stage } from "./event-queue.js";
 import { PassLog, TokenTrack } from "./itl.js";
-import { createPlacement, type Placement } from "./placement.js";
+import { createPlacement, type Placed, type Placement } from "./placement.js";
+import { RoutingTally, type RoutingReport } from "./routing-report.js";
 import { MetricsCollector, type LatencyQuantiles, type DataParallelPool, type DataParallelReport, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
 import { Sampler, type TimeSeries } from "./timeseries.js";
 import { RecordStore } from "./record-store.js";
@@ -167,6 +169,9 @@ interface LiveRequest {
   preemptions: number;
   /** Aggregated worker, or the prefill worker in P/D. */
   first: Worker | undefined;
+  /** The routers' placements, told when the prefill ends and when the request leaves. */
+  firstPlaced: Placed | undefined;
+  decodePlaced: Placed | undefined;
   decode: Worker | undefined;
   decodeHitTokens: number | undefined;
   handoff: HandoffCoordinator | undefined;
@@ -225,6 +230,8 @@ class ReplayEngine {
   private readonly decodePool: FrontEnd[] = [];
   private readonly firstPlacement: Placement;
   private readonly decodePlacement: Placement | undefined;
+  private readonly firstTally: RoutingTally;
+  private readonly decodeTally: RoutingTally | undefined;
   private readonly disaggregated: boolean;
   private readonly queue = new EventQueue<QueuedPayload>();
   private readonly live = new IdTable<LiveRequest>();
@@ -271,6 +278,8 @@ class ReplayEngine {
     const setupMs = spec.kv_transfer.setup_latency_ms ?? 0;
     this.pipeSetupMs = spec.kv_transfer.network === undefined ? setupMs : 0;
     let network: TransferNetwork<LiveRequest> | undefined;
+    let firstBlockSize: number;
+    let decodeBlockSize = 0;
     const base = resolveProfile(spec.profile, input.profiles, "base");
     const capacity: { -readonly [R in keyof KvCapacityByRole]: KvCapacity } = {};
     const settings = (role: RankRole, profile: Profile, o: EngineOverrides | undefined): EngineSettings => {
@@ -287,6 +296,7 @@ class ReplayEngine {
       this.disaggregated = false;
       const config: RankConfig = { role: "aggregated", profile: base, engine: settings("aggregated", base, undefined), timing: spec.timing };
       for (let i = 0; i < spec.topology.workers; i++) this.firstPool.push(this.addFrontEnd(config, Stage.aggregated, i));
+      firstBlockSize = kvBlockSizeTokens(base, config.engine);
       this.price = () => {
         throw new Error("an aggregated replay has no handoffs");
       };
@@ -306,6 +316,8 @@ class ReplayEngine {
       const decode: RankConfig = { role: "decode", profile: decodeProfile, engine: settings("decode", decodeProfile, spec.decode?.engine), timing: spec.timing };
       for (let i = 0; i < spec.topology.prefill.workers; i++) this.firstPool.push(this.addFrontEnd(prefill, Stage.prefill, i));
       for (let i = 0; i < spec.topology.decode.workers; i++) this.decodePool.push(this.addFrontEnd(decode, Stage.decode, i));
+      firstBlockSize = kvBlockSizeTokens(prefillProfile, prefill.engine);
+      decodeBlockSize = kvBlockSizeTokens(decodeProfile, decode.engine);
       network = this.createNetwork(setupMs, prefillProfile, decodeProfile);
       const linearBlock = { blockSizeTokens: prefill.engine.block_size };
       this.price = (terms, hitTokens) => {
@@ -331,10 +343,17 @@ class ReplayEngine {
           }
           return load;
         },
+        kvUsage: () => {
+          let usage = 0;
+          for (const w of fe.ranks) usage += w.rank.metrics().usage;
+          return usage / fe.ranks.length;
+        },
       }));
     if (Object.keys(capacity).length > 0) this.collector.kvCapacity = capacity;
-    this.firstPlacement = createPlacement(spec.router, targets(this.firstPool));
-    this.decodePlacement = this.disaggregated ? createPlacement(spec.router, targets(this.decodePool)) : undefined;
+    this.firstPlacement = createPlacement(spec.router, targets(this.firstPool), firstBlockSize, this.disaggregated ? "prefill" : "aggregated");
+    this.decodePlacement = this.disaggregated ? createPlacement(spec.router, targets(this.decodePool), decodeBlockSize, "decode") : undefined;
+    this.firstTally = new RoutingTally(this.firstPool.length);
+    this.decodeTally = this.disaggregated ? new RoutingTally(this.decodePool.length) : undefined;
     this.requests = this.requestStream(input);
     if (input.timeseries !== undefined) {
       const dpSizes = new Map<Worker, boolean>();
@@ -472,6 +491,7 @@ class ReplayEngine {
     if (!stoppedAtCap) this.checkDrained();
     this.onProgress?.({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: this.now });
     this.collector.dataParallel = this.dataParallelReport();
+    this.collector.routing = this.routingReport();
     const report = this.collector.report();
     const quantiles = this.quantilePoints === undefined ? undefined : this.collector.quantiles(this.quantilePoints);
     this.sampler?.finish(stoppedAtCap ? cap! : this.now);
@@ -541,6 +561,8 @@ class ReplayEngine {
       reused: 0,
       preemptions: 0,
       first: undefined,
+      firstPlaced: undefined,
+      decodePlaced: undefined,
       decode: undefined,
       decodeHitTokens: undefined,
       handoff: undefined,
@@ -552,11 +574,27 @@ class ReplayEngine {
       this.feed(live, { type: "start", atMs: this.now });
       return;
     }
-    const w = this.rankOf(this.firstPool[this.firstPlacement.place(live.prompt).index]!);
-    live.first = w;
+    const w = this.placeFirst(live);
     const outcome = this.submit(w, { type: "submit", request: this.requestInput(live, req.outputTokens) });
     if (!outcome.ok) this.terminate(live, "rejected", outcome.reason);
     else this.applyEffects(w, outcome.effects, this.now);
+  }
+
+  /** Places a request on the aggregated or prefill pool and returns its rank. */
+  private placeFirst(live: LiveRequest): Worker {
+    const placed = this.firstPlacement.place(live.prompt);
+    live.firstPlaced = placed;
+    this.firstTally.placed(placed.index);
+    const w = this.rankOf(this.firstPool[placed.index]!);
+    live.first = w;
+    return w;
+  }
+
+  /** The report's routing section: the policy and how each pool's requests spread. */
+  private routingReport(): RoutingReport {
+    const policy = this.spec.router.policy;
+    if (!this.disaggregated) return { policy, aggregated: this.firstTally.report("worker") };
+    return { policy, prefill: this.firstTally.report("prefill worker"), decode: this.decodeTally!.report("decode worker") };
   }
 
   /** The rank a request placed on a worker goes to: vLLM's data-parallel load balancer over its ranks. */
@@ -826,6 +864,9 @@ class ReplayEngine {
       if (live === undefined) throw new Error(`${w.label} reported ${fact.type} for unknown request ${fact.requestId}`);
       if (fact.type === "source_held") {
         this.sampler?.onPrefillDone(live.req.inputTokens);
+        // Dynamo's prefill router lets go of a request when its prefill returns.
+        this.prefillEnded(live);
+        if (live.firstPlaced !== undefined) this.firstPlacement.finished?.(live.firstPlaced);
         this.feed(live, { type: "source_held", atMs: this.now, terms: fact.terms });
       }
       else {
@@ -833,6 +874,13 @@ class ReplayEngine {
         this.feed(live, { type: "destination_reserved", atMs: this.now, hitTokens: fact.hitTokens });
       }
     }
+  }
+
+  /** The prefill of a request ended on its first worker: its router and tally learn it. */
+  private prefillEnded(live: LiveRequest): void {
+    if (live.firstPlaced === undefined) return;
+    this.firstPlacement.prefillDone?.(live.firstPlaced);
+    this.firstTally.computed(live.firstPlaced.index, live.req.inputTokens - live.reused);
   }
 
   private recordToken(live: LiveRequest, index: number, atMs: number, log: PassLog, entry: number): void {
@@ -844,7 +892,10 @@ class ReplayEngine {
     if (live.emitted === 0) {
       live.firstTokenMs = atMs;
       // Aggregated: the first token ends the prefill (in P/D the prefill rank reports it).
-      if (!this.disaggregated) this.sampler?.onPrefillDone(live.req.inputTokens);
+      if (!this.disaggregated) {
+        this.sampler?.onPrefillDone(live.req.inputTokens);
+        this.prefillEnded(live);
+      }
     }
     // Gaps count up to the requested outputs (a token past them would have no gap slot).
     if (index < live.req.outputTokens) live.track.add(log, entry);
@@ -872,14 +923,16 @@ class ReplayEngine {
     const id = live.req.id;
     switch (action.type) {
       case "submit_prefill": {
-        const w = this.rankOf(this.firstPool[this.firstPlacement.place(live.prompt).index]!);
-        live.first = w;
+        const w = this.placeFirst(live);
         // The hidden prefill request: the prompt with an output limit of one token.
         this.command(live, w, { type: "submit_handoff_prefill", handoffId: id, request: this.requestInput(live, 1) }, "submit_prefill");
         return;
       }
       case "reserve_destination": {
-        const w = this.rankOf(this.decodePool[this.decodePlacement!.place(live.prompt).index]!);
+        const placed = this.decodePlacement!.place(live.prompt);
+        live.decodePlaced = placed;
+        this.decodeTally!.placed(placed.index);
+        const w = this.rankOf(this.decodePool[placed.index]!);
         live.decode = w;
         this.command(live, w, { type: "reserve_destination", handoffId: id, request: this.requestInput(live, live.req.outputTokens) }, "reserve_destination");
         return;
@@ -924,6 +977,8 @@ class ReplayEngine {
   private terminate(live: LiveRequest, status: RequestStatus, reason: string | undefined): void {
     if (this.live.get(live.req.id) !== live) return;
     this.live.delete(live.req.id);
+    if (live.firstPlaced !== undefined) this.firstPlacement.finished?.(live.firstPlaced);
+    if (live.decodePlaced !== undefined) this.decodePlacement!.finished?.(live.decodePlaced);
     if (live.handoff !== undefined) {
       // The replay sends no more commands for its handoff (a terminal request's last action was
       // its coordinator's `complete`): its ranks drop what they kept of it.

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import stringify from "safe-stable-stringify";
 import type { KvCapacity, Sla, TransferMode } from "@kvsim/profile-schema";
 import { SaturationMonitor, type SaturationCheck } from "./saturation.js";
+import type { RoutingReport } from "./routing-report.js";
 import { ItlSample, TokenTrack } from "./itl.js";
 import { percentileRank, percentilesOf, Sample, summarize, type Distribution } from "./stats.js";
 
@@ -177,6 +178,8 @@ export interface ReplayReport extends VllmSummaryKeys, PercentileKeys {
   readonly kv_capacity?: KvCapacityByRole;
   /** Present when a role has data_parallel_size > 1: its layout, placements and lockstep steps (not in the digest). */
   readonly data_parallel?: DataParallelReport;
+  /** How the routers spread the requests: per pool, requests and computed prompt tokens per worker, and an imbalance warning (not in the digest). */
+  readonly routing?: RoutingReport;
   /** SHA-256 (hex) of the canonical report: the keys of CANONICAL_KEYS, sorted. */
   readonly digest: string;
   /** Added by the CLI: host time of the run. */
@@ -362,6 +365,8 @@ export class MetricsCollector {
 
   /** Set by the replay when a role has data-parallel ranks; reported as is. */
   dataParallel: DataParallelReport | undefined;
+  /** Set by the replay at the end: how the routers spread the requests. */
+  routing: RoutingReport | undefined;
 
   /** With a shared network: its delays replace the mean delay, and its NIC load joins the report. */
   attachNetwork(network: { handoffStats(): NetworkHandoffStats; report(durationMs: number): NetworkReport }): void {
@@ -528,6 +533,7 @@ export class MetricsCollector {
       ...(this.cutoff === undefined ? {} : { cutoff: this.cutoff }),
       ...(this.kvCapacity === undefined ? {} : { kv_capacity: this.kvCapacity }),
       ...(this.dataParallel === undefined ? {} : { data_parallel: this.dataParallel }),
+      ...(this.routing === undefined ? {} : { routing: this.routing }),
       rejection_reasons: this.rejections.list(),
       failure_reasons: this.failures.list(),
       saturation: this.saturation.check(),

@@ -107,4 +107,12 @@ describe("grid files", () => {
     expect(thrown(() => { checkGridPaths(g, base); }).message).toBe("/g/grid.yaml:1: engine.max_num_seq: is not a field of a spec (engine.max_num_seq: unknown key)");
     expect(() => { checkGridPaths(grid("engine.max_num_seqs: [0, 2]\n"), base); }).not.toThrow();
   });
+
+  it("router settings are grid paths, also under a router written as a policy name", () => {
+    const base = { version: 1, profile: "p.json", topology: { kind: "aggregated", workers: 1 }, timing: { type: "polynomial" }, workload: { synthetic: { requests: 1, input_tokens: 4, output_tokens: 2 } }, router: "kv_aware" };
+    const g = grid("router.overlap_score_weight: [0.5, 1, 2]\nrouter.router_temperature: [0, 0.5]\n");
+    expect(() => { checkGridPaths(g, base); }).not.toThrow();
+    expect(expandGrid(g)).toHaveLength(6);
+    expect(thrown(() => { checkGridPaths(grid("router.overlap_weight: [1]\n"), base); }).message).toBe("/g/grid.yaml:1: router.overlap_weight: is not a field of a spec (router.overlap_weight: unknown key)");
+  });
 });

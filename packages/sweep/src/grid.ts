@@ -1,7 +1,7 @@
 import { dirname, resolve } from "node:path";
 import { InputError, SpecSchema, zodIssues, type InputIssue, type LocatedDocument } from "@kvsim/profile-schema";
 import { z } from "zod";
-import { parseSpecPath, resolvePathValues, setAt, type PathKey, type SpecOverride } from "./overrides.js";
+import { parseSpecPath, resolvePathValues, routerAsMapping, setAt, type PathKey, type SpecOverride } from "./overrides.js";
 
 /** The most points one grid may expand to. */
 export const MAX_GRID_POINTS = 100_000;
@@ -168,7 +168,7 @@ export function checkGridPaths(grid: Grid, base: unknown): void {
     for (const p of axis.paths) {
       let value: unknown;
       try {
-        value = setAt(base, p.path, p.values[0]);
+        value = setAt(routerAsMapping(base, p.path), p.path, p.values[0]);
       } catch (e) {
         issues.push({ path: p.text, message: e instanceof Error ? e.message : String(e), ...(p.line === undefined ? {} : { line: p.line }) });
         continue;

@@ -91,6 +91,14 @@ describe("a spec with overrides", () => {
     expect(specWithOverrides(doc(), [set("workload.trace=t2.jsonl")]).workload.trace).toBe("/work/t2.jsonl");
   });
 
+  it("sets a router setting inside a router written as a policy name (router: kv_aware)", () => {
+    const spec = specWithOverrides(doc(`${PD_SPEC}router: kv_aware\n`), [set("router.overlap_score_weight=2"), set("router.router_temperature=0.5")]);
+    expect(spec.router).toEqual({ policy: "kv_aware", overlap_score_weight: 2, router_temperature: 0.5, seed: 0 });
+    // A setting the policy does not have is an unknown key, blamed on the flag.
+    const e = thrown(() => specWithOverrides(doc(`${PD_SPEC}router: round_robin\n`), [set("router.overlap_score_weight=2")]));
+    expect(e.message).toBe("--set router.overlap_score_weight=2: router.overlap_score_weight: unknown key");
+  });
+
   it("without overrides is the spec file, validated", () => {
     expect(specWithOverrides(doc()).engine.max_num_seqs).toBe(8);
   });

@@ -138,12 +138,25 @@ function define(o: Record<string, unknown>, k: string, v: unknown): void {
   Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
 }
 
+/**
+ * A spec's `router` written as a policy name (`router: kv_aware`) becomes `{ policy: kv_aware }`
+ * when a path goes inside it (`router.overlap_score_weight`), so router settings can be set and
+ * swept like any nested field.
+ */
+export function routerAsMapping(root: unknown, path: readonly PathKey[]): unknown {
+  if (path.length < 2 || path[0] !== "router" || !isRecord(root) || typeof root.router !== "string") return root;
+  const copy: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(root)) define(copy, k, v);
+  define(copy, "router", { policy: root.router });
+  return copy;
+}
+
 /** Applies overrides in order; a path that cannot be set is an InputError naming its source. */
 export function applyOverrides(value: unknown, overrides: readonly SpecOverride[]): unknown {
   let out = value;
   for (const o of overrides) {
     try {
-      out = setAt(out, o.path, o.value);
+      out = setAt(routerAsMapping(out, o.path), o.path, o.value);
     } catch (e) {
       throw new InputError(o.source, [{ path: formatPath(o.path), message: e instanceof Error ? e.message : String(e) }]);
     }

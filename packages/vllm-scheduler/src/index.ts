@@ -1,4 +1,5 @@
 export { Rank, checkRankConfig } from "./rank.js";
+export { kvBlockSizeTokens } from "./geometry.js";
 export { RankConfigError, type RankConfigProblem } from "./rank-config.js";
 export {
   createTimingModel,

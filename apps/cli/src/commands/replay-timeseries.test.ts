@@ -57,7 +57,7 @@ describe("kvsim replay --timeseries", () => {
     const r = await replay("--format", "json", "--timeseries", path("ts.jsonl"));
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout) as { num_requests: number; completed_requests: number; handoffs: { payload_bytes: number }; digest: string };
-    expect(report.digest).toBe("c20228f3fc8c44b40f8aa62698e6b959c4e955cd7e09c3f129e87ce6c0d55afc");
+    expect(report.digest).toBe("4a66dec626e852fd0e6ecac76192cc69ff582ac400311172604c144660208ebc");
     const rows = readFileSync(path("ts.jsonl"), "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as { time_ms: number; deployment: Record<string, number>; workers: Record<string, unknown> });
     const sum = (k: string) => rows.reduce((a, x) => a + x.deployment[k]!, 0);
     expect(sum("arrivals")).toBe(report.num_requests);

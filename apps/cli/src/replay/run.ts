@@ -1,7 +1,7 @@
 import { extname } from "node:path";
 import { performance } from "node:perf_hooks";
 import { stringify as csvStringify } from "csv-stringify/sync";
-import { readTrace, type Profile, type Spec } from "@kvsim/profile-schema";
+import { readTrace, RouterSchema, type Profile, type Router, type Spec } from "@kvsim/profile-schema";
 import { runReplay, timeSeriesRecords, timeSeriesTable, withWallTime, type ReplayReport, type ReplayResult, type RequestRecord, type TimeSeries } from "@kvsim/replay-engine";
 import { renderReplayHtml, type ChartAssets } from "@kvsim/report-html";
 import { chartAssets } from "../html-assets.js";
@@ -59,7 +59,7 @@ function describe(spec: Spec, profiles: ReadonlyMap<string, Profile>): RunSummar
     w.synthetic !== undefined
       ? `synthetic, ${int(w.synthetic.requests)} requests of ${int(w.synthetic.input_tokens)} + ${int(w.synthetic.output_tokens)} tokens`
       : `${w.format ?? "?"} trace ${w.trace === undefined ? "?" : shown(w.trace)}${w.speedup === 1 ? "" : `, speedup ${w.speedup}`}`;
-  return { topology, profile, router: spec.router, workload, ...timingNote(spec) };
+  return { topology, profile, router: describeRouter(spec.router), workload, ...timingNote(spec) };
 }
 
 /** The roofline's caveat: datasheet figures and shipped efficiencies unless the spec sets them. */
@@ -74,6 +74,13 @@ function timingNote(spec: Spec): { timingNote?: string } {
       ? "the shipped efficiencies, not calibrated on this deployment (README: Predict a GPU nobody measured, for their errors on real runs; kvsim calibrate fits them to a run of yours)"
       : `the spec's ${set.join(", ")} and shipped values for the rest`;
   return { timingNote: `roofline on ${name}'s datasheet with ${how}` };
+}
+
+/** The router for a title: its policy, then each setting that differs from its default. */
+export function describeRouter(router: Router): string {
+  const defaults = RouterSchema.parse(router.policy) as Record<string, unknown>;
+  const changed = Object.entries(router).filter(([k, v]) => k !== "policy" && defaults[k] !== v);
+  return changed.length === 0 ? router.policy : `${router.policy} (${changed.map(([k, v]) => `${k} ${String(v)}`).join(", ")})`;
 }
 
 /**

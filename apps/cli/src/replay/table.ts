@@ -53,6 +53,10 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
       `warning: saturated: requests arrive at ${rate(sat.offered_rps)} req/s but are served at ${rate(sat.served_rps)} req/s, and the mean TTFT grew from ${rate(sat.ttft_first_quarter_ms)} ms (first quarter of arrivals) to ${rate(sat.ttft_last_quarter_ms)} ms (last quarter): the queue does not drain`,
     );
   }
+  for (const role of ["aggregated", "prefill", "decode"] as const) {
+    const warning = report.routing?.[role]?.imbalance;
+    if (warning !== undefined) lines.push(`warning: imbalance: ${warning}`);
+  }
   lines.push("");
   const all = report as unknown as Record<string, number>;
   const metric = (label: string, key: "ttft" | "tpot" | "itl" | "e2e") => [label, num(all[`mean_${key}_ms`] ?? 0), ...percentiles.map((p) => num(all[percentileKey(p, key)] ?? 0))];
@@ -85,6 +89,12 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
     ]);
     const load = report.network.workers.map((w) => `${w.role[0]!.toUpperCase()}${w.worker} ${num(w.nic_utilization * 100, 1)} %`);
     rows.push(["NIC utilization", load.join(", ")]);
+  }
+  for (const role of ["aggregated", "prefill", "decode"] as const) {
+    const pool = report.routing?.[role];
+    if (pool === undefined || pool.workers.length < 2) continue;
+    const spread = pool.workers.map((w, i) => `${role === "aggregated" ? "W" : role === "prefill" ? "P" : "D"}${i} ${int(w.requests)}${role === "decode" ? "" : ` (${int(w.prefill_tokens)} tok)`}`);
+    rows.push([role === "aggregated" ? "routing" : `routing (${role})`, `requests${role === "decode" ? "" : " (prefill tokens)"} per worker: ${spread.join(", ")}`]);
   }
   for (const role of ["aggregated", "prefill", "decode"] as const) {
     const c = report.kv_capacity?.[role];
