@@ -63,18 +63,20 @@ export const ROOFLINE_PARAM_NAMES: readonly (keyof RooflineParams)[] = [
  * `kvsim calibrate` on a run of your own.
  */
 export const ROOFLINE_DEFAULTS: RooflineParams = {
-  compute_efficiency: 0.6,
-  attention_efficiency: 0.4,
-  memory_efficiency: 0.8,
-  moe_efficiency: 0.6,
+  compute_efficiency: 1,
+  attention_efficiency: 0.5,
+  memory_efficiency: 0.82,
+  moe_efficiency: 1,
   link_efficiency: 0.7,
-  step_overhead_ms: 2,
+  step_overhead_ms: 2.8,
   layer_overhead_us: 20,
-  per_sequence_us: 10,
+  per_sequence_us: 8,
 };
 
 export const ROOFLINE_DEFAULTS_PROVENANCE =
-  "initial physics guesses (GEMMs at 60% of peak, HBM at 80%), to be fitted on the shared vLLM runs";
+  "fitted 2026-12-06 by tooling/scripts/roofline-fit.mjs (Nelder-Mead over compute, memory and MoE efficiency, the step overhead and the client front end) on ten real vLLM runs: " +
+  "Llama-3.1-8B on an RTX 4090 and Qwen3-30B-A3B on 2 x RTX PRO 6000 (per-request, engine clock), Llama-2-7B (TP 1) and Mixtral-8x7B (TP 2) on H100 SXM (stage summaries, client clock); " +
+  "attention, link, per-layer and per-row terms held at physical guesses the runs cannot tell apart. compute_efficiency and moe_efficiency reached their bound of 1 (see the README's fidelity table)";
 
 /** vLLM's default CUDA graph capture sizes: 1, 2, 4, every 8 from 8 to 248, every 16 from 256 to 512. */
 export const DEFAULT_CAPTURE_SIZES: readonly number[] = [
