@@ -36,3 +36,14 @@ export { nelderMead, type NelderMeadOptions, type NelderMeadResult } from "./nel
 export { nonNegativeLeastSquares } from "./nnls.js";
 export { measuredToTrace, parsePromptTokens, type PromptTokens } from "./trace-from.js";
 export { pickupWaits, fromEnginePickup, type PickupTimes, type SimulatedClockStart } from "./pickup.js";
+export {
+  parseStageSummary,
+  looksLikeStageSummary,
+  STAGE_SUMMARY_LACKS,
+  type StageRun,
+  type StageSummary,
+  type StageDistribution,
+  type StageEngine,
+  type SharedPrefixWorkload,
+} from "./stage-summary.js";
+export { stageWorkload, stageMetrics, chatTemplateTokens, stageOutputTokens, stageRequestId, type StageWorkloadOptions, type StageComparison } from "./stage-workload.js";
