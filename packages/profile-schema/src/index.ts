@@ -60,6 +60,7 @@ export {
   TraceFormatSchema,
   WorkloadSchema,
   SlaSchema,
+  FrontendSchema,
   RouterSchema,
   MAX_WORKERS_PER_POOL,
   type Spec,
@@ -72,6 +73,7 @@ export {
   type TraceFormat,
   type Workload,
   type Sla,
+  type Frontend,
   type Router,
 } from "./spec.js";
 export {

@@ -259,6 +259,16 @@ export const SlaSchema = z
   .refine((s) => s.ttft_ms !== undefined || s.itl_ms !== undefined || s.e2e_ms !== undefined, { error: "set at least one of ttft_ms, itl_ms, e2e_ms" });
 export type Sla = z.infer<typeof SlaSchema>;
 
+/**
+ * The HTTP front end before the engine (API server, tokenisation, detokenisation): a request
+ * reaches the engine overhead_ms after its client arrival, so its TTFT and E2E are on the client's
+ * clock, as benchmarks measure them; without it they start at the engine.
+ */
+export const FrontendSchema = z.strictObject({
+  overhead_ms: durationMs().describe("Time from a request's client arrival to the engine (HTTP server, tokenisation, the first token's detokenisation), added to every request's TTFT and E2E, ms; kvsim calibrate can fit it."),
+});
+export type Frontend = z.infer<typeof FrontendSchema>;
+
 export const RouterSchema = z.enum(["round_robin", "kv_aware"]);
 export type Router = z.infer<typeof RouterSchema>;
 
@@ -278,6 +288,7 @@ export const SpecSchema = z
     workload: WorkloadSchema.describe("A trace file (with its format) or a synthetic workload."),
     router: RouterSchema.default("round_robin").describe("Placement: round_robin or kv_aware."),
     sla: SlaSchema.optional().describe("Service-level targets for goodput."),
+    frontend: FrontendSchema.optional().describe("The HTTP front end's overhead: present, TTFT and E2E are on the client's clock (the report's ttft_clock: client); absent, on the engine's."),
     /** Soft cutoff on virtual time: no event after it is processed. */
     max_virtual_time_ms: rangedNumber(0, MAX_VIRTUAL_TIME_MS, "ms", { note: "about 317 years" })
       .optional()
