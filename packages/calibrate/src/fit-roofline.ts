@@ -2,7 +2,10 @@
  * The fit of the roofline timing's efficiencies and overheads (never free coefficients) to one or
  * more measured runs of one GPU, each replayed with its own spec: Nelder-Mead over the log of the
  * parameters, seeded from the shipped defaults or the spec's values, minimising the fit parts'
- * TPOT, TTFT and E2E errors. For runs timed at the client, the front end's overhead is fitted too.
+ * TPOT, TTFT and E2E errors. For runs timed at the client, the front end's overhead is fitted too,
+ * per spec, in closed form: a constant delay of every arrival shifts each TTFT and E2E by exactly
+ * that delay (the engine sees the same arrivals, later), so for each candidate the best overhead
+ * is the weighted mean of the measured-minus-simulated gaps, floored at 0.
  */
 import { engineSettings, type Profile, type Spec, type Timing, type TraceRecord } from "@kvsim/profile-schema";
 import type { RequestRecord } from "@kvsim/replay-engine";
@@ -32,8 +35,6 @@ export interface CalibrationRun {
 
 /** The front end's overhead as a fitted term (its name in results and warnings). */
 export const FRONTEND_TERM = "frontend.overhead_ms";
-/** Where a fitted front end starts when no spec sets one, ms. */
-export const FRONTEND_START_MS = 5;
 
 /** What data pins each term down (for warnings). */
 export const ROOFLINE_ADVICE: Readonly<Record<string, string>> = {
@@ -72,9 +73,9 @@ export interface RooflineFitResult {
   /** The fitted roofline (every parameter, rounded to 4 significant digits). */
   readonly params: RooflineParams;
   readonly start: RooflineParams;
-  /** The fitted front end, ms; undefined when no run is timed at the client. */
-  readonly frontendMs: number | undefined;
-  /** The terms searched (the others are unused by these runs and stay at their start). */
+  /** Per run (in input order): the fitted front end of its spec, ms; undefined for a spec none of whose runs is timed at the client. */
+  readonly frontendMs: readonly (number | undefined)[];
+  /** The terms searched (the others are unused by these runs and stay at their start; the front end is fitted in closed form). */
   readonly fitted: readonly string[];
   readonly evaluations: number;
   readonly objective: number;
@@ -127,38 +128,65 @@ function unusedTerms(runs: readonly CalibrationRun[]): Set<string> {
   return out;
 }
 
-/** One run's relative errors (the fitted targets) and objective at one candidate. */
+/** One fitted figure of a run: measured and simulated, and whether the front end's overhead adds to it (TTFT and E2E of a client-clock run). */
+interface Target {
+  readonly measured: number | null;
+  readonly simulated: number | null;
+  readonly shifts: boolean;
+}
+
+/** A run's targets at one candidate, its penalty for requests the replay lost, and its comparisons (at the replayed front end). */
 interface RunEvaluation {
-  readonly residuals: number[];
-  readonly objective: number;
+  readonly targets: readonly Target[];
+  readonly penalty: number;
   readonly fit: RunFit;
 }
 
-function evaluateRequests(label: string, fit: MeasuredRun, records: readonly RequestRecord[] | undefined): RunEvaluation {
-  if (records === undefined) return { residuals: FIT_TARGETS.map(() => 1), objective: 1e6, fit: { label, kind: "requests", objective: 1e6 } };
+/** The relative error of a target with `shift` ms more front end than was replayed (1 when either side is missing). */
+const residual = (t: Target, shift: number): number =>
+  t.measured === null || t.simulated === null || t.measured === 0 ? 1 : (t.simulated + (t.shifts ? shift : 0) - t.measured) / t.measured;
+
+/** The shift minimising Σ squared relative errors of the shifting targets: Σ (m - s) / m² over Σ 1 / m², floored so the front end stays >= 0. */
+function bestShift(targets: readonly Target[], replayedMs: number): number {
+  let num = 0;
+  let den = 0;
+  for (const t of targets) {
+    if (!t.shifts || t.measured === null || t.simulated === null || t.measured === 0) continue;
+    num += (t.measured - t.simulated) / t.measured ** 2;
+    den += 1 / t.measured ** 2;
+  }
+  return den === 0 ? 0 : Math.max(-replayedMs, num / den);
+}
+
+function evaluateRequests(label: string, fit: MeasuredRun, records: readonly RequestRecord[] | undefined, client: boolean): RunEvaluation {
+  if (records === undefined) return { targets: FIT_TARGETS.map(() => ({ measured: null, simulated: null, shifts: false })), penalty: 1e6, fit: { label, kind: "requests", objective: 1e6 } };
   const c = compareRuns(fit, simulatedRun(records, undefined, clockStartFor(fit)));
-  const residuals = FIT_TARGETS.map((t) => c.latency.find((l) => l.metric === t.metric && l.stat === t.stat)?.error ?? 1);
-  const objective = residuals.reduce((s, e) => s + e * e, 0) + (c.selected === 0 ? 0 : (10 * c.missingCount) / c.selected);
-  return { residuals, objective, fit: { label, kind: "requests", comparison: c, objective } };
+  const targets = FIT_TARGETS.map((t) => {
+    const row = c.latency.find((l) => l.metric === t.metric && l.stat === t.stat);
+    return { measured: row?.measured ?? null, simulated: row?.simulated ?? null, shifts: client && t.metric !== "tpot" };
+  });
+  const penalty = c.selected === 0 ? 0 : (10 * c.missingCount) / c.selected;
+  return { targets, penalty, fit: { label, kind: "requests", comparison: c, objective: targets.reduce((a, t) => a + residual(t, 0) ** 2, 0) + penalty } };
 }
 
 function evaluateStages(label: string, run: StageRun, records: readonly RequestRecord[] | undefined): RunEvaluation {
   const fitted = run.stages.filter((s) => !s.excluded);
   if (records === undefined) {
-    const residuals = fitted.flatMap(() => [1, 1, 1, 1]);
-    return { residuals, objective: 1e6, fit: { label, kind: "stages", objective: 1e6 } };
+    return { targets: fitted.flatMap(() => [0, 1, 2, 3].map(() => ({ measured: null, simulated: null, shifts: false }))), penalty: 1e6, fit: { label, kind: "stages", objective: 1e6 } };
   }
   const stages = stageMetrics(records, run);
-  const residuals: number[] = [];
+  const targets: Target[] = [];
   let penalty = 0;
   for (const s of stages) {
     if (s.excluded) continue;
-    for (const v of [s.ttftMean, s.ttftP90, s.tpot, s.e2eMean]) if (v.measured !== null) residuals.push(v.error ?? 1);
+    // TPOT is (e2e - ttft) / (output - 1): the front end cancels out of it.
+    for (const [v, shifts] of [[s.ttftMean, true], [s.ttftP90, true], [s.tpot, false], [s.e2eMean, true]] as const) {
+      if (v.measured !== null) targets.push({ measured: v.measured, simulated: v.simulated, shifts });
+    }
     const total = s.simulatedRequests + s.simulatedIncomplete;
     if (total > 0) penalty += (10 * s.simulatedIncomplete) / total;
   }
-  const objective = residuals.reduce((a, e) => a + e * e, 0) + penalty;
-  return { residuals, objective, fit: { label, kind: "stages", stages, objective } };
+  return { targets, penalty, fit: { label, kind: "stages", stages, objective: targets.reduce((a, t) => a + residual(t, 0) ** 2, 0) + penalty } };
 }
 
 /** The spec a run replays with: its workload the records (stage runs), its front end per its clock. */
@@ -206,63 +234,76 @@ export async function fitRoofline(input: RooflineFitInput): Promise<RooflineFitR
   if (runs.length === 0) throw new RangeError("fitRoofline needs at least one run");
   const first = runs[0]!.spec.timing;
   const start = rooflineParams(first.type === "roofline" ? first : { type: "roofline" });
-  const fitFrontend = runs.some((r) => clientClock(r.data));
-  const frontendStart = runs.map((r) => r.spec.frontend?.overhead_ms).find((v) => v !== undefined) ?? FRONTEND_START_MS;
   const unused = unusedTerms(runs);
   const names: string[] = ROOFLINE_PARAM_NAMES.filter((n) => !unused.has(n));
-  if (fitFrontend) names.push(FRONTEND_TERM);
-  const startValue = (n: string): number => (n === FRONTEND_TERM ? frontendStart : start[n as keyof RooflineParams]);
   // A zero start has no log: it starts at a small positive value instead.
-  const theta0 = names.map((n) => Math.log(Math.max(startValue(n), n === FRONTEND_TERM ? 0.01 : 1e-3 * (ZERO_START_SCALE[n] ?? 1))));
+  const theta0 = names.map((n) => Math.log(Math.max(start[n as keyof RooflineParams], 1e-3 * (ZERO_START_SCALE[n] ?? 1))));
+  // Runs timed at the client, grouped by spec: each group has one front end.
+  const client = runs.map((r) => clientClock(r.data));
+  const groupKeys = [...new Set(runs.map((r, i) => (client[i] ? (r.specFile ?? `#${i}`) : undefined)).filter((k): k is string => k !== undefined))];
+  const groupOf = runs.map((r, i) => (client[i] ? groupKeys.indexOf(r.specFile ?? `#${i}`) : -1));
 
-  const decode = (theta: readonly number[]): { params: RooflineParams; frontendMs: number | undefined; penalty: number } => {
+  const decode = (theta: readonly number[]): { params: RooflineParams; penalty: number } => {
     const out: Record<string, number> = { ...start };
     let penalty = 0;
-    let frontendMs: number | undefined;
     names.forEach((n, i) => {
       const x = theta[i]!;
       penalty += PRIOR_WEIGHT * (x - theta0[i]!) ** 2;
-      if (n === FRONTEND_TERM) frontendMs = round4(Math.exp(x));
-      else if (EFFICIENCIES.has(n)) {
+      if (EFFICIENCIES.has(n)) {
         if (x > 0) penalty += x * x;
         out[n] = round4(Math.min(1, Math.exp(x)));
       } else out[n] = round4(Math.exp(x));
     });
-    return { params: out as unknown as RooflineParams, frontendMs, penalty };
+    return { params: out as unknown as RooflineParams, penalty };
   };
 
   const inputs = runs.map(replayInput);
   const caps = runs.map((r) => capOf(r.data));
-  const cache = new Map<string, { f: number; evals: RunEvaluation[] }>();
-  let evaluations = 0;
-  let best = Infinity;
-  const evaluate = async (theta: readonly number[]) => {
-    const key = theta.map((v) => v.toFixed(6)).join(",");
-    const hit = cache.get(key);
-    if (hit !== undefined) return hit;
-    const { params, frontendMs, penalty } = decode(theta);
+  /**
+   * Replays every run at `theta` with each group's front end at `frontends` (engine-clock runs
+   * without one); with `optimise`, each group's best front end is then found in closed form.
+   */
+  const evaluateWith = async (theta: readonly number[], frontends: readonly number[], optimise: boolean) => {
+    const { params, penalty } = decode(theta);
     const timing: Timing = { type: "roofline", ...params };
     const evals: RunEvaluation[] = [];
     for (let i = 0; i < runs.length; i++) {
-      const run = runs[i]!;
-      const d = run.data;
-      // A run timed at the engine replays without a front end; one at the client with the fitted one.
-      const frontend = clientClock(d) ? (frontendMs ?? null) : d.kind === "requests" && d.fit.format === "vllm-requests" ? null : undefined;
+      const d = runs[i]!.data;
+      const g = groupOf[i]!;
+      const frontend = g >= 0 ? frontends[g]! : d.kind === "requests" && d.fit.format === "vllm-requests" ? null : undefined;
       const records = await replayTiming(inputs[i]!, timing, caps[i], frontend);
-      evals.push(d.kind === "requests" ? evaluateRequests(run.label, d.fit, records) : evaluateStages(run.label, d.run, records));
+      evals.push(d.kind === "requests" ? evaluateRequests(runs[i]!.label, d.fit, records, g >= 0) : evaluateStages(runs[i]!.label, d.run, records));
     }
-    evaluations++;
-    const f = evals.reduce((s, e) => s + e.objective, 0) + penalty;
-    best = Math.min(best, f);
-    input.onEvaluation?.({ evaluation: evaluations, objective: f, best });
-    const out = { f, evals };
-    cache.set(key, out);
-    return out;
+    const shifts = groupKeys.map((_, g) => (optimise ? bestShift(evals.filter((_, i) => groupOf[i] === g).flatMap((e) => e.targets), frontends[g]!) : 0));
+    let f = penalty;
+    evals.forEach((e, i) => {
+      const shift = groupOf[i]! >= 0 ? shifts[groupOf[i]!]! : 0;
+      f += e.penalty + e.targets.reduce((a, t) => a + residual(t, shift) ** 2, 0);
+    });
+    return { f, evals, frontends: groupKeys.map((_, g) => round4(frontends[g]! + shifts[g]!)) };
   };
 
-  const res = await nelderMead(async (x) => (await evaluate(x)).f, theta0, { step: 0.3, maxEvaluations: input.maxEvaluations ?? 150, tolerance: 1e-5 });
-  const final = await evaluate(res.x);
-  const { params, frontendMs } = decode(res.x);
+  const cache = new Map<string, number>();
+  let evaluations = 0;
+  let best = Infinity;
+  const zero = groupKeys.map(() => 0);
+  const search = async (theta: readonly number[]): Promise<number> => {
+    const key = theta.map((v) => v.toFixed(6)).join(",");
+    const hit = cache.get(key);
+    if (hit !== undefined) return hit;
+    const { f } = await evaluateWith(theta, zero, true);
+    evaluations++;
+    best = Math.min(best, f);
+    input.onEvaluation?.({ evaluation: evaluations, objective: f, best });
+    cache.set(key, f);
+    return f;
+  };
+  const res = await nelderMead(search, theta0, { step: 0.3, maxEvaluations: input.maxEvaluations ?? 150, tolerance: 1e-5 });
+  const { params } = decode(res.x);
+  const fitted = await evaluateWith(res.x, zero, true);
+  // The comparisons at the fitted front ends themselves (replayed, not shifted).
+  const final = await evaluateWith(res.x, fitted.frontends, false);
+  evaluations += 2;
   const runFits = final.evals.map((e) => e.fit);
 
   const warnings: FitWarning[] = [];
@@ -274,22 +315,32 @@ export async function fitRoofline(input: RooflineFitInput): Promise<RooflineFitR
   for (const n of unused) warnings.push({ kind: "unused", message: `${n} is not exercised by these runs and stays at ${start[n as keyof RooflineParams]}`, settle: ROOFLINE_ADVICE[n]!, terms: [n] });
   warnings.push(...missedTargetWarnings(ownTargets(runFits)));
   if (input.diagnose ?? true) {
-    const base = final.evals.flatMap((e) => e.residuals);
+    const flat = (ev: readonly RunEvaluation[]) => ev.flatMap((e) => e.targets.map((t) => residual(t, 0)));
+    const base = flat(final.evals);
     const columns: number[][] = [];
     for (let j = 0; j < names.length; j++) {
       const x = [...res.x];
       x[j]! += DIAGNOSTIC_STEP;
-      const moved = (await evaluate(x)).evals.flatMap((e) => e.residuals);
+      const moved = flat((await evaluateWith(x, fitted.frontends, false)).evals);
+      evaluations++;
       columns.push(moved.map((v, k) => (v - (base[k] ?? 0)) / DIAGNOSTIC_STEP));
     }
+    // Each group's front end, analytically: d(relative error)/d(log f) = f / measured on the figures it shifts.
+    const colNames = [...names];
+    groupKeys.forEach((key, g) => {
+      const f = fitted.frontends[g]!;
+      columns.push(final.evals.flatMap((e, i) => e.targets.map((t) => (groupOf[i] === g && t.shifts && t.measured !== null && t.measured !== 0 && t.simulated !== null ? f / t.measured : 0))));
+      colNames.push(groupKeys.length === 1 ? FRONTEND_TERM : `${FRONTEND_TERM} (${key})`);
+    });
     const jacobian = base.map((_, k) => columns.map((c) => c[k] ?? 0));
-    warnings.push(...identifiabilityWarnings(jacobian, names, ROOFLINE_ADVICE, "roofline fit"));
+    const advice = { ...ROOFLINE_ADVICE, ...Object.fromEntries(colNames.filter((n) => n.startsWith(`${FRONTEND_TERM} (`)).map((n) => [n, ROOFLINE_ADVICE[FRONTEND_TERM]!])) };
+    warnings.push(...identifiabilityWarnings(jacobian, colNames, advice, "roofline fit"));
   }
   return {
     params,
     start,
-    frontendMs: fitFrontend ? frontendMs : undefined,
-    fitted: names,
+    frontendMs: runs.map((_, i) => (groupOf[i]! >= 0 ? fitted.frontends[groupOf[i]!] : undefined)),
+    fitted: [...names, ...(groupKeys.length > 0 ? [FRONTEND_TERM] : [])],
     evaluations,
     objective: final.f,
     runs: runFits,

@@ -319,6 +319,8 @@ interface RunReport {
   readonly label: string;
   readonly format: string;
   readonly spec: string;
+  /** The front end it replayed with (fitted for client-clock runs). */
+  readonly frontendMs: number | undefined;
   readonly lacks: readonly string[];
   readonly fitRequests?: number;
   readonly heldOutRequests?: number;
@@ -365,24 +367,28 @@ async function rooflineCalibration(
   if (io.stderrIsTTY) io.err("\n");
   const timing = { type: "roofline", ...result.params };
   const reports: RunReport[] = [];
-  for (const f of finals) {
-    const clientClock = f.m.kind === "stages" || f.m.run.format === "vllm-bench";
-    const frontend = clientClock ? (result.frontendMs ?? null) : f.m.kind === "requests" && f.m.run.format === "vllm-requests" ? null : undefined;
+  for (const [i, f] of finals.entries()) {
+    const own = result.frontendMs[i];
+    const frontend = own ?? (f.m.kind === "requests" && f.m.run.format === "vllm-requests" ? null : undefined);
     const records = await replayTiming(f, { type: "roofline", ...result.params }, undefined, frontend);
     if (records === undefined) throw new RunError(`the replay of ${f.m.run.file} with the fitted roofline could not finish (run kvsim replay on the written spec to see why)`);
     if (f.m.kind === "stages") {
-      reports.push({ label: f.m.run.file, format: "stage-summary", spec: f.specFile, lacks: STAGE_SUMMARY_LACKS, stages: stageMetrics(records, f.m.run) });
+      reports.push({ label: f.m.run.file, format: "stage-summary", spec: f.specFile, frontendMs: own, lacks: STAGE_SUMMARY_LACKS, stages: stageMetrics(records, f.m.run) });
     } else {
       const run = f.m.run;
       const sim = simulatedRun(records, undefined, clockStartFor(run));
       const fit = compareRuns(fitPart(run, p.fraction), sim);
       const heldOut = f.nFit < run.requests.length ? compareRuns(run, sim, { kind: "from_request", index: f.nFit }) : undefined;
-      reports.push({ label: run.file, format: run.format, spec: f.specFile, lacks: run.lacks, fitRequests: f.nFit, heldOutRequests: run.requests.length - f.nFit, fit, ...(heldOut === undefined ? {} : { heldOut }) });
+      reports.push({ label: run.file, format: run.format, spec: f.specFile, frontendMs: own, lacks: run.lacks, fitRequests: f.nFit, heldOutRequests: run.requests.length - f.nFit, fit, ...(heldOut === undefined ? {} : { heldOut }) });
     }
   }
   const wallMs = performance.now() - started;
   writeOutputs(
-    checked.map((c, i) => ({ flag: "--out", path: p.outs[i]!, text: specText(p.outs[i]!, writtenSpec(c.doc.value, c.doc.file, p.outs[i]!, timing, result.frontendMs)) })),
+    checked.map((c, i) => {
+      // A spec serving every run takes their (shared) front end; a paired one its own run's.
+      const frontendMs = checked.length === 1 ? result.frontendMs.find((v) => v !== undefined) : result.frontendMs[i];
+      return { flag: "--out", path: p.outs[i]!, text: specText(p.outs[i]!, writtenSpec(c.doc.value, c.doc.file, p.outs[i]!, timing, frontendMs)) };
+    }),
     opts.force,
   );
 
@@ -394,7 +400,6 @@ async function rooflineCalibration(
           timing: "roofline",
           params: result.params,
           start: result.start,
-          frontend_ms: result.frontendMs ?? null,
           fitted: result.fitted,
           evaluations: result.evaluations,
           objective: result.objective,
@@ -403,6 +408,7 @@ async function rooflineCalibration(
             measured: r.label,
             format: r.format,
             spec: r.spec,
+            frontend_ms: r.frontendMs ?? null,
             lacks: r.lacks,
             ...(r.stages === undefined
               ? { fit_requests: r.fitRequests, held_out_requests: r.heldOutRequests, fit: r.fit, held_out: r.heldOut ?? null }
@@ -422,13 +428,13 @@ async function rooflineCalibration(
     table(
       [
         ...Object.entries(result.params).map(([k, v]) => [`  ${k}`, String(v), ROOFLINE_UNITS[k] ?? "", `(start: ${result.start[k as keyof typeof result.start]})`]),
-        ...(result.frontendMs === undefined ? [] : [["  frontend.overhead_ms", String(result.frontendMs), "ms from the client's arrival to the engine", ""]]),
       ],
       1,
     ),
   ];
   for (const r of reports) {
-    lines.push("", `${r.label} (${r.format}; spec ${r.spec})`, `  lacks: ${r.lacks.join("; ")}`);
+    const clock = r.frontendMs === undefined ? "" : `; front end fitted: frontend.overhead_ms ${r.frontendMs} (TTFT on the client's clock)`;
+    lines.push("", `${r.label} (${r.format}; spec ${r.spec}${clock})`, `  lacks: ${r.lacks.join("; ")}`);
     if (r.stages !== undefined) {
       lines.push("  every stage replayed whole (the fit saw the first --max-stage-seconds of each):", stageTable(r.stages));
     } else if (r.fit !== undefined) {
