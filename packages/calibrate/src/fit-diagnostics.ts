@@ -11,9 +11,9 @@ export interface FitWarning {
    * indistinguishable: a combination of terms barely moves the errors (the data cannot tell them
    * apart); undetermined: one term barely moves them; unused: no run exercises the term;
    * no_floor: the linear fit has no physical floor for its per-token terms; excluded: a stage was
-   * left out of the fit.
+   * left out of the fit; at_bound: an efficiency reached its cap of 1.
    */
-  readonly kind: "missed_target" | "indistinguishable" | "undetermined" | "unused" | "no_floor" | "excluded";
+  readonly kind: "missed_target" | "indistinguishable" | "undetermined" | "unused" | "no_floor" | "excluded" | "at_bound";
   readonly message: string;
   /** What data would settle it. */
   readonly settle?: string;

@@ -314,11 +314,24 @@ export async function fitRoofline(input: RooflineFitInput): Promise<RooflineFitR
   }
   for (const n of unused) warnings.push({ kind: "unused", message: `${n} is not exercised by these runs and stays at ${start[n as keyof RooflineParams]}`, settle: ROOFLINE_ADVICE[n]!, terms: [n] });
   warnings.push(...missedTargetWarnings(ownTargets(runFits)));
+  // An efficiency the search pushed to its cap of 1: the data ask for more than the GPU's peak, so
+  // the roofline overprices that term (the Jacobian there is flat only because of the cap).
+  const atBound = new Set(names.filter((n, i) => EFFICIENCIES.has(n) && res.x[i]! >= 0));
+  for (const n of atBound) {
+    warnings.push({
+      kind: "at_bound",
+      message: `roofline fit: ${n} reached its bound of 1: the data ask for a faster ${n.replace("_efficiency", "")} term than the datasheet's peak allows, so the roofline overprices it for these runs`,
+      settle: `check the GPU's datasheet figures and the model's shape (weight dtype, experts); ${ROOFLINE_ADVICE[n] ?? "a run that exercises it"} on other loads`,
+      terms: [n],
+    });
+  }
   if (input.diagnose ?? true) {
     const flat = (ev: readonly RunEvaluation[]) => ev.flatMap((e) => e.targets.map((t) => residual(t, 0)));
     const base = flat(final.evals);
     const columns: number[][] = [];
-    for (let j = 0; j < names.length; j++) {
+    const probed = names.filter((n) => !atBound.has(n));
+    for (const n of probed) {
+      const j = names.indexOf(n);
       const x = [...res.x];
       x[j]! += DIAGNOSTIC_STEP;
       const moved = flat((await evaluateWith(x, fitted.frontends, false)).evals);
@@ -326,7 +339,7 @@ export async function fitRoofline(input: RooflineFitInput): Promise<RooflineFitR
       columns.push(moved.map((v, k) => (v - (base[k] ?? 0)) / DIAGNOSTIC_STEP));
     }
     // Each group's front end, analytically: d(relative error)/d(log f) = f / measured on the figures it shifts.
-    const colNames = [...names];
+    const colNames = [...probed];
     groupKeys.forEach((key, g) => {
       const f = fitted.frontends[g]!;
       columns.push(final.evals.flatMap((e, i) => e.targets.map((t) => (groupOf[i] === g && t.shifts && t.measured !== null && t.measured !== 0 && t.simulated !== null ? f / t.measured : 0))));
