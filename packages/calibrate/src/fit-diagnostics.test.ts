@@ -35,6 +35,26 @@ describe("identifiabilityWarnings", () => {
     expect(w[0]!.settle).toContain("a run with short prompts");
   });
 
+  it("two terms that move the errors little each are undetermined; two that move them alike are indistinguishable", () => {
+    // a and b move the errors by 1% along every direction of their plane (c is well determined).
+    const jacobian = [
+      [0.01, 0.01, 0],
+      [0.01, -0.01, 0],
+      [0, 0, 1],
+    ];
+    // Each column alone moves them by sqrt(2) x 1% = 1.4%: both are undetermined on their own.
+    expect(identifiabilityWarnings(jacobian, ["a", "b", "c"], advice, "fit").map((w) => w.kind)).toEqual(["undetermined", "undetermined"]);
+    // Columns of 5.7% each (each alone determined) whose difference moves the errors by 0.1%: one warning naming both.
+    const near = [
+      [0.04, 0.04, 0],
+      [0.04, 0.04, 0],
+      [0, 0, 1],
+      [0.001, -0.001, 0],
+    ];
+    const w = identifiabilityWarnings(near, ["a", "b", "c"], advice, "fit");
+    expect(w.map((x) => [x.kind, [...(x.terms ?? [])].sort()])).toEqual([["indistinguishable", ["a", "b"]]]);
+  });
+
   it("names a term whose column barely moves the errors as undetermined", () => {
     // c moves the errors by sqrt(0.01^2 + 0.02^2) = 2.2% per factor e: below 3%.
     const jacobian = [

@@ -131,6 +131,8 @@ export function identifiabilityWarnings(jacobian: readonly (readonly number[])[]
   if (live.length < 2) return out;
   const jtj = live.map((a) => live.map((b) => jacobian.reduce((s, row) => s + row[a]! * row[b]!, 0)));
   const { values, vectors } = symmetricEigen(jtj);
+  // Several flat directions over the same terms (both their sum and their difference) say one thing.
+  const said = new Set<string>();
   values.forEach((lambda, e) => {
     const size = Math.sqrt(Math.max(0, lambda));
     if (size >= FLAT_TOLERANCE) return;
@@ -140,6 +142,9 @@ export function identifiabilityWarnings(jacobian: readonly (readonly number[])[]
     const down = comps.filter((c) => c.w < 0).map((c) => c.name);
     const move = up.length > 0 && down.length > 0 ? `raising ${up.join(" and ")} while lowering ${down.join(" and ")}` : `moving ${comps.map((c) => c.name).join(" and ")} together`;
     const terms = comps.map((c) => c.name);
+    const key = [...terms].sort().join("\n");
+    if (said.has(key)) return;
+    said.add(key);
     out.push({
       kind: "indistinguishable",
       message: `${scope}: ${terms.join(" and ")} cannot be told apart: ${move} by a factor e changes the fit part's errors by ${(size * 100).toFixed(1)}% (the fit part may see only one batch regime, e.g. saturated steps)`,
