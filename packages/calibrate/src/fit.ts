@@ -229,7 +229,7 @@ export interface FitInput {
 
 export interface FitResult {
   readonly coefficients: LinearCoefficients;
-  /** The regression's coefficients, before the refinement. */
+  /** The regression's coefficients, before the floors and the refinement. */
   readonly start: LinearCoefficients;
   /** The scale factors found: per-step and per-sequence terms, prompt terms, the KV term. */
   readonly scale: { readonly decode: number; readonly prompt: number; readonly kv: number };
@@ -400,7 +400,8 @@ export async function fitTiming(input: FitInput): Promise<FitResult> {
   const timing = input.spec.timing;
   const experts = timing.type === "linear" ? timing.experts : undefined;
   const floors = linearFloors(input.spec, input.profiles);
-  const start = floored(regressionStart(fit, input.spec.engine.max_num_batched_tokens ?? 8192, experts), floors);
+  const regression = regressionStart(fit, input.spec.engine.max_num_batched_tokens ?? 8192, experts);
+  const start = floored(regression, floors);
   // A run timed at the client: the front end's overhead is a fourth term. One timed at the engine
   // (vLLM's per-request stats) replays without a front end; kvsim records keep the spec's.
   const fitFrontend = fit.format === "vllm-bench";
@@ -462,7 +463,7 @@ export async function fitTiming(input: FitInput): Promise<FitResult> {
   }
   return {
     coefficients,
-    start: roundCoefficients(start),
+    start: roundCoefficients(regression),
     scale: { decode: Math.exp(res.x[0]!), prompt: Math.exp(res.x[1]!), kv: Math.exp(res.x[2]!) },
     evaluations,
     objective: final.f,
