@@ -1,11 +1,15 @@
 /**
  * The fit of the `linear` step-time model to a measured run: a regression over the step times the
  * fit part's timestamps imply, refined by replaying the workload with candidate coefficients and
- * minimising the fit part's TPOT, TTFT and E2E errors (Nelder-Mead over three scale factors).
+ * minimising the fit part's TPOT, TTFT and E2E errors (Nelder-Mead over three scale factors, and
+ * the front end's overhead for a run timed at the client). No term falls below its physical floor
+ * (see {@link linearFloors}), so a scale factor always has something to scale.
  */
-import { InputError, type Profile, type Spec, type TraceRecord } from "@kvsim/profile-schema";
+import { engineSettings, InputError, type Profile, type Spec, type Timing, type TraceRecord } from "@kvsim/profile-schema";
 import { runReplay, type RequestRecord } from "@kvsim/replay-engine";
+import { rooflineGpu, rooflineGpuProblem, rooflineRank } from "@kvsim/vllm-scheduler";
 import { compareRuns, type Comparison } from "./compare.js";
+import { identifiabilityWarnings, missedTargetWarnings, type FitWarning } from "./fit-diagnostics.js";
 import type { MeasuredRequest, MeasuredRun } from "./measured.js";
 import { nelderMead } from "./nelder-mead.js";
 import { nonNegativeLeastSquares } from "./nnls.js";
@@ -225,7 +229,7 @@ export interface FitInput {
 
 export interface FitResult {
   readonly coefficients: LinearCoefficients;
-  /** The regression's coefficients, before the refinement. */
+  /** The regression's coefficients, before the floors and the refinement. */
   readonly start: LinearCoefficients;
   /** The scale factors found: per-step and per-sequence terms, prompt terms, the KV term. */
   readonly scale: { readonly decode: number; readonly prompt: number; readonly kv: number };
@@ -234,7 +238,69 @@ export interface FitResult {
   readonly objective: number;
   /** The fit part's comparison at the fitted coefficients. */
   readonly fitComparison: Comparison;
+  /** The fitted front end, ms, for a run timed at the client (vllm-bench); undefined otherwise. */
+  readonly frontendMs: number | undefined;
+  /** The floors the coefficients were held at, or undefined when the spec allows none. */
+  readonly floors: LinearFloors | undefined;
+  /** What the fit could not do or cannot vouch for. */
+  readonly warnings: readonly FitWarning[];
 }
+
+/**
+ * The least each per-token term and the per-step term can cost on the spec's GPU, from the
+ * profile's model_shape at the datasheet's peaks (efficiency 1): a prompt token's dense GEMMs at
+ * peak FLOPs, a KV token read at full HBM bandwidth (by a decode row, or by a prompt row attending
+ * its context), a step reading the rank's weights once. A fit never goes below them: a zero there
+ * is one the physics rules out.
+ */
+export interface LinearFloors {
+  readonly step_ms: number;
+  readonly per_kv_token_us: number;
+  readonly per_prompt_token_us: number;
+  readonly per_cached_token_us: number;
+}
+
+/** The floors of a spec's deployment, or undefined without model_shape or a known engine.gpu. */
+export function linearFloors(spec: Spec, profiles?: ReadonlyMap<string, Profile>): LinearFloors | undefined {
+  const profile = typeof spec.profile === "string" ? profiles?.get(spec.profile) : spec.profile;
+  if (profile?.model_shape === undefined) return undefined;
+  const engine = engineSettings(spec.engine);
+  if (rooflineGpuProblem(engine) !== undefined) return undefined;
+  const gpu = rooflineGpu(engine);
+  const rank = rooflineRank(profile, engine);
+  const flopsPerUs = gpu.bf16Tflops * 1e6;
+  const bytesPerUs = gpu.hbmGBps * 1e3;
+  const kvUs = (rank.kvFullBytesPerToken + rank.kvWindowBytesPerToken) / bytesPerUs;
+  // Dense weights and the LM head (routed experts are read only as far as a step's tokens touch them).
+  const weights = (rank.rank.denseParams + rank.rank.lmHeadParams) * rank.shape.weight_bytes;
+  const r = (v: number) => Number(v.toPrecision(4));
+  return {
+    step_ms: r(weights / bytesPerUs / 1000),
+    per_kv_token_us: r(kvUs),
+    per_prompt_token_us: r((2 * rank.rank.denseParams) / flopsPerUs),
+    per_cached_token_us: r(kvUs),
+  };
+}
+
+function floored(c: LinearCoefficients, f: LinearFloors | undefined): LinearCoefficients {
+  if (f === undefined) return c;
+  return {
+    ...c,
+    step_ms: Math.max(c.step_ms, f.step_ms),
+    per_kv_token_us: Math.max(c.per_kv_token_us, f.per_kv_token_us),
+    per_prompt_token_us: Math.max(c.per_prompt_token_us, f.per_prompt_token_us),
+    per_cached_token_us: Math.max(c.per_cached_token_us, f.per_cached_token_us),
+  };
+}
+
+/** What data pins down each of the linear fit's scale factors (for warnings). */
+export const LINEAR_ADVICE: Readonly<Record<string, string>> = {
+  "decode scale (step_ms, per_sequence_ms)": "runs at a lower and a higher load (the per-step and per-sequence costs then separate from the KV term)",
+  "prompt scale (per_prompt_token_us, per_cached_token_us, prompt_step_ms)": "a run with short prompts and one with long prompts at low load",
+  "kv scale (per_kv_token_us)": "a run with longer contexts (long prompts or outputs: the KV read per step then changes)",
+  "frontend.overhead_ms": "a run at very low load (TTFT is then the front end and one prefill)",
+};
+const SCALE_NAMES = Object.keys(LINEAR_ADVICE);
 
 /** The metrics the refinement minimises, each as a squared relative error. */
 export const FIT_TARGETS: readonly { readonly metric: "ttft" | "tpot" | "e2e"; readonly stat: "mean" | "p90" }[] = [
@@ -273,8 +339,24 @@ export function roundCoefficients(c: LinearCoefficients): LinearCoefficients {
 }
 
 /** Replays the spec with the given coefficients; the records of every request (completed or not). */
-export async function replayWith(input: Omit<FitInput, "fit">, c: LinearCoefficients, maxVirtualTimeMs?: number): Promise<readonly RequestRecord[] | undefined> {
-  const spec: Spec = { ...input.spec, timing: { type: "linear", ...c }, ...(maxVirtualTimeMs === undefined ? {} : { max_virtual_time_ms: maxVirtualTimeMs }) };
+export async function replayWith(input: Omit<FitInput, "fit">, c: LinearCoefficients, maxVirtualTimeMs?: number, frontendMs?: number | null): Promise<readonly RequestRecord[] | undefined> {
+  return replayTiming(input, { type: "linear", ...c }, maxVirtualTimeMs, frontendMs);
+}
+
+/**
+ * Replays the spec with the given timing; the records of every request (completed or not), or
+ * undefined when the replay could not finish. `frontendMs`: a number sets spec.frontend, null
+ * removes it, undefined keeps the spec's.
+ */
+export async function replayTiming(
+  input: Omit<FitInput, "fit" | "spec"> & { readonly spec: Spec },
+  timing: Timing,
+  maxVirtualTimeMs?: number,
+  frontendMs?: number | null,
+): Promise<readonly RequestRecord[] | undefined> {
+  const spec: Spec = { ...input.spec, timing, ...(maxVirtualTimeMs === undefined ? {} : { max_virtual_time_ms: maxVirtualTimeMs }) };
+  if (frontendMs === null) spec.frontend = undefined;
+  else if (frontendMs !== undefined) spec.frontend = { overhead_ms: frontendMs };
   const result = await runReplay({
     spec,
     ...(input.specFile === undefined ? {} : { specFile: input.specFile }),
@@ -296,9 +378,19 @@ function objectiveOf(c: Comparison): number {
   return f + (c.selected === 0 ? 0 : (10 * c.missingCount) / c.selected);
 }
 
+/** The fit part's relative errors of the fitted targets (null: 1, as if 100% off). */
+function residualsOf(c: Comparison): number[] {
+  return FIT_TARGETS.map((t) => c.latency.find((l) => l.metric === t.metric && l.stat === t.stat)?.error ?? 1);
+}
+
+/** Finite-difference step of the identifiability check, in log units. */
+const DIAGNOSTIC_STEP = 0.1;
+
 /**
  * Fits the linear timing to the fit part. Deterministic: the same inputs give the same
- * coefficients (the replay and the optimiser are deterministic).
+ * coefficients (the replay and the optimiser are deterministic). The coefficients never fall
+ * below {@link linearFloors} when the spec's profile has model_shape and engine.gpu a datasheet.
+ * A vllm-bench run (client-side TTFT) also gets the front end's overhead fitted.
  */
 export async function fitTiming(input: FitInput): Promise<FitResult> {
   const fit = input.fit;
@@ -307,19 +399,26 @@ export async function fitTiming(input: FitInput): Promise<FitResult> {
   }
   const timing = input.spec.timing;
   const experts = timing.type === "linear" ? timing.experts : undefined;
-  const start = regressionStart(fit, input.spec.engine.max_num_batched_tokens ?? 8192, experts);
+  const floors = linearFloors(input.spec, input.profiles);
+  const regression = regressionStart(fit, input.spec.engine.max_num_batched_tokens ?? 8192, experts);
+  const start = floored(regression, floors);
+  // A run timed at the client: the front end's overhead is a fourth term. One timed at the engine
+  // (vLLM's per-request stats) replays without a front end; kvsim records keep the spec's.
+  const fitFrontend = fit.format === "vllm-bench";
+  const frontendFor = (theta: readonly number[]): number | null | undefined =>
+    fitFrontend ? Number(Math.exp(theta[3]!).toPrecision(4)) : fit.format === "vllm-requests" ? null : undefined;
+  const coefficientsAt = (theta: readonly number[]) => floored(roundCoefficients(scaled(start, Math.exp(theta[0]!), Math.exp(theta[1]!), Math.exp(theta[2]!))), floors);
   // Replays stop a while after the fit part's last measured token: later events cannot change it.
   const lastMs = Math.max(...fit.requests.map((r) => (r.arrivalMs ?? 0) + r.e2eMs));
   const cap = lastMs * 1.5 + 1000;
   let evaluations = 0;
   let best = Infinity;
-  const cache = new Map<string, { f: number; c: Comparison }>();
+  const cache = new Map<string, { f: number; c: Comparison | undefined }>();
   const evaluate = async (theta: readonly number[]): Promise<{ f: number; c: Comparison | undefined }> => {
     const key = theta.map((v) => v.toFixed(6)).join(",");
     const hit = cache.get(key);
     if (hit !== undefined) return hit;
-    const coeffs = roundCoefficients(scaled(start, Math.exp(theta[0]!), Math.exp(theta[1]!), Math.exp(theta[2]!)));
-    const records = await replayWith(input, coeffs, cap);
+    const records = await replayWith(input, coefficientsAt(theta), cap, frontendFor(theta));
     evaluations++;
     let f = 1e6;
     let c: Comparison | undefined;
@@ -333,15 +432,44 @@ export async function fitTiming(input: FitInput): Promise<FitResult> {
     return { f, c };
   };
   const maxEvaluations = input.maxEvaluations ?? 60;
-  const res = await nelderMead(async (x) => (await evaluate(x)).f, [0, 0, 0], { step: 0.2, maxEvaluations, tolerance: 1e-5 });
-  const coefficients = roundCoefficients(scaled(start, Math.exp(res.x[0]!), Math.exp(res.x[1]!), Math.exp(res.x[2]!)));
+  const frontendStart = Math.log(Math.max(0.01, input.spec.frontend?.overhead_ms ?? 5));
+  const theta0 = fitFrontend ? [0, 0, 0, frontendStart] : [0, 0, 0];
+  const res = await nelderMead(async (x) => (await evaluate(x)).f, theta0, { step: 0.2, maxEvaluations, tolerance: 1e-5 });
+  const coefficients = coefficientsAt(res.x);
   const final = await evaluate(res.x);
+  const fitComparison = final.c ?? compareRuns(fit, { ...fit, requests: [] });
+
+  const warnings: FitWarning[] = [];
+  if (floors === undefined) {
+    warnings.push({
+      kind: "no_floor",
+      message: "the linear fit has no physical floor for its per-token terms (the profile has no model_shape, or engine.gpu no datasheet): a term the data do not exercise may come out 0",
+      settle: "add model_shape to the profile and engine.gpu to the spec",
+    });
+  }
+  const own = (m: "tpot" | "ttft") => fitComparison.latency.find((l) => l.metric === m && l.stat === "mean")?.error ?? null;
+  warnings.push(...missedTargetWarnings([{ label: fit.file, tpotMeanError: own("tpot"), ttftMeanError: own("ttft") }]));
+  if (final.c !== undefined) {
+    const base = residualsOf(final.c);
+    const columns: number[][] = [];
+    for (let j = 0; j < theta0.length; j++) {
+      const x = [...res.x];
+      x[j]! += DIAGNOSTIC_STEP;
+      const moved = (await evaluate(x)).c;
+      columns.push(moved === undefined ? base.map(() => 0) : residualsOf(moved).map((v, k) => (v - base[k]!) / DIAGNOSTIC_STEP));
+    }
+    const jacobian = base.map((_, k) => columns.map((c) => c[k]!));
+    warnings.push(...identifiabilityWarnings(jacobian, SCALE_NAMES.slice(0, theta0.length), LINEAR_ADVICE, "linear fit"));
+  }
   return {
     coefficients,
-    start: roundCoefficients(start),
+    start: roundCoefficients(regression),
     scale: { decode: Math.exp(res.x[0]!), prompt: Math.exp(res.x[1]!), kv: Math.exp(res.x[2]!) },
     evaluations,
     objective: final.f,
-    fitComparison: final.c ?? compareRuns(fit, { ...fit, requests: [] }),
+    fitComparison,
+    frontendMs: fitFrontend ? Number(Math.exp(res.x[3]!).toPrecision(4)) : undefined,
+    floors,
+    warnings,
   };
 }

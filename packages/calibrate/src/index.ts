@@ -19,6 +19,10 @@ export {
   fitPart,
   regressionStart,
   replayWith,
+  replayTiming,
+  linearFloors,
+  LINEAR_ADVICE,
+  type LinearFloors,
   simulatedRun,
   clockStartFor,
   checkMeasuredAgainstWorkload,
@@ -36,3 +40,16 @@ export { nelderMead, type NelderMeadOptions, type NelderMeadResult } from "./nel
 export { nonNegativeLeastSquares } from "./nnls.js";
 export { measuredToTrace, parsePromptTokens, type PromptTokens } from "./trace-from.js";
 export { pickupWaits, fromEnginePickup, type PickupTimes, type SimulatedClockStart } from "./pickup.js";
+export {
+  parseStageSummary,
+  looksLikeStageSummary,
+  STAGE_SUMMARY_LACKS,
+  type StageRun,
+  type StageSummary,
+  type StageDistribution,
+  type StageEngine,
+  type SharedPrefixWorkload,
+} from "./stage-summary.js";
+export { stageWorkload, stageMetrics, chatTemplateTokens, stageOutputTokens, stageRequestId, type StageWorkloadOptions, type StageComparison } from "./stage-workload.js";
+export { fitRoofline, clientClock, ownTargets, FRONTEND_TERM, ROOFLINE_ADVICE, type CalibrationData, type CalibrationRun, type RooflineFitInput, type RooflineFitResult, type RunFit } from "./fit-roofline.js";
+export { missedTargetWarnings, identifiabilityWarnings, symmetricEigen, MISS_TOLERANCE, FLAT_TOLERANCE, type FitWarning, type OwnTargets } from "./fit-diagnostics.js";

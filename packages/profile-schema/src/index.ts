@@ -60,6 +60,7 @@ export {
   TraceFormatSchema,
   WorkloadSchema,
   SlaSchema,
+  FrontendSchema,
   RouterSchema,
   RouterPolicySchema,
   RouterSettingsSchema,
@@ -74,6 +75,7 @@ export {
   type TraceFormat,
   type Workload,
   type Sla,
+  type Frontend,
   type Router,
   type RouterPolicy,
 } from "./spec.js";

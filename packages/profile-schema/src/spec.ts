@@ -315,6 +315,17 @@ export const RouterSchema = z
   .union([z.string(), z.record(z.string(), z.unknown())], { error: "expected a policy name or a mapping with a policy, e.g. { policy: kv_aware, overlap_score_weight: 1 }" })
   .transform((r) => (typeof r === "string" ? { policy: r } : r))
   .pipe(RouterSettingsSchema);
+/**
+ * The HTTP front end before the engine (API server, tokenisation, detokenisation): a request
+ * reaches the engine overhead_ms after its client arrival, so its TTFT and E2E are on the client's
+ * clock, as benchmarks measure them; without it they start at the engine.
+ */
+export const FrontendSchema = z.strictObject({
+  overhead_ms: durationMs().describe("Time from a request's client arrival to the engine (HTTP server, tokenisation, the first token's detokenisation), added to every request's TTFT and E2E, ms; kvsim calibrate can fit it."),
+});
+export type Frontend = z.infer<typeof FrontendSchema>;
+
+export const RouterSchema = z.enum(["round_robin", "kv_aware"]);
 export type Router = z.infer<typeof RouterSchema>;
 
 /** Replay spec v1 (product.md). Unknown keys are errors. */
@@ -335,6 +346,7 @@ export const SpecSchema = z
       "Placement in each pool: a policy name (round_robin, kv_aware, prefix_only, least_loaded, power_of_two, weighted) or a mapping with its policy and settings.",
     ),
     sla: SlaSchema.optional().describe("Service-level targets for goodput."),
+    frontend: FrontendSchema.optional().describe("The HTTP front end's overhead: present, TTFT and E2E are on the client's clock (the report's ttft_clock: client); absent, on the engine's."),
     /** Soft cutoff on virtual time: no event after it is processed. */
     max_virtual_time_ms: rangedNumber(0, MAX_VIRTUAL_TIME_MS, "ms", { note: "about 317 years" })
       .optional()

@@ -14,6 +14,7 @@ export {
   type ReplayReport,
   type RequestRecord,
   type RequestStatus,
+  type TtftClock,
   type HandoffRecord,
   type KvCapacityByRole,
   type DataParallelReport,

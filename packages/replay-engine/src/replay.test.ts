@@ -36,6 +36,22 @@ describe("aggregated replay (fixed timing, hand-derived)", () => {
     expect(rep.handoffs).toEqual({ count: 0, payload_bytes: 0, mean_delay_ms: 0 });
   });
 
+  it("spec.frontend: a request reaches the engine overhead_ms after it arrives, so TTFT and E2E gain it, TPOT does not, and the report says the clock is the client's", async () => {
+    // S1 with a 3 ms front end: the engine sees the request at 3, pass 1 ends at 3 + 12 = 15, pass
+    // 2 at 17. From the client's arrival at 0: TTFT 15, E2E 17; TPOT 2 as before.
+    const base = { profile: linearProfile(1000), topology: { kind: "aggregated", workers: 1 }, engine: smallEngine, timing: fixed(10, 2) };
+    const withFrontend = ok(await runReplay({ spec: traceSpec({ ...base, frontend: { overhead_ms: 3 } }), records: [byLength(1, 0, 4, 2)] }));
+    const r = withFrontend.records[0]!;
+    expect([r.arrival_ms, r.admitted_ms, r.first_token_ms, r.last_token_ms]).toEqual([0, 3, 15, 17]);
+    expect([r.ttft_ms, r.e2e_ms, r.tpot_ms]).toEqual([15, 17, 2]);
+    expect([withFrontend.report.mean_ttft_ms, withFrontend.report.mean_e2e_ms, withFrontend.report.ttft_clock]).toEqual([15, 17, "client"]);
+    const without = ok(await runReplay({ spec: traceSpec(base), records: [byLength(1, 0, 4, 2)] }));
+    expect([without.report.mean_ttft_ms, without.report.ttft_clock]).toEqual([12, "engine"]);
+    // The clock is outside the digest: a zero overhead keeps the digest of no front end.
+    const zero = ok(await runReplay({ spec: traceSpec({ ...base, frontend: { overhead_ms: 0 } }), records: [byLength(1, 0, 4, 2)] }));
+    expect([zero.report.ttft_clock, zero.report.digest]).toEqual(["client", without.report.digest]);
+  });
+
   it("zero-duration passes complete in the same instant: fixed 0 / 0 gives every token at the arrival", async () => {
     // Request 2 arrives at 5 (request 1, at 0, is done by then): passes 5 -> 5 (prefill and the
     // first token), 5 -> 5, 5 -> 5 give its three tokens at 5.

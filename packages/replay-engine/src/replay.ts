@@ -256,8 +256,13 @@ class ReplayEngine {
   private readonly quantilePoints: number | undefined;
   /** Every rank, in creation order (the sampled workers). */
   private readonly allRanks: Worker[] = [];
-  /** The arrival time of the next request not yet released (Infinity when none is left). */
+  /** When the next request not yet released reaches the engine (Infinity when none is left). */
   private nextArrivalMs = Infinity;
+  /**
+   * The front end's overhead (spec.frontend): a request arrives (its records' arrival_ms, the
+   * start of its TTFT and E2E) this long before the engine sees it.
+   */
+  private readonly frontendMs: number;
   private readonly fastDecode: boolean;
   /** Times of transfer completions in the heap (decode runs stop before them); stale ones are dropped lazily. */
   private readonly transferTimes = new TinyQueue<number>([], (a, b) => a - b);
@@ -268,7 +273,9 @@ class ReplayEngine {
     const { spec } = input;
     this.spec = spec;
     this.specFile = input.specFile ?? "<spec>";
+    this.frontendMs = spec.frontend?.overhead_ms ?? 0;
     this.collector = new MetricsCollector(spec.sla, input.percentiles === undefined ? {} : { percentiles: input.percentiles });
+    this.collector.ttftClock = spec.frontend === undefined ? "engine" : "client";
     this.onProgress = input.onProgress;
     this.quantilePoints = input.quantiles;
     this.fastDecode = input.fastDecode ?? true;
@@ -448,7 +455,7 @@ class ReplayEngine {
           if (this.network?.nextTimeMs() === this.now) {
             for (const live of this.network.settle(this.now)) this.transferDone(live);
           }
-          while (next !== undefined && next.arrivalMs <= this.now) {
+          while (next !== undefined && next.arrivalMs + this.frontendMs <= this.now) {
             this.arrive(next);
             next = await this.pull();
           }
@@ -460,7 +467,7 @@ class ReplayEngine {
         const netNext = this.network?.nextTimeMs();
         const queueNext = this.queue.nextTimeMs();
         const heapNext = netNext === undefined ? queueNext : Math.min(queueNext, netNext);
-        const t = next === undefined ? heapNext : Math.min(heapNext, next.arrivalMs);
+        const t = next === undefined ? heapNext : Math.min(heapNext, next.arrivalMs + this.frontendMs);
         if (t === Infinity) break;
         // The state now holds until t (or the cap): the samples due before then see it.
         this.sampler?.advance(cap !== undefined && t > cap ? cap : t);
@@ -537,7 +544,7 @@ class ReplayEngine {
   private async pull(): Promise<ReplayRequest | undefined> {
     const r = await this.requests.next();
     const next = r.done === true ? undefined : r.value;
-    this.nextArrivalMs = next === undefined ? Infinity : next.arrivalMs;
+    this.nextArrivalMs = next === undefined ? Infinity : next.arrivalMs + this.frontendMs;
     return next;
   }
 

@@ -174,6 +174,8 @@ export interface ReplayReport extends VllmSummaryKeys, PercentileKeys {
   readonly request_goodput?: number | null;
   readonly output_throughput?: number;
   readonly total_token_throughput?: number;
+  /** Where TTFT and E2E start: the engine, or the client (spec.frontend set; not in the digest). */
+  readonly ttft_clock?: TtftClock;
   /** Present when an engine sized its pool from GPU memory: how num_gpu_blocks followed, per role (not in the digest). */
   readonly kv_capacity?: KvCapacityByRole;
   /** Present when a role has data_parallel_size > 1: its layout, placements and lockstep steps (not in the digest). */
@@ -186,6 +188,9 @@ export interface ReplayReport extends VllmSummaryKeys, PercentileKeys {
   readonly wall_time_ms?: number;
   readonly simulated_requests_per_wall_s?: number;
 }
+
+/** The clock a report's TTFT and E2E are on: from the engine's arrival, or from the client's (with a front-end overhead). */
+export type TtftClock = "engine" | "client";
 
 /** Metric names in report keys: kvsim's `e2e` and vLLM's `e2el` name the same latency. */
 export type MetricName = "ttft" | "tpot" | "itl" | "e2e" | "e2el";
@@ -363,6 +368,9 @@ export class MetricsCollector {
   /** Set by the replay when an engine's pool was sized from GPU memory; reported as is. */
   kvCapacity: KvCapacityByRole | undefined;
 
+  /** Set by the replay from spec.frontend; reported as is. */
+  ttftClock: TtftClock = "engine";
+
   /** Set by the replay when a role has data-parallel ranks; reported as is. */
   dataParallel: DataParallelReport | undefined;
   /** Set by the replay at the end: how the routers spread the requests. */
@@ -530,6 +538,7 @@ export class MetricsCollector {
       }
     }
     const derived = {
+      ttft_clock: this.ttftClock,
       ...(this.cutoff === undefined ? {} : { cutoff: this.cutoff }),
       ...(this.kvCapacity === undefined ? {} : { kv_capacity: this.kvCapacity }),
       ...(this.dataParallel === undefined ? {} : { data_parallel: this.dataParallel }),

@@ -46,3 +46,15 @@ export type {
   ScheduledWork,
   StepResult,
 } from "./contract.js";
+export {
+  ROOFLINE_DEFAULTS,
+  ROOFLINE_DEFAULTS_PROVENANCE,
+  ROOFLINE_PARAM_NAMES,
+  rooflineParams,
+  rooflineRank,
+  rooflineGpu,
+  rooflineGpuProblem,
+  type RooflineParams,
+  type RooflineGpu,
+  type RooflineRank,
+} from "./roofline.js";

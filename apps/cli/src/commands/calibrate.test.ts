@@ -86,6 +86,148 @@ describe("kvsim calibrate", () => {
   });
 });
 
+// The roofline on a 7B dense shape (Llama-2-7B's config) on the H100 datasheet.
+const LLAMA_SHAPE = {
+  hidden_size: 4096,
+  num_layers: 32,
+  vocab_size: 32000,
+  weight_bytes: 2,
+  attention: { layers: 32, num_heads: 32, num_kv_heads: 32, head_dim: 128 },
+  mlp: { layers: 32, intermediate_size: 11008 },
+};
+const rooflineSpec = (timing: unknown, workload: unknown = { trace: "./trace.jsonl", format: "kvsim" }) => ({
+  version: 1,
+  profile: "./shaped.json",
+  topology: { kind: "aggregated", workers: 1 },
+  engine: { gpu: "H100-80GB", num_gpu_blocks: 4000, block_size: 16, max_num_batched_tokens: 1024, max_num_seqs: 32 },
+  timing,
+  workload,
+});
+
+describe("kvsim calibrate with the roofline", () => {
+  beforeAll(async () => {
+    writeFileSync(path("shaped.json"), JSON.stringify({ schema_version: 1, model: "test/llama-shape", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 524288, model_shape: LLAMA_SHAPE }));
+    // The "measured" run: the roofline with efficiencies and overheads off the defaults.
+    writeFileSync(path("roofline-truth.yaml"), JSON.stringify(rooflineSpec({ type: "roofline", memory_efficiency: 0.6, step_overhead_ms: 4, compute_efficiency: 0.45 })));
+    writeFileSync(path("roofline.yaml"), JSON.stringify(rooflineSpec({ type: "roofline" })));
+    expect(await runCli(["replay", "--spec", path("roofline-truth.yaml"), "--requests", path("roofline-measured.jsonl")], captureIo())).toBe(0);
+  });
+
+  it("fits the efficiencies and overheads, writes the spec with the roofline inlined, and reports fit and held-out errors", async () => {
+    const io = captureIo();
+    const out = path("out", "roofline-fitted.yaml");
+    expect(await runCli(["calibrate", "--spec", path("roofline.yaml"), "--measured", path("roofline-measured.jsonl"), "--out", out, "--max-evaluations", "40", "--format", "json"], io)).toBe(0);
+    const r = JSON.parse(io.stdout) as {
+      timing: string;
+      params: Record<string, number>;
+      fitted: string[];
+      runs: { frontend_ms: number | null; fit: { latency: { metric: string; stat: string; error: number }[] }; held_out: { latency: { metric: string; stat: string; error: number }[] } }[];
+      warnings: { kind: string; terms?: string[] }[];
+    };
+    expect(r.timing).toBe("roofline");
+    // A dense model at TP 1: the MoE and link efficiencies have nothing to fit and are reported unused.
+    expect(r.fitted).not.toContain("moe_efficiency");
+    expect(r.fitted).not.toContain("link_efficiency");
+    expect(r.warnings.filter((w) => w.kind === "unused").map((w) => w.terms)).toEqual([["moe_efficiency"], ["link_efficiency"]]);
+    // kvsim records are on the replay's own clock: no front end is fitted.
+    expect(r.runs[0]!.frontend_ms).toBeNull();
+    for (const v of Object.values(r.params)) expect(v).toBeGreaterThan(0);
+    for (const k of ["compute_efficiency", "attention_efficiency", "memory_efficiency"]) expect(r.params[k]).toBeLessThanOrEqual(1);
+    // The fitted timing reproduces the held-out half's TPOT mean within 5% (the start is off by about 25%).
+    const tpot = r.runs[0]!.held_out.latency.find((l) => l.metric === "tpot" && l.stat === "mean")!;
+    expect(Math.abs(tpot.error)).toBeLessThan(0.05);
+    const written = parseYaml(readFileSync(out, "utf8")) as { timing: Record<string, unknown>; frontend?: unknown };
+    expect(written.timing.type).toBe("roofline");
+    expect(written.timing.memory_efficiency).toBe(r.params.memory_efficiency);
+    expect(written.frontend).toBeUndefined();
+    expect(await runCli(["replay", "--spec", out], captureIo())).toBe(0);
+  });
+
+  it("fits several runs together, each with its own spec, and writes one spec per --out", async () => {
+    const io = captureIo();
+    const outs = [path("out", "multi-a.yaml"), path("out", "multi-b.yaml")];
+    const argv = ["calibrate", "--spec", path("roofline.yaml"), "--measured", path("roofline-measured.jsonl"), "--out", outs[0]!];
+    argv.push("--spec", path("roofline.yaml"), "--measured", path("roofline-measured.jsonl"), "--out", outs[1]!, "--max-evaluations", "6");
+    expect(await runCli(argv, io)).toBe(0);
+    expect(io.stdout).toContain("the roofline on 2 measured runs, fitted together");
+    expect(parseYaml(readFileSync(outs[0]!, "utf8"))).toEqual(parseYaml(readFileSync(outs[1]!, "utf8")));
+    const bad = captureIo();
+    expect(await runCli(["calibrate", "--spec", path("roofline.yaml"), "--measured", path("roofline-measured.jsonl"), "--measured", path("roofline-measured.jsonl"), "--out", outs[0]!, "--out", outs[1]!], bad)).toBe(2);
+    expect(bad.stderr).toContain("give one --out for every --spec");
+    const linear = captureIo();
+    expect(await runCli(["calibrate", "--spec", path("spec.yaml"), "--measured", path("measured.jsonl"), "--measured", path("measured.jsonl"), "--out", path("out", "never.yaml")], linear)).toBe(2);
+    expect(linear.stderr).toContain("only with timing: { type: roofline }");
+  });
+
+  it("fits stage summaries with the front end (client-side TTFT), and marks an overloaded stage excluded", async () => {
+    const stage = (rate: number, ttft: number, e2e: number, failures: number) => ({
+      rate,
+      successes: 50,
+      failures,
+      ttft: { mean: ttft, median: ttft, p90: ttft * 1.2, p99: ttft * 1.5 },
+      e2e: { mean: e2e, median: e2e, p90: e2e * 1.1, p99: e2e * 1.2 },
+      prompt_len: { mean: 230 },
+      output_len: { mean: 40 },
+    });
+    writeFileSync(
+      path("stages.json"),
+      JSON.stringify({
+        engine: { model: "test/llama-shape", tensor_parallelism: 1, max_num_batched_tokens: 1024, max_num_seqs: 32 },
+        workload: {
+          data: { type: "shared_prefix", shared_prefix: { num_groups: 2, num_prompts_per_group: 5, system_prompt_len: 100, question_len: 100, output_len: 40 } },
+          load: { type: "constant", stages: [{ rate: 2, duration: 10 }, { rate: 4, duration: 10 }, { rate: 50, duration: 5 }] },
+        },
+        stages: [stage(2, 0.03, 0.45, 0), stage(4, 0.032, 0.5, 0), stage(50, 3, 5, 20)],
+      }),
+    );
+    writeFileSync(path("roofline-stages.yaml"), JSON.stringify(rooflineSpec({ type: "roofline" }, { synthetic: { requests: 1, input_tokens: 8, output_tokens: 2 } })));
+    const io = captureIo();
+    const out = path("out", "stages-fitted.yaml");
+    expect(await runCli(["calibrate", "--spec", path("roofline-stages.yaml"), "--measured", path("stages.json"), "--out", out, "--max-evaluations", "12", "--max-stage-seconds", "5", "--format", "json"], io)).toBe(0);
+    const r = JSON.parse(io.stdout) as { fitted: string[]; runs: { frontend_ms: number; format: string; stages: { stage: number; excluded: boolean; simulatedRequests: number }[] }[]; warnings: { kind: string; message: string }[] };
+    expect(r.fitted).toContain("frontend.overhead_ms");
+    expect(r.runs[0]!.frontend_ms).toBeGreaterThan(0);
+    expect(r.runs[0]!.format).toBe("stage-summary");
+    // The final tables replay every stage whole: 2/s x 10 s = 20 requests in stage 0.
+    expect(r.runs[0]!.stages.map((s) => [s.stage, s.excluded, s.simulatedRequests])).toEqual([
+      [0, false, 20],
+      [1, false, 40],
+      [2, true, 250],
+    ]);
+    expect(r.warnings.some((w) => w.kind === "excluded" && w.message.includes("stage 2 (50 req/s): 20 of 70 requests failed"))).toBe(true);
+    const written = parseYaml(readFileSync(out, "utf8")) as { frontend: { overhead_ms: number }; timing: { type: string } };
+    expect([written.timing.type, written.frontend.overhead_ms]).toEqual(["roofline", r.runs[0]!.frontend_ms]);
+  });
+});
+
+describe("kvsim calibrate says when a fit fails", () => {
+  it("a run that only ever sees one batch regime: the linear fit warns that terms cannot be told apart, and the JSON carries it", async () => {
+    // 16 identical requests arriving together on a 32-sequence engine: one prefill, then one batch
+    // decoding in lockstep. Every request has the same TTFT and TPOT, so the per-step and KV terms
+    // both move only TPOT (and E2E with it): the data fix their sum, not each.
+    let trace = "";
+    for (let i = 0; i < 16; i++) trace += `${JSON.stringify({ request_id: `u${i}`, arrival_ms: 0, input_tokens: 300, output_tokens: 60 })}\n`;
+    writeFileSync(path("uniform.jsonl"), trace);
+    const uniform = (timing: unknown) => ({ ...specFor(timing), workload: { trace: "./uniform.jsonl", format: "kvsim" } });
+    writeFileSync(path("uniform-truth.yaml"), JSON.stringify(uniform(TRUE)));
+    writeFileSync(path("uniform.yaml"), JSON.stringify(uniform({ type: "fixed", prefill_ms: 10, decode_ms: 10 })));
+    expect(await runCli(["replay", "--spec", path("uniform-truth.yaml"), "--requests", path("uniform-measured.jsonl")], captureIo())).toBe(0);
+    const io = captureIo();
+    expect(await runCli(["calibrate", "--spec", path("uniform.yaml"), "--measured", path("uniform-measured.jsonl"), "--out", path("out", "uniform.yaml"), "--fit-fraction", "1", "--max-evaluations", "20", "--format", "json"], io)).toBe(0);
+    const r = JSON.parse(io.stdout) as { warnings: { kind: string; message: string; settle?: string; terms?: string[] }[] };
+    const flat = r.warnings.filter((w) => w.kind === "indistinguishable" || w.kind === "undetermined");
+    expect(flat.length).toBeGreaterThan(0);
+    expect(flat.some((w) => (w.terms ?? []).some((t) => t.startsWith("kv scale")) || (w.terms ?? []).some((t) => t.startsWith("decode scale")))).toBe(true);
+    expect(flat.every((w) => w.settle !== undefined && w.settle.length > 0)).toBe(true);
+    // Without model_shape and engine.gpu the fit has no physical floor, and says so.
+    expect(r.warnings.some((w) => w.kind === "no_floor")).toBe(true);
+    const table = captureIo();
+    expect(await runCli(["calibrate", "--spec", path("uniform.yaml"), "--measured", path("uniform-measured.jsonl"), "--out", path("out", "uniform2.yaml"), "--fit-fraction", "1", "--max-evaluations", "20"], table)).toBe(0);
+    expect(table.stdout).toMatch(/warning: linear fit: .* (cannot be told apart|is not determined)/);
+    expect(table.stdout).toContain("what would settle it: ");
+  });
+});
+
 describe("kvsim trace from-measured", () => {
   it("writes the measured requests as a kvsim trace, with token ids from --prompts", async () => {
     const m = (id: string, q: number, input: number) =>

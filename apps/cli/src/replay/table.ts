@@ -71,6 +71,7 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
   );
   lines.push("");
   const rows: [string, string][] = [
+    ["TTFT and E2E clock", report.ttft_clock === "client" ? "client (from the request's arrival, spec.frontend's overhead included)" : "engine (from the engine's arrival; spec.frontend puts them on the client's clock)"],
     ["duration (virtual)", `${num(report.duration_ms)} ms`],
     ["request throughput", `${num(report.request_throughput_rps)} req/s`],
     ["output throughput", `${num(report.output_throughput_tok_s)} tok/s`],
