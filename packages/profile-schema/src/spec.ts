@@ -315,6 +315,7 @@ export const RouterSchema = z
   .union([z.string(), z.record(z.string(), z.unknown())], { error: "expected a policy name or a mapping with a policy, e.g. { policy: kv_aware, overlap_score_weight: 1 }" })
   .transform((r) => (typeof r === "string" ? { policy: r } : r))
   .pipe(RouterSettingsSchema);
+
 /**
  * The HTTP front end before the engine (API server, tokenisation, detokenisation): a request
  * reaches the engine overhead_ms after its client arrival, so its TTFT and E2E are on the client's
@@ -325,7 +326,6 @@ export const FrontendSchema = z.strictObject({
 });
 export type Frontend = z.infer<typeof FrontendSchema>;
 
-export const RouterSchema = z.enum(["round_robin", "kv_aware"]);
 export type Router = z.infer<typeof RouterSchema>;
 
 /** Replay spec v1 (product.md). Unknown keys are errors. */

@@ -21,6 +21,8 @@ export {
   rooflineBreakdown,
   rooflineRank,
   rooflineParams,
+  rooflineGpu,
+  rooflineGpuProblem,
   type RooflineGpu,
   type RooflineParams,
   type RooflineRank,
@@ -46,15 +48,3 @@ export type {
   ScheduledWork,
   StepResult,
 } from "./contract.js";
-export {
-  ROOFLINE_DEFAULTS,
-  ROOFLINE_DEFAULTS_PROVENANCE,
-  ROOFLINE_PARAM_NAMES,
-  rooflineParams,
-  rooflineRank,
-  rooflineGpu,
-  rooflineGpuProblem,
-  type RooflineParams,
-  type RooflineGpu,
-  type RooflineRank,
-} from "./roofline.js";
