@@ -206,7 +206,7 @@ async function replayCase(c, params) {
     kv_transfer: { mode: "destination_missing", fallback_latency_ms: 0 },
     timing: { type: "roofline", ...timing },
     workload: { trace: `${c.name}.jsonl`, format: "kvsim", trace_block_size: 512, speedup: 1 },
-    router: "round_robin",
+    router: { policy: "round_robin" },
   };
   const result = await runReplay({ spec, records: c.records, traceFile: c.name });
   if (!result.ok) return undefined;
@@ -301,19 +301,21 @@ async function report(params, title, only) {
 
 try {
   const given = opt("--params");
-  let params = given === undefined ? DEFAULTS : { ...DEFAULTS, ...JSON.parse(given) };
+  const start = given === undefined ? DEFAULTS : { ...DEFAULTS, ...JSON.parse(given) };
+  let params = start;
   if (flag("--fit")) {
-    params = await fit(cases, params);
+    params = await fit(cases, start);
     console.log(JSON.stringify(params));
   }
-  console.log(await report(params, flag("--fit") ? "fitted on every run" : "zero-shot, shipped defaults"));
+  if (!flag("--loo-only")) console.log(await report(params, flag("--fit") ? "fitted on every run" : given === undefined ? "zero-shot, shipped defaults" : "zero-shot, the given parameters"));
   if (flag("--loo")) {
     for (const key of ["model", "gpu"]) {
       for (const v of [...new Set(cases.map((c) => c[key]))]) {
         const held = cases.filter((c) => c[key] === v);
         const rest = cases.filter((c) => c[key] !== v);
         if (rest.length === 0) continue;
-        const p = await fit(rest, params, Number(opt("--loo-evaluations", String(maxEvaluations))));
+        // From the same start as the full fit, never from values fitted with the runs left out.
+        const p = await fit(rest, start, Number(opt("--loo-evaluations", String(maxEvaluations))));
         console.log(await report(p, `leave out ${key} ${v} (fitted on the other ${rest.length} runs), predicting it`, held));
       }
     }
