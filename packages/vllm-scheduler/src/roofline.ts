@@ -319,7 +319,7 @@ export function rooflineParams(timing: Extract<Timing, { type: "roofline" }>): R
 /** Why the engine's GPU cannot feed a roofline, or undefined when it can. */
 export function rooflineGpuProblem(engine: EngineSettings): string | undefined {
   if (engine.gpu === undefined) return `is required by timing type "roofline": name the GPU whose datasheet prices the steps (kvsim gpus lists them) or describe it inline`;
-  if (resolveGpu(engine) === undefined) return `${String(engine.gpu)} is not a GPU kvsim knows (kvsim gpus lists them)`;
+  if (resolveGpu(engine) === undefined) return `${typeof engine.gpu === "string" ? engine.gpu : engine.gpu.name} is not a GPU kvsim knows (kvsim gpus lists them)`;
   return undefined;
 }
 
