@@ -187,6 +187,9 @@ export interface RooflineBreakdown {
 
 const max = (a: number, b: number) => (a > b ? a : b);
 
+/** The per-layer launch overhead a step with prompt rows pays (piecewise CUDA graphs), ms. */
+const layerOverheadMs = (shape: ModelShape, p: RooflineParams): number => (p.layer_overhead_us * shape.num_layers) / 1000;
+
 /** Prices one step; every term is non-decreasing in tokens, rows and context. */
 export function rooflineBreakdown(r: RooflineRank, gpu: RooflineGpu, p: RooflineParams, load: RooflineLoad): RooflineBreakdown {
   const rows = load.promptRows + load.decodeRows;
@@ -244,7 +247,7 @@ export function rooflineBreakdown(r: RooflineRank, gpu: RooflineGpu, p: Roofline
   if (r.tp > 1) communication += 2 * s.num_layers * (latencyMs + (((2 * (r.tp - 1)) / r.tp) * t * hiddenBytes) / link);
   if (r.ep > 1 && moe !== undefined) communication += 2 * moe.layers * (latencyMs + (((r.ep - 1) / r.ep) * t * r.tokenScale * hiddenBytes) / link);
 
-  const overhead = p.step_overhead_ms + (p.per_sequence_us * rows) / 1000 + (load.promptRows > 0 ? (p.layer_overhead_us * s.num_layers) / 1000 : 0);
+  const overhead = p.step_overhead_ms + (p.per_sequence_us * rows) / 1000 + (load.promptRows > 0 ? layerOverheadMs(s, p) : 0);
   const total = dense + experts + attentionPrefill + attentionDecode + state + lmHead + communication + overhead;
   return { dense, experts, attentionPrefill, attentionDecode, state, lmHead, communication, overhead, total };
 }
@@ -294,7 +297,7 @@ export class RooflineTiming implements TimingModel {
     l.decodeKvTokens = batch.decodeKvTokens;
     const b = rooflineBreakdown(this.rank, this.gpu, this.params, l);
     // Reported split: attention over prompt rows and the mixed-step layer overhead are prompt work.
-    const prefillMs = batch.promptRows === 0 ? 0 : b.attentionPrefill + (this.params.layer_overhead_us * this.rank.shape.num_layers) / 1000;
+    const prefillMs = batch.promptRows === 0 ? 0 : b.attentionPrefill + layerOverheadMs(this.rank.shape, this.params);
     return { prefillMs, decodeMs: b.total - prefillMs, clamped: 0 };
   }
 }
@@ -308,12 +311,9 @@ export function promptPairsEstimate(batch: StepBatch): number {
 
 /** The spec's overrides over the shipped defaults. */
 export function rooflineParams(timing: Extract<Timing, { type: "roofline" }>): RooflineParams {
-  const out: Record<string, number> = { ...ROOFLINE_DEFAULTS };
-  for (const name of ROOFLINE_PARAM_NAMES) {
-    const v = timing[name];
-    if (v !== undefined) out[name] = v;
-  }
-  return out as unknown as RooflineParams;
+  const out: { -readonly [K in keyof RooflineParams]: number } = { ...ROOFLINE_DEFAULTS };
+  for (const name of ROOFLINE_PARAM_NAMES) out[name] = timing[name] ?? out[name];
+  return out;
 }
 
 /** Why the engine's GPU cannot feed a roofline, or undefined when it can. */
