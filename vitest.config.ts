@@ -4,6 +4,11 @@ import { defineConfig } from "vitest/config";
 // per-package `test` tasks for cached, incremental runs.
 export default defineConfig({
   test: {
-    projects: ["packages/*", "apps/*"],
+    projects: [
+      "packages/*",
+      "apps/*",
+      // Checks of the repository as a whole: the packed packages' shape, unused code (knip).
+      { test: { name: "repository", include: ["tooling/tests/*.test.ts"], testTimeout: 120_000 } },
+    ],
   },
 });

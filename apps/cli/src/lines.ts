@@ -48,7 +48,7 @@ export async function* splitLines(source: AsyncIterable<Uint8Array | string>, ma
 const FORMAT_LINE: Readonly<Record<TraceFormat, string>> = { mooncake: "a Mooncake JSONL line", kvsim: "a kvsim JSONL line", azure: "an Azure CSV row" };
 
 /** The longest line a trace format allows. */
-export const traceLineLimit = (format: TraceFormat): number => (format === "azure" ? MAX_CSV_LINE_BYTES : MAX_JSONL_LINE_BYTES);
+const traceLineLimit = (format: TraceFormat): number => (format === "azure" ? MAX_CSV_LINE_BYTES : MAX_JSONL_LINE_BYTES);
 
 /** An open trace: its lines (for readTrace), its size, and how many bytes were read so far. */
 export interface TraceFile {

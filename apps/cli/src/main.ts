@@ -4,14 +4,14 @@ import { EXIT_BAD_INPUT, EXIT_OK, processIo, reportError, type CliIo, type Comma
 import { VERSION } from "./version.js";
 
 /** `kvsim dynamo handoff-timing` for the handoff-timing command: how a user would type it. */
-export function commandPath(cmd: Command): string {
+function commandPath(cmd: Command): string {
   const names: string[] = [];
   for (let c: Command | null = cmd; c !== null; c = c.parent) names.unshift(c.name());
   return names.join(" ");
 }
 
 /** The one line printed under a usage error: where to read the command's usage. */
-export function usageHint(cmd: Command | undefined): string {
+function usageHint(cmd: Command | undefined): string {
   return cmd === undefined ? "hint: `kvsim --help` lists the commands" : `hint: \`${commandPath(cmd)} --help\` shows its usage`;
 }
 

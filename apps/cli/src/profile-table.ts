@@ -96,7 +96,7 @@ export function formatProfile(p: Profile, linearBlockSize: number, pages: number
 }
 
 /** The model shape in a few lines (whole model): layers, attention, MLP/MoE, mixer, vocabulary, weight bytes. */
-export function formatShape(s: ModelShape): string[] {
+function formatShape(s: ModelShape): string[] {
   const lines = [`shape     ${thousands(s.num_layers)} layers, hidden ${thousands(s.hidden_size)}, vocabulary ${thousands(s.vocab_size)}${s.tie_word_embeddings ? " (tied LM head)" : ""}`];
   const a = s.attention;
   if (a !== undefined && a.layers > 0) {

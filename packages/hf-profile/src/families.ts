@@ -19,7 +19,7 @@ import {
 } from "./params.js";
 
 /** What a family needs besides the config. */
-export interface FamilyContext {
+interface FamilyContext {
   readonly tp: number;
   /** Bytes of one attention KV element (the KV cache dtype). */
   readonly kvBytes: number;
@@ -48,7 +48,7 @@ export interface ModelDescription {
 }
 
 /** A model's compute shape without what the checkpoint's storage decides (weight bytes) and the provenance. */
-export type ShapeCore = Omit<ModelShape, "weight_bytes" | "expert_weight_bytes" | "fp8_compute" | "provenance">;
+type ShapeCore = Omit<ModelShape, "weight_bytes" | "expert_weight_bytes" | "fp8_compute" | "provenance">;
 type LinearMixerShape = NonNullable<ModelShape["linear_mixer"]>;
 
 export type FamilyName = "dense" | "mla" | "sliding-window" | "hybrid";

@@ -26,9 +26,6 @@ export function addParts(into: WeightParts, p: Partial<WeightParts>, times = 1):
   into.other += (p.other ?? 0) * times;
 }
 
-/** Rows of a vocab-parallel embedding on one rank: the vocabulary padded to 64, split by TP. */
-export const vocabRowsPerRank = (vocab: number, tp: number) => Math.ceil(Math.ceil(vocab / 64) * 64 / tp);
-
 /** KV heads on one rank: split when there are at least as many as ranks, else one replica each. */
 export const kvHeadsPerRank = (kvHeads: number, tp: number) => (kvHeads >= tp ? kvHeads / tp : 1);
 

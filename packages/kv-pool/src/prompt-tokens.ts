@@ -76,7 +76,7 @@ export abstract class PromptBase implements PromptTokens {
 }
 
 /** A prompt given by its token ids. */
-export class PromptTokensImpl extends PromptBase {
+class PromptTokensImpl extends PromptBase {
   protected readonly source: Source | undefined;
 
   constructor(

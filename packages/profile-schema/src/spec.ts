@@ -145,7 +145,7 @@ export function specDeprecations(value: unknown): Deprecation[] {
  * weights of each expert its tokens are routed to once, so the cost grows with the number of
  * distinct experts touched and saturates when every expert is (vllm-scheduler README).
  */
-export const LinearExpertsSchema = z.strictObject({
+const LinearExpertsSchema = z.strictObject({
   num_experts: positiveInt().max(65536, { error: "must be at most 65536", abort: true }).describe("Routed experts per MoE layer (the model's config.json num_experts, or n_routed_experts)."),
   num_experts_per_tok: positiveInt().max(65536, { error: "must be at most 65536", abort: true }).describe("Experts each token is routed to (config.json num_experts_per_tok); at most num_experts."),
   all_experts_ms: coefficient().describe("Per step whose tokens touch every expert (reading all of this rank's expert weights once), ms; a step pays the expected share it touches."),

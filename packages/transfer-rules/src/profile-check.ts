@@ -1,7 +1,7 @@
 import { InputError, fullAttentionBlockSize, handoffLayoutIssues, type CacheGroup, type GroupedProfile, type InputIssue, type Profile, type Tokens } from "@kvsim/profile-schema";
 
 /** A group whose transfer marker is known to be present. */
-export type PricedGroup = CacheGroup & { readonly transfer_bytes_per_block: number; readonly prefix_cacheable: boolean };
+type PricedGroup = CacheGroup & { readonly transfer_bytes_per_block: number; readonly prefix_cacheable: boolean };
 
 /** What pricing needs from a grouped profile, once checked. */
 export interface PricedGroups {

@@ -38,7 +38,7 @@ export function alignChunk(state: RankState, req: Req, computedBefore: number, n
  * this before allocating the first chunk of a waiting request, so chunked prefill cannot admit
  * requests that would then preempt each other to finish their prompts.
  */
-export function wholeSequenceFits(state: RankState, req: Req, hit: PrefixHit): boolean {
+function wholeSequenceFits(state: RankState, req: Req, hit: PrefixHit): boolean {
   const rest = req.seq.numTokens - hit.tokens;
   // Stryker disable next-line ConditionalExpression,EqualityOperator,BooleanLiteral: unreachable, a prefix hit is at most numTokens - 1 tokens
   if (rest <= 0) return true;
@@ -110,7 +110,7 @@ function isIdle(state: RankState): boolean {
   return state.running.length === 0 && state.pool.metrics().usedPages === 0;
 }
 
-export function rejectWaiting(state: RankState, req: Req, fx: EffectsBuilder, reason: string): "rejected" {
+function rejectWaiting(state: RankState, req: Req, fx: EffectsBuilder, reason: string): "rejected" {
   state.waiting.popFront();
   state.waitingLive--;
   fx.rejection(req.id, reason);

@@ -79,7 +79,7 @@ export const ROOFLINE_DEFAULTS_PROVENANCE =
   "attention, link, per-layer and per-row terms held at physical guesses the runs cannot tell apart. compute_efficiency and moe_efficiency reached their bound of 1 (see the README's fidelity table)";
 
 /** vLLM's default CUDA graph capture sizes: 1, 2, 4, every 8 from 8 to 248, every 16 from 256 to 512. */
-export const DEFAULT_CAPTURE_SIZES: readonly number[] = [
+const DEFAULT_CAPTURE_SIZES: readonly number[] = [
   1,
   2,
   4,
@@ -303,7 +303,7 @@ export class RooflineTiming implements TimingModel {
 }
 
 /** Causal pairs of prompt rows from the batch sums alone, as if the rows were equal. */
-export function promptPairsEstimate(batch: StepBatch): number {
+function promptPairsEstimate(batch: StepBatch): number {
   if (batch.promptRows === 0) return 0;
   const n = batch.promptTokens / batch.promptRows;
   return batch.promptTokens * (batch.promptContextTokens / batch.promptRows + (n + 1) / 2);

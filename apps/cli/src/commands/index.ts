@@ -10,7 +10,7 @@ export type RegisterCommand = (program: Command, ctx: CommandContext) => void;
  * the command line needs it (see `commandsFor`), so a command does not load every other
  * command's code and dependencies before it starts.
  */
-export const COMMANDS: readonly { readonly name: string; readonly load: () => Promise<RegisterCommand> }[] = [
+const COMMANDS: readonly { readonly name: string; readonly load: () => Promise<RegisterCommand> }[] = [
   { name: "transfer", load: async () => (await import("./transfer.js")).registerTransfer },
   { name: "validate", load: async () => (await import("./validate.js")).registerValidate },
   { name: "schemas", load: async () => (await import("./schemas.js")).registerSchemas },

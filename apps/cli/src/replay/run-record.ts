@@ -22,7 +22,7 @@ export interface RunRecord {
 }
 
 /** SHA-256 (hex) of a text as UTF-8: the spec's hash in the run record. */
-export const sha256Text = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex");
+const sha256Text = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex");
 
 type Key = string | number;
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);

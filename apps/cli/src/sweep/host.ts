@@ -7,7 +7,7 @@ import { fsErrorWords, regularFileSize } from "../io.js";
 import { openTrace } from "../lines.js";
 
 /** SHA-256 (hex) of a trace's content, streamed. Throws InputError naming the file when it is no regular file or cannot be read. */
-export async function sha256File(path: string): Promise<string> {
+async function sha256File(path: string): Promise<string> {
   regularFileSize(path, "the trace");
   const hash = createHash("sha256");
   try {
