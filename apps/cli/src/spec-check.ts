@@ -1,25 +1,21 @@
 import { isAbsolute, relative } from "node:path";
 import {
   assertDocumentKind,
-  checkPdGate,
   formatIssue,
   specDeprecations,
-  checkPdTopology,
   InputError,
   parseDocumentText,
   parsePath,
   ProfileSchema,
-  resolveEngine,
   validateDocument,
-  type EngineOverrides,
   type InputIssue,
   type LocatedDocument,
-  type PdGateProblem,
   type PdRole,
   type Profile,
   type Spec,
 } from "@kvsim/profile-schema";
 import { applyOverrides, SpecInputError, specWithOverrides, type SpecOverride } from "@kvsim/sweep";
+import { specRankConfigs } from "@kvsim/replay-engine";
 import { checkRankConfig, type RankConfig, type RankConfigProblem, type RankRole } from "@kvsim/vllm-scheduler";
 import { InvalidInputs, readText, type CliIo, type Problem } from "./io.js";
 import { parseSetFlags, readDocument, type StdinIo } from "./spec-input.js";
@@ -160,12 +156,6 @@ export function printWarnings(io: CliIo, warnings: readonly Problem[]): void {
   for (const w of warnings) io.err(`warning: ${formatIssue(w.file, w.issue)}\n`);
 }
 
-/** Where a rank problem's `engine.<field>` is set: the role's own engine override, else the spec's engine. */
-function enginePath(spec: Spec, role: RankRole, field: string): string[] {
-  const override = role === "aggregated" ? undefined : spec[role]?.engine;
-  return override !== undefined && Object.hasOwn(override, field) ? [role, "engine", field] : ["engine", field];
-}
-
 /**
  * Runs the shared checks on a parsed spec document with its `--set` overrides applied. Throws an
  * InputError (a SpecInputError when an override is to blame) when the spec itself does not
@@ -184,37 +174,27 @@ export function checkSpec(doc: LocatedDocument, overrides: readonly SpecOverride
   const load = profileLoader(doc, problems, at, cache);
   const base = load(spec.profile, ["profile"]);
   const roles: { role: PdRole; loaded: LoadedProfile | undefined }[] = [];
-  const gate = (loaded: LoadedProfile, p: PdGateProblem): Problem[] => profileProblems(loaded, [{ path: p.path, message: p.message }]);
   if (spec.topology.kind === "disaggregated") {
     for (const role of ["prefill", "decode"] as const) {
       const override = spec[role]?.profile;
       roles.push({ role, loaded: override === undefined ? base : load(override, [role, "profile"]) });
     }
-    for (const { role, loaded } of roles) {
-      if (loaded !== undefined) problems.push(...checkPdGate(loaded.profile, role).flatMap((p) => gate(loaded, p)));
-    }
-    const [prefill, decode] = [roles[0]?.loaded, roles[1]?.loaded];
-    if (prefill !== undefined && decode !== undefined) {
-      for (const p of checkPdTopology(prefill.profile, decode.profile)) {
-        if (p.path !== "") {
-          problems.push(...gate(decode, p));
-          continue;
-        }
-        // Two layouts, not one field: point at the spec's choice of profiles, and name both files.
-        const where = spec.decode?.profile !== undefined ? ["decode", "profile"] : spec.prefill?.profile !== undefined ? ["prefill", "profile"] : ["profile"];
-        problems.push(at(where, `${p.message} (prefill: ${prefill.file}, decode: ${decode.file})`));
-      }
+  }
+  // The rules a spec and its profiles must meet together are the replay's own (one source).
+  const loadedOf = (role: RankRole): LoadedProfile | undefined => (role === "aggregated" ? base : roles.find((r) => r.role === role)?.loaded);
+  const ruled = specRankConfigs(
+    spec,
+    { aggregated: base?.profile, prefill: loadedOf("prefill")?.profile, decode: loadedOf("decode")?.profile },
+    cache === undefined ? {} : { checkRank: (c) => cache.rankProblems(c) },
+  );
+  for (const p of ruled.problems) {
+    if (p.at.in === "spec") {
+      problems.push(at(p.at.path, p.at.path.join(".") === pairPath(spec) ? `${p.message} (prefill: ${loadedOf("prefill")?.file}, decode: ${loadedOf("decode")?.file})` : p.message));
+    } else {
+      const loaded = loadedOf(p.at.role);
+      if (loaded !== undefined) problems.push(...profileProblems(loaded, [{ path: p.at.path, message: p.message }]));
     }
   }
-  const used = roles.length > 0 ? roles.map((r) => r.loaded) : [base];
-  if (spec.timing.type === "profile") {
-    for (const loaded of new Set(used)) {
-      if (loaded !== undefined && loaded.profile.forward_pass === undefined) {
-        problems.push(at(["timing", "type"], `"profile" needs forward_pass tables, and profile ${loaded.profile.model} (${loaded.file}) has none`));
-      }
-    }
-  }
-  if (problems.length === 0) problems.push(...rankProblems(spec, base, roles));
   const profiles = new Map<string, Profile>();
   for (const [ref, loaded] of [
     [spec.profile, base],
@@ -224,58 +204,11 @@ export function checkSpec(doc: LocatedDocument, overrides: readonly SpecOverride
   }
   const warnings = specDeprecations(applyOverrides(doc.value, overrides)).map((d) => at(parsePath(d.path).map(String), d.message));
   return { spec, doc, profiles, base, roles, problems, warnings };
+}
 
-  /** What each rank would refuse (engine settings against the profile, timing tables per role), located. */
-  function rankProblems(s: Spec, b: LoadedProfile | undefined, rs: typeof roles): Problem[] {
-    const out: Problem[] = [];
-    // The engine as the replay resolves it: a pool sized from GPU memory must leave room for the KV cache.
-    const settings = (role: RankRole, profile: Profile, o: EngineOverrides | undefined) => {
-      const r = resolveEngine(profile, { ...s.engine, ...o });
-      if (r.ok) return r.settings;
-      for (const i of r.issues) out.push(at(enginePath(s, role, i.path), `${role} rank: ${i.message}`));
-      return undefined;
-    };
-    const ranks: { role: RankRole; loaded: LoadedProfile | undefined; config: (p: Profile) => RankConfig | undefined }[] =
-      rs.length === 0
-        ? [
-            {
-              role: "aggregated",
-              loaded: b,
-              config: (profile) => {
-                const engine = settings("aggregated", profile, undefined);
-                return engine === undefined ? undefined : { role: "aggregated", profile, engine, timing: s.timing };
-              },
-            },
-          ]
-        : rs.map(({ role, loaded }) => ({
-            role,
-            loaded,
-            config: (profile: Profile): RankConfig | undefined => {
-              const engine = settings(role, profile, s[role]?.engine);
-              if (engine === undefined) return undefined;
-              return {
-                role,
-                profile,
-                engine,
-                timing: s.timing,
-                ...(role === "prefill" ? { kvTransfer: { mode: s.kv_transfer.mode, ...(s.kv_transfer.bandwidth_gbps === undefined ? {} : { bandwidthGbps: s.kv_transfer.bandwidth_gbps }) } } : {}),
-              };
-            },
-          }));
-    for (const { role, loaded, config } of ranks) {
-      if (loaded === undefined) continue;
-      const rankConfig = config(loaded.profile);
-      if (rankConfig === undefined) continue;
-      for (const p of cache === undefined ? checkRankConfig(rankConfig) : cache.rankProblems(rankConfig)) {
-        const message = p.message.startsWith(role) ? p.message : `${role} rank: ${p.message}`;
-        if (p.path.startsWith("engine.")) out.push(at(enginePath(s, role, p.path.slice("engine.".length)), message));
-        else if (p.path.startsWith("profile.")) out.push(...profileProblems(loaded, [{ path: p.path.slice("profile.".length), message }]));
-        else if (p.path.startsWith("kv_transfer.")) out.push(at(parsePath(p.path).map(String), message));
-        // Anything else is a P/D gate path, reported above.
-      }
-    }
-    return out;
-  }
+/** The spec field that chose a P/D pair's profiles, where a problem with the two layouts together is reported. */
+function pairPath(spec: Spec): string {
+  return spec.decode?.profile !== undefined ? "decode.profile" : spec.prefill?.profile !== undefined ? "prefill.profile" : "profile";
 }
 
 /**

@@ -1,4 +1,5 @@
 export { runReplay, specProfilePaths, type ReplayInput, type ReplayResult, type ReplayProgress, type StuckRequest } from "./replay.js";
+export { specRankConfigs, specProblemPath, specRoles, type SpecProblem, type SpecProblemPlace, type RoleProfiles, type RoleRankConfig, type SpecRankConfigs, type SpecRankConfigsOptions } from "./rank-configs.js";
 export {
   withWallTime,
   canonicalReportJson,

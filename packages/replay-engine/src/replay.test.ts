@@ -221,7 +221,7 @@ describe("grouped P/D replay on GLM-5.3-Flash", () => {
   it("refuses a grouped profile outside the P/D gate before replaying", async () => {
     const old = { ...glmProfile("0.31.0"), vllm_version: "0.30.0" };
     const spec = traceSpec({ profile: old, topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } }, timing: fixed(10, 2) });
-    await expect(runReplay({ spec, specFile: "s.yaml", records: [] })).rejects.toThrow(/s\.yaml: vllm_version: .*0\.31\.0 or 0\.32\.0/);
+    await expect(runReplay({ spec, specFile: "s.yaml", records: [] })).rejects.toThrow(/s\.yaml: profile: vllm_version: prefill role: .*0\.31\.0 or 0\.32\.0/);
   });
 });
 

@@ -1,13 +1,9 @@
 import { createPromptTokens, poolGroupsForProfile, type PromptTokens } from "@kvsim/kv-pool";
 import {
-  checkPdTopology,
   InputError,
   MAX_VIRTUAL_TIME_MS,
   MAX_VIRTUAL_TIME_TEXT,
-  resolveEngine,
   tokens as asTokens,
-  type EngineOverrides,
-  type EngineSettings,
   type KvCapacity,
   type Profile,
   type Spec,
@@ -40,6 +36,7 @@ import { RoutingTally, type RoutingReport } from "./routing-report.js";
 import { MetricsCollector, type LatencyQuantiles, type DataParallelPool, type DataParallelReport, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
 import { Sampler, type TimeSeries } from "./timeseries.js";
 import { RecordStore } from "./record-store.js";
+import { specProblemPath, specRankConfigs } from "./rank-configs.js";
 import { placeOnNodes, TransferNetwork, type NetworkTransfer } from "./transfer-network.js";
 import { lowerTrace, syntheticRequests, type ReplayRequest } from "./workload.js";
 
@@ -288,20 +285,22 @@ class ReplayEngine {
     let firstBlockSize: number;
     let decodeBlockSize = 0;
     const base = resolveProfile(spec.profile, input.profiles, "base");
+    const roleProfiles =
+      spec.topology.kind === "aggregated"
+        ? { aggregated: base }
+        : { prefill: resolveProfile(spec.prefill?.profile ?? spec.profile, input.profiles, "prefill"), decode: resolveProfile(spec.decode?.profile ?? spec.profile, input.profiles, "decode") };
+    const { configs, problems } = specRankConfigs(spec, roleProfiles);
+    if (problems.length > 0) throw new InputError(this.specFile, problems.map((p) => ({ path: specProblemPath(spec, p.at), message: p.message })));
     const capacity: { -readonly [R in keyof KvCapacityByRole]: KvCapacity } = {};
-    const settings = (role: RankRole, profile: Profile, o: EngineOverrides | undefined): EngineSettings => {
-      // An engine that gives GPU memory instead of num_gpu_blocks gets its pool sized as vLLM would.
-      const r = resolveEngine(profile, { ...spec.engine, ...o });
-      if (!r.ok) {
-        const at = (field: string) => (o !== undefined && field in o ? `${role}.engine.${field}` : `engine.${field}`);
-        throw new InputError(this.specFile, r.issues.map((i) => ({ path: at(i.path), message: `${role} rank: ${i.message}` })));
-      }
-      if (r.capacity !== undefined) capacity[role] = r.capacity;
-      return r.settings;
+    const configOf = (role: RankRole): RankConfig => {
+      const c = configs.find((r) => r.role === role);
+      if (c === undefined) throw new Error(`no ${role} rank configuration`);
+      if (c.capacity !== undefined) capacity[role] = c.capacity;
+      return c.config;
     };
     if (spec.topology.kind === "aggregated") {
       this.disaggregated = false;
-      const config: RankConfig = { role: "aggregated", profile: base, engine: settings("aggregated", base, undefined), timing: spec.timing };
+      const config = configOf("aggregated");
       for (let i = 0; i < spec.topology.workers; i++) this.firstPool.push(this.addFrontEnd(config, Stage.aggregated, i));
       firstBlockSize = kvBlockSizeTokens(base, config.engine);
       this.price = () => {
@@ -309,18 +308,10 @@ class ReplayEngine {
       };
     } else {
       this.disaggregated = true;
-      const prefillProfile = resolveProfile(spec.prefill?.profile ?? spec.profile, input.profiles, "prefill");
-      const decodeProfile = resolveProfile(spec.decode?.profile ?? spec.profile, input.profiles, "decode");
-      const mismatch = checkPdTopology(prefillProfile, decodeProfile);
-      if (mismatch.length > 0) {
-        throw new InputError(this.specFile, mismatch.map((p) => ({ path: p.path === "" ? "decode.profile" : `decode.profile: ${p.path}`, message: p.message })));
-      }
-      const kvTransfer = {
-        mode: spec.kv_transfer.mode,
-        ...(spec.kv_transfer.bandwidth_gbps === undefined ? {} : { bandwidthGbps: spec.kv_transfer.bandwidth_gbps }),
-      };
-      const prefill: RankConfig = { role: "prefill", profile: prefillProfile, engine: settings("prefill", prefillProfile, spec.prefill?.engine), timing: spec.timing, kvTransfer };
-      const decode: RankConfig = { role: "decode", profile: decodeProfile, engine: settings("decode", decodeProfile, spec.decode?.engine), timing: spec.timing };
+      const prefill = configOf("prefill");
+      const decode = configOf("decode");
+      const prefillProfile = prefill.profile;
+      const decodeProfile = decode.profile;
       for (let i = 0; i < spec.topology.prefill.workers; i++) this.firstPool.push(this.addFrontEnd(prefill, Stage.prefill, i));
       for (let i = 0; i < spec.topology.decode.workers; i++) this.decodePool.push(this.addFrontEnd(decode, Stage.decode, i));
       firstBlockSize = kvBlockSizeTokens(prefillProfile, prefill.engine);

@@ -74,6 +74,9 @@ describe("one point", () => {
     // Timing "profile" needs forward_pass tables, which this profile has not: a valid spec the rank refuses.
     const row = await runPoint(task({}, SPEC.replace("{ type: fixed, prefill_ms: 10, decode_ms: 2 }", "{ type: profile }")), host());
     expect(row.status).toBe("refused");
-    expect(row.reason).toBe('profile.forward_pass: aggregated rank: is required by timing type "profile" (the aggregated rank prices its passes from it)');
+    // Reported at the spec's choice of timing, with the way out.
+    expect(row.reason).toBe(
+      'timing.type: "profile" timing needs the profile\'s forward_pass tables, and profile test/linear has none: measure its passes, or use timing type roofline (from the model_shape kvsim profile from-hf writes), linear (fitted by kvsim calibrate) or fixed',
+    );
   });
 });

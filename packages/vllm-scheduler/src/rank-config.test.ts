@@ -52,7 +52,9 @@ describe("rankConfigProblems", () => {
     expect(paths(forwardPass(0, 1), "decode")).toEqual([]);
     expect(paths(forwardPass(1, 0), "prefill")).toEqual([]);
     expect(paths(forwardPass(1, 1), "aggregated")).toEqual([]);
-    expect(paths(linearProfile(), "decode")).toEqual([["profile.forward_pass", 'is required by timing type "profile" (the decode rank prices its passes from it)']]);
+    expect(paths(linearProfile(), "decode")).toEqual([
+      ["profile.forward_pass", '"profile" timing needs the profile\'s forward_pass tables, and profile test/linear has none: measure its passes, or use timing type roofline (from the model_shape kvsim profile from-hf writes), linear (fitted by kvsim calibrate) or fixed'],
+    ]);
   });
 });
 

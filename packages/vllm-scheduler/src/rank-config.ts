@@ -49,7 +49,7 @@ export function rankConfigProblems(config: RankConfig, alignBlock: number | unde
   if (timing.type === "profile") {
     const fp = profile.forward_pass;
     if (fp === undefined) {
-      add("profile.forward_pass", `is required by timing type "profile" (the ${role} rank prices its passes from it)`);
+      add("profile.forward_pass", `"profile" timing needs the profile's forward_pass tables, and profile ${profile.model} has none: measure its passes, or use timing type roofline (from the model_shape kvsim profile from-hf writes), linear (fitted by kvsim calibrate) or fixed`);
     } else {
       if (role !== "decode" && fp.prefill.length === 0) add("profile.forward_pass.prefill", `must list measured points: a ${role} rank prices prefill work from it`);
       if (role !== "prefill" && fp.decode.length === 0) add("profile.forward_pass.decode", `must list measured points: a ${role} rank prices decode work from it`);
@@ -57,7 +57,7 @@ export function rankConfigProblems(config: RankConfig, alignBlock: number | unde
   }
   if (timing.type === "roofline") {
     if (profile.model_shape === undefined) {
-      add("profile.model_shape", `is required by timing type "roofline" (the ${role} rank prices its steps from the model's shape; kvsim profile from-hf writes it)`);
+      add("profile.model_shape", `"roofline" timing needs the profile's model_shape, and profile ${profile.model} has none: kvsim profile from-hf writes it`);
     }
     const gpuProblem = rooflineGpuProblem(engine);
     if (gpuProblem !== undefined) add("engine.gpu", gpuProblem);

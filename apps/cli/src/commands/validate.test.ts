@@ -326,7 +326,7 @@ describe("kvsim validate: specs", () => {
     const noTables = write("no-tables.yaml", spec(["profile: no-tables.json", ...disagg.slice(0, 4), "timing: { type: profile }", "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }"]));
     // Line 1 version, 2 profile, 3-6 topology, 7 `timing: { type: profile }`: "type" is at column 11.
     expect((await validate(noTables)).stderr).toBe(
-      `error: invalid input\n${noTables}:7:11: timing.type: "profile" needs forward_pass tables, and profile test/hybrid (${join(dir, "no-tables.json")}) has none\n`,
+      `error: invalid input\n${noTables}:7:11: timing.type: "profile" timing needs the profile's forward_pass tables, and profile test/hybrid has none: measure its passes, or use timing type roofline (from the model_shape kvsim profile from-hf writes), linear (fitted by kvsim calibrate) or fixed\n`,
     );
   });
   it("names a missing trace file", async () => {

@@ -47,8 +47,7 @@ describe("kvsim replay with timing: roofline", () => {
     );
     const r = await kvsim("validate", spec);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('is required by timing type "roofline"');
-    expect(r.stderr).toContain("model_shape");
+    expect(r.stderr).toContain('timing.type: "roofline" timing needs the profile\'s model_shape, and profile m has none');
     expect(r.stderr).toContain("engine.gpu");
   });
 });
