@@ -58,7 +58,7 @@ describe("computeBlockHashes (dynamo-mocker 8.6 vectors)", () => {
     expect(expected).not.toBe(0n);
   });
 
-  it("names the token and the block size it refuses (issue 17: the messages and the u32 ends)", () => {
+  it("names the token and the block size it refuses (the messages and the u32 ends)", () => {
     // Token 1 of each: -1 and 2^32 lie outside 0..2^32 - 1, 1.5 is no integer.
     for (const bad of [-1, 2 ** 32, 1.5]) {
       expect(() => computeBlockHashes([7, bad], 2)).toThrow(new RangeError(`token 1 (${bad}) is not a u32 token id`));

@@ -4,8 +4,8 @@ import { FullAttentionManager } from "./managers.js";
 import { GroupState } from "./sequence.js";
 import { admit, group, manager, range, seqOf, setTable } from "./test-helpers.js";
 
-// Survivors of a Stryker run of the managers (issue 17), killed by hand-derived tests: each
-// expected value comes from the rules in grouped-pd.md / vllm-rules.md, with the arithmetic beside it.
+// The managers' rules, one behaviour per test: each expected value comes from the rules in
+// docs/rules/grouped-pd.md and docs/rules/vllm-scheduling.md, with the arithmetic beside it.
 
 // dynamo-mocker.md 8.6 (XXH3-64, seed 1337): tokens [11..88] in blocks of 4.
 const H0 = 4117275816416024698n; // block 0: block hash = tokens hash, parent none
