@@ -7,7 +7,7 @@ import { MAX_BANDWIDTH_GBPS, MIN_BANDWIDTH_GBPS, millis, type Bytes, type Millis
  * (decisions.md, "Transfer delay").
  */
 export function checkBandwidth(gbps: number): string | undefined {
-  // Equivalent mutant (Stryker): the typeof test dropped; Number.isFinite is false for a non-number too.
+  // Surviving mutants: TR-01 (MUTANTS.md).
   if (typeof gbps !== "number" || !Number.isFinite(gbps)) return `bandwidth must be a finite number of GB/s, got ${String(gbps)}`;
   if (gbps <= 0) return `bandwidth must be greater than 0 GB/s (leave it unset for no modelled delay), got ${gbps}`;
   if (gbps < MIN_BANDWIDTH_GBPS || gbps > MAX_BANDWIDTH_GBPS) {

@@ -10,7 +10,7 @@ export interface PricedGroups {
   readonly groups: readonly PricedGroup[];
 }
 
-// Stryker disable next-line StringLiteral: error-message text, the label in front of the issues
+// Stryker disable next-line StringLiteral: TR-02
 const LABEL = "<profile>";
 
 /**
