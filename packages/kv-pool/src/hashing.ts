@@ -3,7 +3,7 @@ import type { BlockHash } from "./contract.js";
 import { hashHi, hashLo, joinHash } from "./hash-halves.js";
 import { xxh3PairInto } from "./xxh3-pair.js";
 
-/** XXH3-64 seed shared with the Dynamo router (dynamo-mocker.md section 6.3). */
+/** XXH3-64 seed shared with the Dynamo router (docs/rules/dynamo.md §6.3). */
 const SEED = 1337n;
 
 // Stryker disable next-line all: KP-73

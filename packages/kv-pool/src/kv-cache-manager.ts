@@ -199,7 +199,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     return this.pool.collectsEvents ? p!.chain(blockSize) : p!.keys(blockSize);
   }
 
-  /** vLLM's hybrid fixed point (vllm-rules.md 4.4) for a hit of at most `maxLength` tokens of sequence `s` (or, without one, prompt `p`). */
+  /** vLLM's hybrid fixed point (docs/rules/vllm-scheduling.md §4.4) for a hit of at most `maxLength` tokens of sequence `s` (or, without one, prompt `p`). */
   private hitFor(maxLength: number, s: Sequence | undefined, p: PromptBase | undefined): Hit {
     const zero = this.zeroHit;
     // Fast paths: without caching every attention group is non-caching (hitImpossible) and every

@@ -48,7 +48,7 @@ export interface SingleTypeManager {
   removeSkippedBlocks(state: GroupState, computed: number): number[];
   /** Makes newly computed blocks cache-visible; emits `stored` runs through the pool. */
   cacheBlocks(state: GroupState, hashes: BlockHashView, computed: number): void;
-  /** Source completion (grouped-pd.md section 3): nulls what the transfer does not need; returns it. */
+  /** Source completion (docs/rules/grouped-pd.md §3): nulls what the transfer does not need; returns it. */
   releaseForSource(state: GroupState, computed: number): number[];
   /** Every real block, tail first (finish or preemption). */
   freeOrder(state: GroupState): number[];

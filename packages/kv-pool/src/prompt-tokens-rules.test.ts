@@ -3,7 +3,7 @@ import type { PromptTokens } from "./contract.js";
 import { computeBlockHashes } from "./hashing.js";
 import { PathPrompt, asPromptImpl, createPathPrompt, createPromptTokens, promptHashes, promptPrefix } from "./prompt-tokens.js";
 
-// Oracle: the dynamo-mocker 8.6 vectors (hashing.test.ts): [11..88] in blocks of 4 hash to H0, H1.
+// Oracle: the docs/rules/dynamo.md §8.6 vectors (hashing.test.ts): [11..88] in blocks of 4 hash to H0, H1.
 const H0 = 4117275816416024698n;
 const H1 = 5947898228081096063n;
 const T8 = [11, 22, 33, 44, 55, 66, 77, 88];

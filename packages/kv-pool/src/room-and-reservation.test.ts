@@ -32,7 +32,7 @@ describe("allocation counts only the skipped blocks that really return to the fr
   });
 });
 
-describe("destination reservation (grouped-pd.md section 4): the local hit and the pool's room", () => {
+describe("destination reservation (docs/rules/grouped-pd.md §4): the local hit and the pool's room", () => {
   /** Full attention, B 4: a request of `n` tokens came and went, its n / 4 blocks cached and free (evictable). */
   function warmed(numPages: number, n: number) {
     const m = manager(numPages, [group("full_attention", 4)]);

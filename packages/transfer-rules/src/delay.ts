@@ -4,7 +4,7 @@ import { MAX_BANDWIDTH_GBPS, MIN_BANDWIDTH_GBPS, millis, type Bytes, type Millis
  * Why a bandwidth in decimal GB/s is refused, or undefined when it is usable: it must lie in
  * [MIN_BANDWIDTH_GBPS, MAX_BANDWIDTH_GBPS] (1 MB/s to 100 TB/s), so that a delay is never infinite
  * nor rounds to nothing. 0 is refused, not read as "off": no bandwidth is spelled `undefined`
- * (decisions.md, "Transfer delay").
+ * (docs/rules/decisions.md §12).
  */
 export function checkBandwidth(gbps: number): string | undefined {
   // Surviving mutants: TR-01 (MUTANTS.md).

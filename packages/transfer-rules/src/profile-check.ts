@@ -14,7 +14,7 @@ export interface PricedGroups {
 const LABEL = "<profile>";
 
 /**
- * Why a profile cannot price a handoff (grouped-pd.md section 5), as located issues; empty when it
+ * Why a profile cannot price a handoff (docs/rules/grouped-pd.md §5), as located issues; empty when it
  * can: profile-schema's `handoffLayoutIssues`. Profiles written before the markers existed still
  * load and serve aggregated replay; only pricing refuses them.
  */

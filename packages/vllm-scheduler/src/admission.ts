@@ -1,5 +1,5 @@
 /**
- * Admission of waiting requests into a step (vllm-rules 1.2 step 3), chunk alignment for
+ * Admission of waiting requests into a step (docs/rules/vllm-scheduling.md §1.2 step 3), chunk alignment for
  * Mamba-type states, and vLLM's `scheduler_reserve_full_isl` gate.
  */
 import type { PrefixHit } from "@kvsim/kv-pool";
@@ -7,7 +7,7 @@ import type { EffectsBuilder, Req, RankState } from "./rank-state.js";
 import type { StepRows } from "./step-rows.js";
 
 /**
- * vLLM's `_mamba_block_aligned_split` (vllm-rules 3.6): while a prompt is being prefilled, a chunk
+ * vLLM's `_mamba_block_aligned_split` (docs/rules/vllm-scheduling.md §3.6): while a prompt is being prefilled, a chunk
  * that ends before the last block boundary of the sequence is cut down to whole blocks, and one
  * that would cross it ends exactly on it; the last chunk runs to the end unchanged. With vLLM
  * 0.32.0's prefill checkpoint blocks, a chunk that reaches the end of the sequence is not cut (its
@@ -60,7 +60,7 @@ export function admitActivated(state: RankState, req: Req, fx: EffectsBuilder, r
   return true;
 }
 
-/** Tries to admit the waiting head (vllm-rules 1.2 step 3). */
+/** Tries to admit the waiting head (docs/rules/vllm-scheduling.md §1.2 step 3). */
 export function admitWaiting(state: RankState, req: Req, fx: EffectsBuilder, rows: StepRows): "admitted" | "rejected" | "stop" {
   const engine = state.engine;
   const budget = rows.budget;

@@ -1,5 +1,5 @@
 /**
- * The P/D handoff commands of a rank (grouped-pd.md sections 3-5): the source side on a prefill
+ * The P/D handoff commands of a rank (docs/rules/grouped-pd.md §3-§5): the source side on a prefill
  * rank, the destination side on a decode rank.
  */
 import { promptPrefix } from "@kvsim/kv-pool";
@@ -35,7 +35,7 @@ export function submitHandoffPrefill(state: RankState, handoffId: string, reques
   if (invalid !== undefined) return fail(invalid);
   const fx = new EffectsBuilder();
   const n = request.prompt.length;
-  // Grouped P/D: the prompt is truncated by the backoff before the request exists (grouped-pd.md 3).
+  // Grouped P/D: the prompt is truncated by the backoff before the request exists (docs/rules/grouped-pd.md §3).
   const t = n - backoffTokens(state.profile, tokens(n));
   // The prefill rank is asked for one token (vLLM's proxy sends max_tokens = 1); the decode rank checks the real output.
   const rejection = state.promptRejection(n, t, 1);

@@ -165,7 +165,7 @@ export class RankState {
   readonly terms: SourceTermsOptions;
   /** Tokens per linear block (missing tokens of a linear destination are counted in them). */
   readonly linearBlockSize: number | undefined;
-  /** Mamba "align" mode: prefill chunks end on multiples of this block (vllm-rules 3.6). */
+  /** Mamba "align" mode: prefill chunks end on multiples of this block (docs/rules/vllm-scheduling.md §3.6). */
   readonly alignBlock: number | undefined;
   /** How the pool needs prefill chunks cut (kv-pool's PrefillChunking). */
   readonly chunking: PrefillChunking;
@@ -276,7 +276,7 @@ export class RankState {
     this.waitingLive++;
   }
 
-  /** Preemption by recompute (vllm-rules 1.3), once its blocks are freed tail first: computed 0, to the front of waiting. */
+  /** Preemption by recompute (docs/rules/vllm-scheduling.md §1.3), once its blocks are freed tail first: computed 0, to the front of waiting. */
   requeuePreempted(req: Req, fx: EffectsBuilder): void {
     req.computed = 0;
     req.preemptions++;
@@ -292,7 +292,7 @@ export class RankState {
     const h = req.handoff;
     // Surviving mutants: VS-50 (MUTANTS.md).
     if (h?.side === "source" && h.state === "pending") {
-      // Source completion (grouped-pd.md 3): free what vLLM frees before the transfer, hold the rest.
+      // Source completion (docs/rules/grouped-pd.md §3): free what vLLM frees before the transfer, hold the rest.
       const releasedPages = this.pool.releaseSourceSkipped(req.seq, req.computed);
       this.capacityGeneration++;
       const heldPages = this.pool.heldBlocks(req.seq).reduce((a, b) => a + b, 0);
@@ -408,7 +408,7 @@ export class RankState {
 
   /**
    * Reserves pending destinations in FIFO order: only the head is tried, without preempting, and
-   * only when capacity was freed since it last failed (grouped-pd.md 4).
+   * only when capacity was freed since it last failed (docs/rules/grouped-pd.md §4).
    */
   tryReserveDestinations(fx: EffectsBuilder): void {
     for (;;) {

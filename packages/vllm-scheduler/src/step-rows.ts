@@ -100,7 +100,7 @@ export class StepRows {
       b.decodeRows++;
       b.decodeKvTokens += computedBefore + n;
     }
-    // Computed counts advance at schedule time (vllm-rules 1.2 step 8).
+    // Computed counts advance at schedule time (docs/rules/vllm-scheduling.md §1.2 step 8).
     req.computed = computedBefore + n;
   }
 

@@ -1,5 +1,5 @@
 /**
- * One forward pass of a rank (vllm-rules 1.2, 1.3): the running pass, the waiting pass, the price
+ * One forward pass of a rank (docs/rules/vllm-scheduling.md §1.2, §1.3): the running pass, the waiting pass, the price
  * of the step, and sampling. `planStep` does the work; `synchronousStep` is vLLM's classic engine
  * loop (plan, run, process the outputs, plan again) and async scheduling
  * (async-scheduling.ts) pipelines the same plans.
