@@ -3,7 +3,7 @@ import { DYNAMO_VLLM_BLOCK_SIZE, UNBOUNDED, fromMockEngineArgs, toMockEngineArgs
 import { GLM, LLAMA_8B, refusal } from "./test-profiles.js";
 
 
-/** Dynamo's defaults for a linear profile (dynamo-mocker.md section 3), written out. */
+/** Dynamo's defaults for a linear profile (docs/rules/dynamo.md §3), written out. */
 const DEFAULTS = {
   role: "aggregated",
   engine: {
@@ -23,7 +23,7 @@ const DEFAULTS = {
   kvTransfer: { mode: "full_prompt" },
 };
 
-describe("fromMockEngineArgs: defaults (dynamo-mocker.md section 3 and 8.7)", () => {
+describe("fromMockEngineArgs: defaults (docs/rules/dynamo.md §3 and §8.7)", () => {
   it("empty args: vLLM block 64, 16,384 blocks, 256 seqs, 8,192 tokens, caching and chunking on, aggregated, full_prompt, no bandwidth, polynomial", () => {
     expect(fromMockEngineArgs({}, LLAMA_8B)).toEqual(DEFAULTS);
     expect(DYNAMO_VLLM_BLOCK_SIZE).toBe(64);

@@ -17,7 +17,7 @@ import { checkBandwidth } from "@kvsim/transfer-rules";
 import { describeJson } from "./json-u64.js";
 
 /**
- * Dynamo's `MockEngineArgs` (reference/dynamo-mocker.md section 3) mapped to kvsim's engine
+ * Dynamo's `MockEngineArgs` (docs/rules/dynamo.md §3) mapped to kvsim's engine
  * settings, role, timing and transfer settings, and back. Only the vLLM engine is modelled.
  */
 

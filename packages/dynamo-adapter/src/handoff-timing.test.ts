@@ -29,7 +29,7 @@ const timing = (t: Partial<HandoffTransferTiming>): HandoffTransferTiming => ({
   ...t,
 });
 
-describe("dynamo-mocker.md 8.1: the four-field delay (decimal GB)", () => {
+describe("docs/rules/dynamo.md §8.1: the four-field delay (decimal GB)", () => {
   it("FullPrompt 128 tokens x 1,000,000 B at 1 GB/s is 128 ms", () => {
     // 128 x 10^6 B / 10^9 B/s = 0.128 s = 128 ms.
     expect(dynamoDelayMs(timing({ full_prompt_tokens: 128, kv_bytes_per_token: 1_000_000, bandwidth_gb_s: 1 }))).toBe(128);
@@ -66,7 +66,7 @@ describe("dynamo-mocker.md 8.1: the four-field delay (decimal GB)", () => {
   });
 });
 
-describe("dynamo-mocker.md 8.2: the fixed term", () => {
+describe("docs/rules/dynamo.md §8.2: the fixed term", () => {
   // DestinationMissing, full 4,096 tokens, 4,444 B/token, 21,479,424 fixed, 100 GB/s (10^11 B/s).
   const fixed = timing({ mode: "destination_missing", full_prompt_tokens: 4096, kv_bytes_per_token: 4444, kv_bytes_per_request: 21_479_424, bandwidth_gb_s: 100 });
 
@@ -128,7 +128,7 @@ describe("dynamo-mocker.md 8.2: the fixed term", () => {
     });
   });
 
-  describe("the semantic gap: kvsim moves nothing on a full destination hit (decisions.md)", () => {
+  describe("the semantic gap: kvsim moves nothing on a full destination hit (docs/rules/decisions.md §13)", () => {
     it("destination_missing with 0 transferable tokens charges 0 request bytes for that transfer", () => {
       expect(transferTimingFor(fixed, { transferable_prompt_tokens: 0 }).kv_bytes_per_request).toBe(0);
       expect(handoffDelayMs(fixed, { transferable_prompt_tokens: 0 })).toBe(0);
@@ -155,7 +155,7 @@ describe("dynamo-mocker.md 8.2: the fixed term", () => {
   });
 });
 
-describe("dynamo-mocker.md 8.3: block units", () => {
+describe("docs/rules/dynamo.md §8.3: block units", () => {
   // A linear vLLM source, engine block 16, prompt 100 tokens, 10^6 B/token at 1 GB/s.
   const profile = linearProfile(1_000_000);
   const src = sourceTerms(profile, tokens(100), { mode: "destination_missing", bandwidthGbps: 1, blockSizeTokens: 16 });

@@ -13,8 +13,8 @@ import type { Conversion } from "./engine-args.js";
 import { describeJson } from "./json-u64.js";
 
 /**
- * kvsim `TransferTerms` <-> Dynamo's `HandoffTransferTiming` (reference/dynamo-mocker.md
- * section 5.3 and 5.5; grouped-pd.md section 6). Three quantities stay apart: a token count,
+ * kvsim `TransferTerms` <-> Dynamo's `HandoffTransferTiming` (docs/rules/dynamo.md §5.3
+ * and §5.5; docs/rules/grouped-pd.md §6). Three quantities stay apart: a token count,
  * bytes per token, and a fixed per-request byte term. Block units become tokens only when exact.
  */
 
@@ -221,7 +221,7 @@ export function fromDynamoTiming(
 
 /**
  * The timing to charge for one transfer. Dynamo charges kv_bytes_per_request even when no token
- * is missing; kvsim (like vLLM) moves nothing on a full destination hit (decisions.md). So in
+ * is missing; kvsim (like vLLM) moves nothing on a full destination hit (docs/rules/decisions.md §13). So in
  * destination_missing mode the request bytes become the destination's own figure when it sends
  * one, else 0 when nothing is missing; in full_prompt mode the source's timing stands.
  */

@@ -5,7 +5,7 @@ import { RouterEventPublisher, fromRouterEventData, parseRouterKvEvent, routerGr
 import { GLM, LLAMA_8B } from "./test-profiles.js";
 
 /**
- * dynamo-mocker.md section 8.6 (XXH3-64, seed 1337, verified against the real router decoder in
+ * docs/rules/dynamo.md §8.6 (XXH3-64, seed 1337, verified against the real router decoder in
  * the reference): tokens_hash = XXH3 over the block's little-endian u32 tokens; block_hash = the
  * tokens hash for block 0, else XXH3 over [parent block_hash LE u64, tokens_hash LE u64].
  */

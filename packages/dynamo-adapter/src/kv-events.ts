@@ -4,7 +4,7 @@ import type { Conversion } from "./engine-args.js";
 import type { JsonValue } from "./json-u64.js";
 
 /**
- * KV events in the Dynamo router's format (reference/dynamo-mocker.md section 6.2):
+ * KV events in the Dynamo router's format (docs/rules/dynamo.md §6.2):
  * `{event_id, dp_rank, data: {stored | removed | cleared}}`. Hashes are u64 bigints; write them
  * with `stringifyJsonExact` so they stay exact in JSON.
  */

@@ -15,7 +15,7 @@ function send(s: EngineSession, request: unknown): Record<string, JsonValue> {
 const effects = (r: Record<string, JsonValue>) => r.effects as Record<string, JsonValue>;
 
 /**
- * The conformance fixture of dynamo-mocker.md 8.3: block 4, 64 blocks, 64 batched tokens, 2 seqs,
+ * The conformance fixture of docs/rules/dynamo.md §8.3: block 4, 64 blocks, 64 batched tokens, 2 seqs,
  * 1 GB/s, 10^6 B/token (a linear profile), with fixed timing 10 ms prefill / 2 ms decode so every
  * time can be derived by hand.
  */

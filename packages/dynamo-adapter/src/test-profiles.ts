@@ -2,7 +2,7 @@ import { InputError, type Profile } from "@kvsim/profile-schema";
 import { glmFlashProfile } from "@kvsim/profile-schema/testing";
 
 /**
- * Profiles for tests, built from grouped-pd.md's oracle table (not exported from the package).
+ * Profiles for tests, built from the oracle table of docs/rules/grouped-pd.md §2 (not exported from the package).
  *
  * GLM-5.3-Flash, TP 4, fp8: full attention 11 x 1,114,112 + 11 x 71,808 = 13,045,120 B per
  * 2,176-token block; fixed bytes = ring 11 x 2,048 = 22,528 + KDA 2 x 9 x 1,085,440 = 19,537,920

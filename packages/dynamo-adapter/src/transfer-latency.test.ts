@@ -6,7 +6,7 @@ import { parseJsonExact, stringifyJsonExact, type JsonValue } from "./json-u64.j
 import { createEngineSession } from "./session.js";
 import { GLM, LLAMA_8B, refusal } from "./test-profiles.js";
 
-// GLM-5.3-Flash at N = 1,000 (grouped-pd.md section 2): 1 full-attention block of 2,176 tokens at
+// GLM-5.3-Flash at N = 1,000 (docs/rules/grouped-pd.md §2): 1 full-attention block of 2,176 tokens at
 // 5,995 B per token + 36,927,488 fixed bytes = 49,972,608 B: 49.972608 ms at 1 GB/s.
 const GLM_1000: HandoffTransferTiming = { mode: "destination_missing", full_prompt_tokens: 2176, kv_bytes_per_token: 5995, kv_bytes_per_request: 36_927_488, bandwidth_gb_s: 1 };
 const ALL_MISSING = { transferable_prompt_tokens: 2176, kv_bytes_per_request: 36_927_488 };

@@ -148,7 +148,7 @@ describe("BlockHashTable with grow", () => {
   });
 });
 
-// Issue 17: rules of the table no test above pinned (its refusals' messages, the value range, a
+// Rules of the table no test above pins (its refusals' messages, the value range, a
 // growing table that starts below 16 slots, entries holding value 0 and halves >= 2^31).
 describe("BlockHashTable limits", () => {
   it("refuses maxEntries outside 1..2^28 with a message naming the range and the value", () => {
@@ -220,7 +220,7 @@ describe("BlockHashTable limits", () => {
   });
 });
 
-// Issue 17: every field of a key is compared inside a probe run, and the backward shift keeps
+// Every field of a key is compared inside a probe run, and the backward shift keeps
 // entries whose home equals the hole or the slot they sit in, on both sides of the wrap-around.
 describe("BlockHashTable probe runs and deletion edges", () => {
   it("tells apart keys of one run that differ only in the low half or only in the group", () => {

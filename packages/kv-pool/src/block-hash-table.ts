@@ -11,8 +11,7 @@ import { failure, rangeFailure } from "./errors.js";
  * output, so their low bits are already uniform): keys differing only in their high half collide,
  * which the tests use to build probe runs by hand.
  */
-// Mutation testing: `at - GROUP` (and `to - GROUP`) survives wherever a slot's group is read or
-// written, and is equivalent: GROUP is word 0, so at - 0 = at + 0.
+// Surviving mutants: KP-01 (MUTANTS.md).
 const GROUP = 0;
 const HI = 1;
 const LO = 2;
@@ -43,7 +42,7 @@ export class BlockHashTable {
 
   private static emptyWords(capacity: number): Int32Array {
     const words = new Int32Array(capacity * 4);
-    // Mutation testing: `s <= capacity` is equivalent, the extra write lies past the array's end (ignored).
+    // Surviving mutants: KP-02 (MUTANTS.md).
     for (let s = 0; s < capacity; s++) words[4 * s + VALUE] = -1;
     return words;
   }
@@ -55,9 +54,7 @@ export class BlockHashTable {
     this.mask = capacity - 1;
     const w = BlockHashTable.emptyWords(capacity);
     this.words = w;
-    // Mutation testing: `at <= old.length` and the empty-slot test below written false are
-    // equivalent: a copy of an empty slot (or of the empty subarray past the end) into an empty
-    // slot leaves that slot empty (value -1), and only the value tells a slot is empty.
+    // Surviving mutants: KP-03 (MUTANTS.md).
     for (let at = 0; at < old.length; at += 4) {
       if (old[at + VALUE]! < 0) continue;
       let slot = this.homeSlot(old[at + GROUP]!, old[at + LO]!);
@@ -110,7 +107,7 @@ export class BlockHashTable {
     const w = this.words;
     const mask = this.mask;
     let s = 0;
-    // Stryker disable next-line all: equivalent, a read-only prefetch whose result the caller only keeps
+    // Stryker disable next-line all: KP-04
     for (let k = 0; k < n; k++) s ^= w[4 * ((keys[2 * k + 1]! ^ group) & mask) + VALUE]!;
     return s;
   }
@@ -187,8 +184,7 @@ export class BlockHashTable {
       const at = 4 * next;
       if (w[at + VALUE]! < 0) break;
       const home = this.homeSlot(w[at + GROUP]!, w[at + LO]!);
-      // Mutation testing: `hole < next` is equivalent, the walk stops at an empty slot before next
-      // could come round to the hole (the load is at most 1/2).
+      // Surviving mutants: KP-05 (MUTANTS.md).
       const stays = hole <= next ? hole < home && home <= next : hole < home || home <= next;
       if (stays) continue;
       const to = 4 * hole;
@@ -206,7 +202,7 @@ export class BlockHashTable {
   entries(): [number, number, number, number][] {
     const w = this.words;
     const out: [number, number, number, number][] = [];
-    // Mutation testing: `at <= w.length` is equivalent, the value past the end reads undefined, never >= 0.
+    // Surviving mutants: KP-06 (MUTANTS.md).
     for (let at = 0; at < w.length; at += 4) {
       const v = w[at + VALUE]!;
       if (v >= 0) out.push([w[at + GROUP]!, w[at + HI]! >>> 0, w[at + LO]! >>> 0, v]);

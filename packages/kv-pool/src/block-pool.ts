@@ -148,8 +148,7 @@ export class BlockPool {
     linkedGroups: readonly boolean[] = [],
   ) {
     if (!Number.isInteger(numPages) || numPages < 2) throw new RangeError(`numPages must be an integer >= 2 (page 0 is the null page), got ${numPages}`);
-    // Mutation testing: `numGroups >= GROUP_MASK - 1` survives: telling it apart takes a pool of
-    // GROUP_MASK - 1 (16.7 M) groups, with per-group arrays of some 200 MB: too big for the suite.
+    // Surviving mutants: KP-07 (MUTANTS.md).
     if (!Number.isInteger(numGroups) || numGroups < 1 || numGroups > GROUP_MASK - 1) throw new RangeError(`numGroups must be a positive integer, got ${numGroups}`);
     this.cap = Math.min(numPages, INITIAL_BLOCKS);
     this.rec = new Int32Array(this.cap * STRIDE);
@@ -165,11 +164,11 @@ export class BlockPool {
 
   /** Makes room for the record of `id`. */
   private reach(id: number): void {
-    // Stryker disable next-line ConditionalExpression: equivalent (false), growing to the same capacity copies the same records into a new array of the same size
+    // Stryker disable next-line ConditionalExpression: KP-08
     if (id < this.cap) return;
     let cap = this.cap;
     while (cap <= id) cap *= 2;
-    // Stryker disable next-line MethodExpression: equivalent, a capacity past numPages only adds records no id reaches (ids >= numPages read as zero either way)
+    // Stryker disable next-line MethodExpression: KP-09
     cap = Math.min(cap, this.numPages);
     const grown = new Int32Array(cap * STRIDE);
     grown.set(this.rec);
@@ -188,15 +187,14 @@ export class BlockPool {
   /** True when the block is in the free queue. */
   private queued(id: number): boolean {
     if (id >= this.untouchedFrom) return id < this.numPages;
-    // Stryker disable next-line EqualityOperator: equivalent, block 0's QPOS word stays 0 (it is never queued), and every id below untouchedFrom has a record (takeFreeInto reaches the untouched ids it takes, dequeue reaches its id first)
-    // Mutation testing: `id < this.cap` written true survives, equivalent: the ids that reach this
-    // line are below untouchedFrom, and each of those has a record (id < cap holds anyway).
+    // Stryker disable next-line EqualityOperator: KP-10
+    // Surviving mutants: KP-11 (MUTANTS.md).
     return id > 0 && id < this.cap && this.rec[id * STRIDE + QPOS] !== 0;
   }
 
   /** Takes a queued block out of the free queue. */
   private dequeue(id: number): void {
-    // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable for integer ids, touch dequeues only blocks with reference 0, and every id in 1..P-1 with reference 0 is queued (other ids read no reference 0)
+    // Stryker disable next-line ConditionalExpression,StringLiteral: KP-12
     if (!this.queued(id)) throw failure("pool invariant: block {0} is not in the free queue", id);
     if (id >= this.untouchedFrom) {
       // Taken from the middle of the untouched range (never by the pool's own walks): the range
@@ -210,7 +208,7 @@ export class BlockPool {
       return;
     }
     const at = id * STRIDE + QPOS;
-    // Stryker disable next-line EqualityOperator: equivalent, a queued block's QPOS word is never 0 (0 means not queued)
+    // Stryker disable next-line EqualityOperator: KP-13
     if (this.rec[at]! < 0) this.frontLive--;
     else this.backLive--;
     this.rec[at] = 0;
@@ -218,15 +216,14 @@ export class BlockPool {
 
   /** Checks that a block can enter the free queue. */
   private checkEnqueue(id: number): void {
-    // Mutation testing: `id < 0` survives, equivalent: free skips the null block 0, and the pool's
-    // own pushes never enqueue it, so id 0 never reaches this check.
+    // Surviving mutants: KP-14 (MUTANTS.md).
     if (id <= 0 || id >= this.numPages || !Number.isInteger(id)) throw rangeFailure("block id {0} outside 1..{1}", id, this.numPages - 1);
     if (this.queued(id)) throw failure("pool invariant: block {0} is already in the free queue", id);
   }
 
   private pushBack(id: number): void {
     this.checkEnqueue(id);
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, rebuilding more often only compacts the ring earlier; the POS_LIMIT test (> or written false) differs only after 2^30 pushes without a rebuild, far past any test; the full-ring test written `!==` rebuilds on every other push, so the ring is never full
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-15
     if (this.backTail - this.backHead === this.back.length || this.backTail >= POS_LIMIT) this.rebuildBack();
     const pos = this.backTail++;
     this.back[pos & (this.back.length - 1)] = id;
@@ -237,7 +234,7 @@ export class BlockPool {
   /** Puts a block at the very front. */
   private pushFront(id: number): void {
     this.checkEnqueue(id);
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, rebuilding more often only compacts the ring earlier; the frontHead limit (< 1 or written false) differs only after 2^29 pushes to the front without a rebuild, far past any test; the full-ring test written `!==` rebuilds on every other push, so the ring is never full
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-16
     if (this.frontTail - this.frontHead === this.front.length || this.frontHead <= 1) this.rebuildFront();
     const pos = --this.frontHead;
     this.front[pos & (this.front.length - 1)] = id;
@@ -248,9 +245,8 @@ export class BlockPool {
   /** Puts a block at the end of the front part (before the untouched range). */
   private pushFrontPartEnd(id: number): void {
     this.checkEnqueue(id);
-    // Stryker disable next-line EqualityOperator: equivalent, the full-ring test written `!==` rebuilds on every other push (the ring is never full); `frontTail > POS_LIMIT` differs only after 2^30 pushes without a rebuild and `<` only rebuilds on every push (compaction only)
-    // Mutation testing: the POS_LIMIT test written true or false survives, equivalent: true only
-    // rebuilds (compacts) on every push; false differs only after 2^30 pushes without a rebuild.
+    // Stryker disable next-line EqualityOperator: KP-17
+    // Surviving mutants: KP-18 (MUTANTS.md).
     if (this.frontTail - this.frontHead === this.front.length || this.frontTail >= POS_LIMIT) this.rebuildFront();
     const pos = this.frontTail++;
     this.front[pos & (this.front.length - 1)] = id;
@@ -271,22 +267,22 @@ export class BlockPool {
     const r = this.rec;
     const mask = ring.length - 1;
     let size = ring.length;
-    // Stryker disable next-line EqualityOperator,ArithmeticOperator: equivalent, the ring's size only sets when it is next rebuilt: `>=` grows it one step sooner, `2 * live - 2` still leaves it larger than live (8 slots at least), so no push overwrites a live entry
+    // Stryker disable next-line EqualityOperator,ArithmeticOperator: KP-19
     while (2 * live + 2 > size) size *= 2;
     const out = new Int32Array(size);
     let k = 0;
     // Live entries first, renumbered after: a block dequeued and queued again leaves a stale entry
     // that can sit at the very position its live entry moves to (the front ring's new positions
     // start at FRONT_BASE, above where pushes to the front went), and would then read as live.
-    // Stryker disable next-line EqualityOperator: equivalent (<=), the slot at tail holds no entry whose QPOS word names position tail (no block was given it yet)
+    // Stryker disable next-line EqualityOperator: KP-20
     for (let pos = head; pos < tail; pos++) {
       const id = ring[pos & mask]!;
       if (r[id * STRIDE + QPOS] !== sign * pos) continue;
       out[(base + k++) & (size - 1)] = id;
     }
-    // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, frontLive/backLive count exactly the entries whose QPOS word names their position (every push, pop and dequeue updates both)
+    // Stryker disable next-line ConditionalExpression,StringLiteral: KP-21
     if (k !== live) throw failure("pool invariant: free-queue ring holds {0} live entries, counted {1}", k, live);
-    // Stryker disable next-line EqualityOperator: equivalent (<=), the new ring's slot after its k entries is empty (size >= 2k + 2): the extra write goes to the null block's QPOS word, which nothing reads (queued() refuses id 0, and no ring slot in [head, tail) holds 0)
+    // Stryker disable next-line EqualityOperator: KP-22
     for (let np = base; np < base + k; np++) r[out[np & (size - 1)]! * STRIDE + QPOS] = sign * np;
     return out;
   }
@@ -320,7 +316,7 @@ export class BlockPool {
 
   /** `holds` with the hash as its 32-bit halves. */
   holdsKey(id: number, group: number, hi: number, lo: number): boolean {
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, an id at or past the records reads undefined words, whose group test (undefined & mask = 0 vs group + 1 >= 1) is false anyway
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-23
     if (id >= this.cap) return false;
     const r = this.rec;
     const at = id * STRIDE;
@@ -337,11 +333,10 @@ export class BlockPool {
     const hi = hashHi(hash);
     const lo = hashLo(hash);
     const t = this.cache.get(group, hi, lo);
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, the table never maps a key to block 0, and the scan below finds the same first copy the table names (the one block of the key with FIRST)
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-24
     if (t >= 0) return t;
-    // Stryker disable next-line EqualityOperator: equivalent, the record at this.cap reads undefined, which holds no key
-    // Mutation testing: the FIRST test written true survives, equivalent: a key not in the table has
-    // a single copy, its first, so the first block holding the key is that copy.
+    // Stryker disable next-line EqualityOperator: KP-25
+    // Surviving mutants: KP-26 (MUTANTS.md).
     for (let id = 1; id < this.cap; id++) if (this.holdsKey(id, group, hi, lo) && (this.rec[id * STRIDE + META]! & FIRST) !== 0) return id;
     return NULL_BLOCK;
   }
@@ -352,11 +347,11 @@ export class BlockPool {
    * link is tried before the table.
    */
   findFirst(group: number, prev: number, hi: number, lo: number): number {
-    // Stryker disable next-line ConditionalExpression: equivalent (true), nothing links from the null block: CHILD[0] stays 0
+    // Stryker disable next-line ConditionalExpression: KP-27
     if (prev !== NULL_BLOCK) {
       const r = this.rec;
       const c = r[prev * STRIDE + CHILD]!;
-      // Stryker disable next-line ConditionalExpression: equivalent (true), block 0's record has META 0, which matches no group
+      // Stryker disable next-line ConditionalExpression: KP-28
       if (c !== 0) {
         const at = c * STRIDE;
         const meta = r[at + META]!;
@@ -367,7 +362,7 @@ export class BlockPool {
       }
     }
     const t = this.cache.get(group, hi, lo);
-    // Stryker disable next-line EqualityOperator: equivalent, the table never maps a key to the null block 0
+    // Stryker disable next-line EqualityOperator: KP-29
     return t < 0 ? NULL_BLOCK : t;
   }
 
@@ -439,7 +434,7 @@ export class BlockPool {
       }
       if (left > 0) this.popBackInto(left, out, k, owner);
     }
-    // Stryker disable next-line ConditionalExpression: equivalent (true), usedOf[-1] += n on a typed array changes nothing
+    // Stryker disable next-line ConditionalExpression: KP-30
     if (group >= 0) this.usedOf[group]! += n;
   }
 
@@ -449,7 +444,7 @@ export class BlockPool {
     const tail = this.backTail;
     // Load the records of the next entries in a loop of plain reads first: popping checks each
     // entry's QPOS word, one cache miss after another otherwise.
-    // Stryker disable next-line all: equivalent, a read-only prefetch whose result is only kept in `sink` (whatever range it reads, nothing is written)
+    // Stryker disable next-line all: KP-31
     this.sink = this.prefetchRing(ring, this.backHead, Math.min(tail, this.backHead + count));
     const r = this.rec;
     const mask = ring.length - 1;
@@ -469,7 +464,7 @@ export class BlockPool {
     }
     this.backHead = head;
     this.backLive -= count - left;
-    // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, takeFreeInto refuses n > numFree before popping, so the back part holds the blocks asked for
+    // Stryker disable next-line ConditionalExpression,StringLiteral: KP-32
     if (left > 0) throw new Error("pool invariant: the free queue is empty");
   }
 
@@ -485,20 +480,16 @@ export class BlockPool {
       // table), with no events to build, its link (if any) naming a block that is not run
       // dependent. `evict` takes the same branches then (no table slot, no event).
       const child = r[at + CHILD]!;
-      // Mutation testing: `r[at + COPY] === 0` written true survives, equivalent: a first copy with
-      // later copies always has IN_TABLE (a key with copies lives in the table), so the IN_TABLE
-      // test already sends it to evict.
+      // Surviving mutants: KP-33 (MUTANTS.md).
       if ((meta & (FIRST | IN_TABLE)) === FIRST && r[at + COPY] === 0 && this.events === undefined && (child === 0 || !this.isRunDependent(child))) {
         r[at + META] = 0;
-        // Mutation testing: dropping this write survives, equivalent in every result: a stale link
-        // names a block whose key is checked before use (findFirst), or one that is not run
-        // dependent (cacheBlockKey, evict), so it only sends a key to the table or is ignored.
+        // Surviving mutants: KP-34 (MUTANTS.md).
         r[at + CHILD] = 0;
       } else {
         this.evict(id);
       }
     }
-    // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0 (at - 0 = at + 0)
+    // Stryker disable next-line ArithmeticOperator: KP-35
     r[at + REF] = 1;
     r[at + OWNER] = owner;
   }
@@ -506,10 +497,10 @@ export class BlockPool {
   /** Reads the QPOS words of the blocks at ring positions [from, to) (a prefetch); returns them folded. */
   private prefetchRing(ring: Int32Array, from: number, to: number): number {
     const r = this.rec;
-    // Stryker disable next-line ArithmeticOperator: equivalent, prefetchRing only reads (its result is kept in `sink`); a wrong mask reads other slots
+    // Stryker disable next-line ArithmeticOperator: KP-36
     const mask = ring.length - 1;
     let s = 0;
-    // Stryker disable next-line all: equivalent, a read-only prefetch whose result is only kept in `sink`
+    // Stryker disable next-line all: KP-37
     for (let pos = from; pos < to; pos++) s ^= r[ring[pos & mask]! * STRIDE + QPOS]!;
     return s;
   }
@@ -518,15 +509,15 @@ export class BlockPool {
    * Reads the records of `ids` (a prefetch): the loads are independent, so the CPU overlaps their
    * cache misses, and the loop that then works on the blocks finds them in cache. Changes nothing.
    */
-  // Stryker disable next-line BlockStatement: equivalent, a read-only prefetch: its result is only kept in `sink`
+  // Stryker disable next-line BlockStatement: KP-38
   private prefetch(ids: Int32Array, from: number, to: number): void {
     const r = this.rec;
     const cap = this.cap;
     let s = 0;
-    // Stryker disable next-line all: equivalent, a read-only prefetch: its result is only kept in `sink`
+    // Stryker disable next-line all: KP-39
     for (let i = from; i < to; i++) {
       const id = ids[i]!;
-      // Stryker disable next-line all: equivalent, a read-only prefetch: its result is only kept in `sink`
+      // Stryker disable next-line all: KP-40
       if (id < cap) s ^= r[id * STRIDE]!;
     }
     this.sink = s;
@@ -547,7 +538,7 @@ export class BlockPool {
     if (id === NULL_BLOCK) return;
     this.reach(id);
     const at = id * STRIDE;
-    // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0 (at - 0 = at + 0)
+    // Stryker disable next-line ArithmeticOperator: KP-41
     if (this.rec[at + REF] === 0) {
       this.dequeue(id);
       const meta = this.rec[at + META]!;
@@ -556,10 +547,10 @@ export class BlockPool {
         this.cachedOf[(meta & GROUP_MASK) - 1]!--;
       }
       const owner = this.rec[at + OWNER]!;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `true` and `owner >= 0` make usedOf[-1]++, which changes nothing on a typed array
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-42
       if (owner > 0) this.usedOf[owner - 1]!++;
     }
-    // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0
+    // Stryker disable next-line ArithmeticOperator: KP-43
     this.rec[at + REF]!++;
   }
 
@@ -597,12 +588,12 @@ export class BlockPool {
         // The common case inline: the last reference of a cached block, which goes to the back
         // of the free queue (ring not full). `release` and `pushBack` do exactly this then: the
         // block is taken (id below untouchedFrom, QPOS 0), so the enqueue check passes.
-        // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,BlockStatement: equivalent, any block not taking the inline path goes through release, which makes the same changes
+        // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,BlockStatement: KP-44
         if (r[at + REF] === 1 && meta !== 0 && id < this.untouchedFrom && r[at + QPOS] === 0 && this.backTail - this.backHead < this.back.length && this.backTail < POS_LIMIT) {
           r[at + REF] = 0;
           released++;
           const owner = r[at + OWNER]!;
-          // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `true` and `owner >= 0` make usedOf[-1]--, which changes nothing on a typed array
+          // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-45
           if (owner > 0) this.usedOf[owner - 1]!--;
           const pos = this.backTail++;
           this.back[pos & (this.back.length - 1)] = id;
@@ -628,12 +619,12 @@ export class BlockPool {
    */
   private release(id: number): boolean {
     const at = id * STRIDE;
-    // Stryker disable next-line ArithmeticOperator: equivalent, REF is word 0 (at - 0 = at + 0)
+    // Stryker disable next-line ArithmeticOperator: KP-46
     const rc = --this.rec[at + REF]!;
     if (rc < 0) throw failure("pool invariant: block {0} freed more often than taken", id);
     if (rc > 0) return false;
     const owner = this.rec[at + OWNER]!;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `true` and `owner >= 0` make usedOf[-1]--, which changes nothing on a typed array
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-47
     if (owner > 0) this.usedOf[owner - 1]!--;
     const meta = this.rec[at + META]!;
     if (meta !== 0) {
@@ -665,7 +656,7 @@ export class BlockPool {
    * block to the parent key's first copy when it can.
    */
   cacheBlockKey(id: number, group: number, hi: number, lo: number, parent: number): boolean {
-    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,ArithmeticOperator: equivalent, the null block (reference 0 forever) and an id past the records (META reads undefined, !== 0) fail the META or reference test anyway; REF is word 0
+    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,ArithmeticOperator: KP-48
     if (id === NULL_BLOCK || id >= this.cap || this.rec[id * STRIDE + META] !== 0 || this.rec[id * STRIDE + REF]! <= 0) {
       throw failure("pool invariant: block {0} cannot be cached", id);
     }
@@ -677,7 +668,7 @@ export class BlockPool {
     if (linked) {
       const pm = r[parent * STRIDE + META]!;
       pf = (pm & FIRST) !== 0 ? parent : this.cache.get(group, r[parent * STRIDE + HI]!, r[parent * STRIDE + LO]!);
-      // Stryker disable next-line EqualityOperator: equivalent, pf is the parent block itself (> 0) or the table's value, never 0
+      // Stryker disable next-line EqualityOperator: KP-49
       if (pf < 0) throw failure("pool invariant: parent block {0} of block {1} has no first copy", parent, id);
     }
     const first = this.findFirst(group, pf, hi, lo);
@@ -685,11 +676,10 @@ export class BlockPool {
     r[at + LO] = lo;
     if (first === NULL_BLOCK) {
       r[at + META] = (group + 1) | FIRST;
-      // Stryker disable next-line ConditionalExpression: equivalent (false), with pf the null block it reads CHILD[0], which stays 0
+      // Stryker disable next-line ConditionalExpression: KP-50
       const c = pf === NULL_BLOCK ? 0 : r[pf * STRIDE + CHILD]!;
-      // Stryker disable next-line LogicalOperator: equivalent in every result, a first copy whose parent's link names a block not run-dependent goes to the table instead of taking the link: the key stays reachable and lookups give the same first copy
-      // Mutation testing: the whole test written false survives, equivalent like the `&&` above: every
-      // first copy then goes to the table instead of a run link, and lookups find the same first copy.
+      // Stryker disable next-line LogicalOperator: KP-51
+      // Surviving mutants: KP-52 (MUTANTS.md).
       if (pf !== NULL_BLOCK && (c === 0 || !this.isRunDependent(c))) {
         r[pf * STRIDE + CHILD] = id;
       } else {
@@ -701,7 +691,7 @@ export class BlockPool {
     // A duplicate copy goes last: the first copy stays the one hits use; a key with copies lives in the table.
     r[at + META] = group + 1;
     const fm = r[first * STRIDE + META]!;
-    // Stryker disable next-line ConditionalExpression: equivalent (true), putting a key already in the table is a no-op and IN_TABLE is already set
+    // Stryker disable next-line ConditionalExpression: KP-53
     if ((fm & IN_TABLE) === 0) {
       this.cache.putIfAbsent(group, hi, lo, first);
       r[first * STRIDE + META] = fm | IN_TABLE;
@@ -720,12 +710,12 @@ export class BlockPool {
    */
   cacheTableRun(table: BlockTable, from: number, to: number, group: number, keys: Int32Array): void {
     const blocks = table.blocks;
-    // Stryker disable next-line ConditionalExpression: equivalent (false), without the inline path cacheBlockKey takes the same branches for the same blocks
+    // Stryker disable next-line ConditionalExpression: KP-54
     const linked = this.linked[group] === 1;
     // Each new key is looked up in the table (a random slot): when the table is too big to stay
     // in cache (as in groups whose every key is in it), load those slots together first. Linked
     // groups keep only run heads in the table, which stays small: the extra pass would only cost.
-    // Stryker disable next-line all: equivalent, touchHomes is a read-only prefetch (its result is only kept in `sink`)
+    // Stryker disable next-line all: KP-55
     if (this.cache.capacity > PREFETCH_SLOTS) this.sink = this.cache.touchHomes(group, keys, to - from);
     // Caching allocates no record (cacheBlockKey does not grow the pool): the record array stays.
     const r = this.rec;
@@ -733,8 +723,7 @@ export class BlockPool {
     const firstMeta = (group + 1) | FIRST;
     for (let i = from; i < to; i++) {
       const b = blocks[i]!;
-      // Mutation testing: `b < cap` written true or `<=` survives, equivalent: a block of the run
-      // is referenced, so it has a record (b < cap always).
+      // Surviving mutants: KP-56 (MUTANTS.md).
       if (b === NULL_BLOCK || (b < cap && r[b * STRIDE + META] !== 0)) continue;
       const hi = keys[2 * (i - from)]!;
       const lo = keys[2 * (i - from) + 1]!;
@@ -744,14 +733,12 @@ export class BlockPool {
       // the key's first copy, chained from its parent. cacheBlockKey takes the same branches then
       // (pf = parent, CHILD[pf] = 0, findFirst goes to the table and misses); anything else goes
       // through it.
-      // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: equivalent, skipping the inline path sends the block through cacheBlockKey, which takes the same branches; with the null block as parent (META 0, no FIRST) the inline test below fails, and a block of the run is referenced, hence has a record (b < cap)
+      // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: KP-57
       if (linked && parent !== NULL_BLOCK && b < cap) {
         const at = b * STRIDE;
         const pat = parent * STRIDE;
-        // Stryker disable next-line ArithmeticOperator,BlockStatement: equivalent, REF is word 0, and without the inline body the block goes through cacheBlockKey, which takes the same branches
-        // Mutation testing: the whole test written false, and `get(...) <= 0`, survive, equivalent: the
-        // block then goes through cacheBlockKey, which takes the same branches (the table never maps a
-        // key to block 0).
+        // Stryker disable next-line ArithmeticOperator,BlockStatement: KP-58
+        // Surviving mutants: KP-59 (MUTANTS.md).
         if (r[at + REF]! > 0 && (r[pat + META]! & FIRST) !== 0 && r[pat + CHILD] === 0 && this.cache.get(group, hi, lo) < 0) {
           r[at + HI] = hi;
           r[at + LO] = lo;
@@ -767,7 +754,7 @@ export class BlockPool {
   /** A first copy outside the table: a CHILD link may be what keeps it reachable. */
   private isRunDependent(c: number): boolean {
     const m = this.rec[c * STRIDE + META]!;
-    // Stryker disable next-line ConditionalExpression,LogicalOperator: equivalent, FIRST implies META != 0; a later copy (no FIRST) or a first copy in the table taken as run-dependent only has its key put in the table again (a key with copies is there already) or goes to the table instead of a link: every lookup gives the same first copy
+    // Stryker disable next-line ConditionalExpression,LogicalOperator: KP-60
     return m !== 0 && (m & FIRST) !== 0 && (m & IN_TABLE) === 0;
   }
 
@@ -784,7 +771,7 @@ export class BlockPool {
     r[at + COPY] = 0;
     // The run is cut here: the block chained after this one must now be found through the table.
     const child = r[at + CHILD]!;
-    // Stryker disable next-line ConditionalExpression: equivalent (true), block 0 is never run dependent (META 0)
+    // Stryker disable next-line ConditionalExpression: KP-61
     if (child !== 0) {
       r[at + CHILD] = 0;
       if (this.isRunDependent(child)) {
@@ -799,14 +786,14 @@ export class BlockPool {
       if (next !== 0) {
         // The next copy becomes the first; a key with copies is in the table.
         const slot = this.cache.find(group, hi, lo);
-        // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, a key with several copies is always in the table (no public call breaks that invariant); and its message
+        // Stryker disable next-line ConditionalExpression,StringLiteral: KP-62
         if (slot < 0) throw failure("pool invariant: key of block {0} has copies but no table entry", id);
         this.cache.setValueAt(slot, next);
         r[next * STRIDE + META] = r[next * STRIDE + META]! | FIRST | IN_TABLE;
       } else {
         if ((meta & IN_TABLE) !== 0) {
           const slot = this.cache.find(group, hi, lo);
-          // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable, IN_TABLE is set only with the key put in the table and cleared with it (no public call breaks that invariant); and its message
+          // Stryker disable next-line ConditionalExpression,StringLiteral: KP-63
           if (slot < 0) throw failure("pool invariant: block {0} is marked in the table but is not", id);
           this.cache.deleteAt(slot);
         }
@@ -814,11 +801,11 @@ export class BlockPool {
       }
     } else {
       // A later copy: its key is in the table, and the first copy's chain reaches it before its end,
-      // so prev never becomes 0 (mutation testing: `true` and `prev >= 0` in both tests are equivalent).
+      // so prev never becomes 0.
       let prev = this.cache.get(group, hi, lo);
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, the table holds a later copy's key and the first copy's chain reaches it before its end, so prev never becomes 0
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-64
       while (prev > 0 && r[prev * STRIDE + COPY] !== id) prev = r[prev * STRIDE + COPY]!;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, prev is never 0 here (see above)
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-65
       if (prev > 0) r[prev * STRIDE + COPY] = next;
     }
     if (last && this.events !== undefined) {
@@ -873,13 +860,13 @@ export class BlockPool {
   freeQueueOrder(): number[] {
     const out: number[] = [];
     const r = this.rec;
-    // Stryker disable next-line EqualityOperator: equivalent, the slot at frontTail holds no entry whose QPOS word names position frontTail
+    // Stryker disable next-line EqualityOperator: KP-66
     for (let pos = this.frontHead; pos < this.frontTail; pos++) {
       const id = this.front[pos & (this.front.length - 1)]!;
       if (r[id * STRIDE + QPOS] === -pos) out.push(id);
     }
     for (let id = this.untouchedFrom; id < this.numPages; id++) out.push(id);
-    // Stryker disable next-line EqualityOperator: equivalent, the slot at backTail holds no entry whose QPOS word names position backTail
+    // Stryker disable next-line EqualityOperator: KP-67
     for (let pos = this.backHead; pos < this.backTail; pos++) {
       const id = this.back[pos & (this.back.length - 1)]!;
       if (r[id * STRIDE + QPOS] === pos) out.push(id);
@@ -895,7 +882,7 @@ export class BlockPool {
   cacheSnapshot(): string[] {
     const out: string[] = [];
     const r = this.rec;
-    // Stryker disable next-line EqualityOperator: equivalent, the record at this.cap reads undefined, which has no FIRST bit
+    // Stryker disable next-line EqualityOperator: KP-68
     for (let first = 1; first < this.cap; first++) {
       const meta = r[first * STRIDE + META]!;
       if ((meta & FIRST) === 0) continue;

@@ -62,7 +62,7 @@ export function reserveBlocks(t: BlockTable, n: number): void {
 
 /** Appends one entry. */
 export function pushBlock(t: BlockTable, b: number): void {
-  // Stryker disable next-line ConditionalExpression: equivalent (true), reserveBlocks returns at once when there is room
+  // Stryker disable next-line ConditionalExpression: KP-69
   if (t.numBlocks === t.blocks.length) reserveBlocks(t, 1);
   t.blocks[t.numBlocks++] = b;
 }

@@ -16,7 +16,7 @@ export class BySize<T> {
 
   /** Sets the entry of a size that has none (a memo's entries are never replaced). */
   set(size: number, value: T): void {
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `false` or `!==` put the first size in the Map too (get then misses the fields and asks the Map): the same entries, only a Map more
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-70
     if (this.value === undefined) {
       this.size = size;
       this.value = value;

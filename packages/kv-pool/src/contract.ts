@@ -156,12 +156,12 @@ export interface KvCacheManagerApi {
   /** Frees every block of the sequence, tail first (finish or preemption); forgets it. */
   free(seq: KvSequence): void;
   /**
-   * Source completion (grouped-pd.md section 3): frees window blocks below the window and every
+   * Source completion (docs/rules/grouped-pd.md §3): frees window blocks below the window and every
    * block of a Mamba-type group except the running one; hashed blocks stay cached. Returns pages freed.
    */
   releaseSourceSkipped(seq: KvSequence, computedTokens: number): number;
   /**
-   * Destination reservation (grouped-pd.md section 4) for `transferredTokens`: the local hit is
+   * Destination reservation (docs/rules/grouped-pd.md §4) for `transferredTokens`: the local hit is
    * reused; window groups get in-window blocks, state groups one block. Undefined if it does not fit.
    */
   reserveDestination(seq: KvSequence, transferredTokens: number): DestinationReservation | undefined;

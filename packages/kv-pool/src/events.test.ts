@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { admit, group, manager, seqOf } from "./test-helpers.js";
 
-// dynamo-mocker.md 8.6: tokens [11..88] in blocks of 4.
+// docs/rules/dynamo.md §8.6: tokens [11..88] in blocks of 4.
 const H0 = 4117275816416024698n;
 const T1 = 6081346995852963768n;
 const H1 = 5947898228081096063n;

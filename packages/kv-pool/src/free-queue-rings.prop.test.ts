@@ -108,7 +108,7 @@ describe("the free queue's rings", () => {
 });
 
 /*
- * Harness for block runs (docs/design/block-runs.md, stage 0), at the pool's own calls: block
+ * Harness for block runs (docs/design/performance.md §6, stage 0), at the pool's own calls: block
  * tables of hundreds of blocks built the way managers build them (takeFreeInto in chunks and
  * single blocks, cacheTableRun or cacheBlockKey in table order, freeTableTailFirst, a window's
  * lowest blocks freed, single-block state tables), hits walking a cached chain with findFirst and

@@ -7,7 +7,7 @@ import { poolGroupsForProfile } from "./pool-groups.js";
 import { createPromptTokens } from "./prompt-tokens.js";
 import { group, manager, range, seqOf } from "./test-helpers.js";
 
-describe("source release (grouped-pd.md section 3)", () => {
+describe("source release (docs/rules/grouped-pd.md §3)", () => {
   it("a 1,024-token prefill with a 32-token window (B 16) holds 2 of its 64 window blocks", () => {
     const m = manager(200, [group("full_attention", 16), group("sliding_window", 16, { window_tokens: 32 })]);
     const seq = seqOf(m, "r", range(0, 1024));
@@ -26,7 +26,7 @@ describe("source release (grouped-pd.md section 3)", () => {
   });
 
   it("a GLM-5.3-Flash 0.32.0 source of 8,191 tokens holds 13 blocks, then 9; its checkpoints stay cached", () => {
-    // grouped-pd.md section 2 table: every group has 2,176-token blocks; page 13,045,120 B.
+    // docs/rules/grouped-pd.md §2 table: every group has 2,176-token blocks; page 13,045,120 B.
     // (The fixture is built from that table, with prefill_checkpoint_blocks 1 on the KDA groups.)
     const profile = glmFlashProfile("0.32.0");
     const m = new KvCacheManager({ numPages: 64, groups: poolGroupsForProfile(profile, engineSettings({ num_gpu_blocks: 64 })), enablePrefixCaching: true, vllmVersion: "0.32.0" });
@@ -63,7 +63,7 @@ describe("source release (grouped-pd.md section 3)", () => {
   });
 });
 
-describe("destination reservation and activation (grouped-pd.md section 4)", () => {
+describe("destination reservation and activation (docs/rules/grouped-pd.md §4)", () => {
   // Full, SW (W 32), Mamba-type state and a ring, all B 16; 199 usable pages.
   const groups = [
     group("full_attention", 16),

@@ -1,12 +1,12 @@
 import type { BlockHash } from "./contract.js";
 
-// Stryker disable next-line ConditionalExpression: equivalent (true) on the little-endian hosts tests run on; false is killed
+// Stryker disable next-line ConditionalExpression: KP-71
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 /** Scratch for converting between a BigInt hash and its 32-bit halves without allocating. */
 const whole = new BigUint64Array(1);
 const halves = new Uint32Array(whole.buffer);
 const LO = LITTLE_ENDIAN ? 0 : 1;
-// Stryker disable next-line ArithmeticOperator: equivalent on little-endian hosts, where LO is 0 and 1 + 0 = 1 - 0
+// Stryker disable next-line ArithmeticOperator: KP-72
 const HI = 1 - LO;
 
 /** The high 32 bits of a 64-bit hash. */

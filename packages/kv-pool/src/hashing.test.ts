@@ -3,9 +3,9 @@ import { describe, expect, it } from "vitest";
 import { computeBlockHashes, tokensKeyInto } from "./hashing.js";
 import { createPromptTokens } from "./prompt-tokens.js";
 
-// Oracles: dynamo-mocker.md section 8.6 (XXH3-64, seed 1337, little-endian u32 tokens;
+// Oracles: docs/rules/dynamo.md §8.6 (XXH3-64, seed 1337, little-endian u32 tokens;
 // block 0's hash is its tokens hash, block i hashes [parent LE u64, tokens hash LE u64]).
-describe("computeBlockHashes (dynamo-mocker 8.6 vectors)", () => {
+describe("computeBlockHashes (docs/rules/dynamo.md §8.6 vectors)", () => {
   it("hashes [11..88] in blocks of 4 and chains block 1 on block 0", () => {
     expect(computeBlockHashes([11, 22, 33, 44, 55, 66, 77, 88], 4)).toEqual([
       { tokensHash: 4117275816416024698n, blockHash: 4117275816416024698n },
@@ -58,7 +58,7 @@ describe("computeBlockHashes (dynamo-mocker 8.6 vectors)", () => {
     expect(expected).not.toBe(0n);
   });
 
-  it("names the token and the block size it refuses (issue 17: the messages and the u32 ends)", () => {
+  it("names the token and the block size it refuses (the messages and the u32 ends)", () => {
     // Token 1 of each: -1 and 2^32 lie outside 0..2^32 - 1, 1.5 is no integer.
     for (const bad of [-1, 2 ** 32, 1.5]) {
       expect(() => computeBlockHashes([7, bad], 2)).toThrow(new RangeError(`token 1 (${bad}) is not a u32 token id`));

@@ -3,10 +3,10 @@ import type { BlockHash } from "./contract.js";
 import { hashHi, hashLo, joinHash } from "./hash-halves.js";
 import { xxh3PairInto } from "./xxh3-pair.js";
 
-/** XXH3-64 seed shared with the Dynamo router (dynamo-mocker.md section 6.3). */
+/** XXH3-64 seed shared with the Dynamo router (docs/rules/dynamo.md §6.3). */
 const SEED = 1337n;
 
-// Stryker disable next-line all: equivalent, on a big-endian reading the tokens go through a DataView written little-endian: the same bytes, the same hash
+// Stryker disable next-line all: KP-73
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 /** Read access to the chained hashes of a token sequence at one block size. */
@@ -47,10 +47,9 @@ export abstract class PackedHashView implements BlockHashView {
 
 /**
  * High half of block i's hash: read directly from a packed view, split from the BigInt otherwise.
- * (Mutation testing: the view test written false here and in blockHashLo is equivalent, the BigInt
- * of a packed view joins the same halves.)
  */
 export function blockHashHi(view: BlockHashView, i: number): number {
+  // Surviving mutants: KP-74 (MUTANTS.md).
   return view instanceof PackedHashView ? view.blockHi(i) : hashHi(view.blockHash(i));
 }
 
@@ -83,7 +82,7 @@ export class HashChain extends PackedHashView {
 
   constructor(capacity = 4) {
     super();
-    // Stryker disable next-line MethodExpression,ArithmeticOperator: equivalent, the first capacity only saves growing (extend and copyPrefix grow the array to what they write)
+    // Stryker disable next-line MethodExpression,ArithmeticOperator: KP-75
     this.words = new Uint32Array(WORDS * Math.max(capacity, 1));
   }
 
@@ -119,7 +118,7 @@ export class HashChain extends PackedHashView {
   copyPrefix(source: HashChain, numBlocks: number): void {
     if (this.count !== 0) throw new Error("hash chain invariant: copyPrefix on a non-empty chain");
     if (numBlocks > source.count) throw new RangeError(`copyPrefix of ${numBlocks} blocks from a chain of ${source.count}`);
-    // Stryker disable next-line all: equivalent, never true: a prompt's chain is made with room for its n blocks and copies at most n
+    // Stryker disable next-line all: KP-76
     if (WORDS * numBlocks > this.words.length) this.words = new Uint32Array(WORDS * numBlocks);
     this.words.set(source.words.subarray(0, WORDS * numBlocks));
     this.count = numBlocks;
@@ -133,9 +132,9 @@ export class HashChain extends PackedHashView {
    * pool that reports no KV events, equal exactly when the tokens are, like the real ones.
    */
   extend(source: TokenSource, blockSize: number, numBlocks: number, parent: { chain: PackedHashView; index: number } | null, offset: number, lookupKeys = false): void {
-    // Stryker disable next-line EqualityOperator: equivalent, `<` differs only at the chain's own length, where the loop below adds nothing and the count is set to itself
+    // Stryker disable next-line EqualityOperator: KP-77
     if (numBlocks <= this.count) return;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, growing when the words already fit copies the same words into a larger array: the same hashes
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-78
     if (WORDS * numBlocks > this.words.length) {
       const grown = new Uint32Array(WORDS * Math.max(numBlocks, 2 * this.count));
       grown.set(this.words.subarray(0, WORDS * this.count));
@@ -153,7 +152,7 @@ export class HashChain extends PackedHashView {
       pHi = parent.chain.blockHi(parent.index);
       pLo = parent.chain.blockLo(parent.index);
     }
-    // Stryker disable next-line EqualityOperator: equivalent, one more block hashes past the source's tokens (undefined reads as 0) into the slot past the count, dropped when past the array and rewritten before any read otherwise; the hasher's memo stays consistent with its scratch
+    // Stryker disable next-line EqualityOperator: KP-79
     for (let i = this.count; i < numBlocks; i++) {
       const at = WORDS * i;
       if (lookupKeys) tokensKeyInto(source, (offset + i) * blockSize, blockSize, w, at + 2);
@@ -245,7 +244,7 @@ class BlockHasher {
 
   constructor(readonly blockSize: number) {
     this.words = new Uint32Array(blockSize);
-    // Stryker disable next-line ArithmeticOperator: equivalent, the separate buffer is made only on big-endian hosts
+    // Stryker disable next-line ArithmeticOperator: KP-80
     this.bytes = LITTLE_ENDIAN ? new Uint8Array(this.words.buffer) : new Uint8Array(blockSize * 4);
   }
 
@@ -254,28 +253,28 @@ class BlockHasher {
     const words = this.words;
     let same = this.hasLast;
     const { head, tail, headLength, headStart } = source;
-    // Stryker disable next-line EqualityOperator: equivalent, the extra step compares past the scratch's end (undefined !== v), so it only marks the block changed and hashes it again: the same hash
+    // Stryker disable next-line EqualityOperator: KP-81
     for (let j = 0; j < this.blockSize; j++) {
       const k = start + j;
       const v = k < headLength ? head[k - headStart]! : tail[k - headLength]!;
-      // Stryker disable next-line ConditionalExpression: equivalent, `true` only hashes the block again (the scratch gets the same tokens)
+      // Stryker disable next-line ConditionalExpression: KP-82
       if (words[j] !== v) {
         words[j] = v;
         same = false;
       }
     }
-    // Stryker disable next-line ConditionalExpression: equivalent, `true` only hashes an unchanged block again: the same hash
+    // Stryker disable next-line ConditionalExpression: KP-83
     if (!same) {
-      // Stryker disable next-line all: equivalent, big-endian hosts only (on little-endian ones it writes the bytes the array holds)
+      // Stryker disable next-line all: KP-84
       if (!LITTLE_ENDIAN) {
         const view = new DataView(this.bytes.buffer);
-        // Stryker disable next-line all: equivalent, big-endian hosts only
+        // Stryker disable next-line all: KP-85
         for (let j = 0; j < this.blockSize; j++) view.setUint32(j * 4, words[j]!, true);
       }
       const h = xxh3.xxh64(this.bytes, SEED);
       this.lastHi = hashHi(h);
       this.lastLo = hashLo(h);
-      // Stryker disable next-line BooleanLiteral: equivalent, without the memo every block is hashed
+      // Stryker disable next-line BooleanLiteral: KP-86
       this.hasLast = true;
     }
     out[at] = this.lastHi;
@@ -287,7 +286,7 @@ const hashers = new Map<number, BlockHasher>();
 
 function hasherFor(blockSize: number): BlockHasher {
   let h = hashers.get(blockSize);
-  // Stryker disable next-line ConditionalExpression: equivalent, a new hasher per call starts with no memo and hashes every block: the same hashes
+  // Stryker disable next-line ConditionalExpression: KP-87
   if (h === undefined) {
     h = new BlockHasher(blockSize);
     hashers.set(blockSize, h);

@@ -8,8 +8,8 @@ import { GroupState, Sequence } from "./sequence.js";
 import { admit, group, manager, range, seqOf, setTable } from "./test-helpers.js";
 import { tableEntries } from "./block-table.js";
 
-// The managers' hit and free rules at the boundaries Stryker found untested (issue 17). Each
-// expected value is derived by hand in the comment beside it.
+// The managers' hit and free rules at their exact edges. Each expected value is derived by hand
+// in the comment beside it.
 
 /** Hash i is i + 1 (the managers only look keys up; distinct values are all that matters). */
 const view = (n: number): BlockHashView => ({ length: n, blockHash: (i) => BigInt(i + 1), tokensHash: (i) => BigInt(i + 1) });

@@ -311,7 +311,7 @@ describe("the block pool (runs, lazy storage) gives the results of the straightf
 });
 
 /*
- * Harness for block runs (docs/design/block-runs.md, stage 0): the same managers over BlockPool and
+ * Harness for block runs (docs/design/performance.md §6, stage 0): the same managers over BlockPool and
  * over the reference pool, driven in lockstep through the shapes runs would change, compared after
  * every call (queue order, every block's reference count and flags, cache contents, metrics,
  * per-group pages, events, every live table). Tables are hundreds of blocks long, prompts share

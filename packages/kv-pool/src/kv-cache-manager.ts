@@ -108,14 +108,9 @@ export class KvCacheManager implements KvCacheManagerApi {
     checkCount("numPages", numPages, 2);
     this.caching = options.enablePrefixCaching;
     // Full-attention groups cache in runs that hits walk from block 0 (block-pool.ts).
-    // Mutation testing: equivalent mutants here leave a full-attention group unlinked (the test
-    // written false, the kind's string emptied) or link a group that never caches (caching or
-    // prefix_cacheable dropped or inverted): links only keep keys out of the table, and a group
-    // without them finds the same first copies in the table (block-pool.ts).
-    // (ConditionalExpression `false` on the return below is one of these too, left unmarked: its
-    // `true` twin, linking window groups, is killed by kv-cache-manager-boundaries.test.ts.)
+    // Surviving mutants: KP-88 (MUTANTS.md).
     const linked = groups.map((g) => {
-      // Stryker disable next-line ConditionalExpression,EqualityOperator,BooleanLiteral: equivalent, true, false, === and !== true only link a full-attention group that never caches or unlink one that does (see above)
+      // Stryker disable next-line ConditionalExpression,EqualityOperator,BooleanLiteral: KP-89
       const cacheable = g.prefix_cacheable !== false;
       return g.kind === "full_attention" && this.caching && cacheable;
     });
@@ -128,27 +123,24 @@ export class KvCacheManager implements KvCacheManagerApi {
     for (const m of this.managers) {
       if (m.hitTypeKey === undefined) continue;
       const t = byKey.get(m.hitTypeKey);
-      // Mutation testing: this test written false (groups of one spec as separate hit types) is
-      // equivalent: a block hits in merged groups exactly when it hits in each, so the fixed point
-      // below reaches the same length; merging them (as vLLM does) only saves searches.
+      // Surviving mutants: KP-90 (MUTANTS.md).
       if (t !== undefined) t.groups.push(m.groupIndex);
       else {
-        // Stryker disable next-line ConditionalExpression: equivalent (false), every type then searched in group order each round; each type's hit is the largest length <= the bound where it hits, monotone in the bound, so the descending rounds end at the same greatest common length in any order
+        // Stryker disable next-line ConditionalExpression: KP-91
         const nt = { manager: m, groups: [m.groupIndex], fullAttention: m.kind === "full_attention" };
         byKey.set(m.hitTypeKey, nt);
         types.push(nt);
       }
     }
     // Full attention first (its hit set is downward-closed), otherwise group order.
-    // Stryker disable next-line MethodExpression: equivalent, a filter dropped lists some types twice (the same search twice, the same lcm) or leaves full attention after another type; the rounds reach the same greatest common length in any order (see fullAttention above), simpleHybrid is then false and every round runs
+    // Stryker disable next-line MethodExpression: KP-92
     this.types = [...types.filter((t) => t.fullAttention), ...types.filter((t) => !t.fullAttention)];
     this.alignment = this.types.reduce((a, t) => (a / gcd(a, t.manager.blockSize)) * t.manager.blockSize, 1);
-    // Stryker disable next-line ConditionalExpression: equivalent (false), hitFor then runs the confirming round its shortcut skips (see hitFor)
+    // Stryker disable next-line ConditionalExpression: KP-93
     this.simpleHybrid = this.types.length === 2 && this.types[0]!.fullAttention;
     this.fullAttentionIndex = this.managers.findIndex((m) => m.kind === "full_attention");
-    // Mutation testing: `false` is equivalent, hitFor's fast path then gives way to a search that
-    // finds the same zero hit (a group that does not cache holds no cached block).
-    // Stryker disable next-line ConditionalExpression,MethodExpression,ArrowFunction: equivalent, each surviving mutant only turns the zero-hit fast path off (every or undefined: false), the search then finds the same zero hit
+    // Surviving mutants: KP-94 (MUTANTS.md).
+    // Stryker disable next-line ConditionalExpression,MethodExpression,ArrowFunction: KP-95
     this.hitImpossible = this.managers.some((m) => (m.kind === "full_attention" || m.kind === "window") && !m.caches);
     this.zeroHit = new Hit(0, emptyLists(this.managers.length), this);
     const mamba = this.managers.filter((m): m is MambaManager => m instanceof MambaManager);
@@ -207,13 +199,13 @@ export class KvCacheManager implements KvCacheManagerApi {
     return this.pool.collectsEvents ? p!.chain(blockSize) : p!.keys(blockSize);
   }
 
-  /** vLLM's hybrid fixed point (vllm-rules.md 4.4) for a hit of at most `maxLength` tokens of sequence `s` (or, without one, prompt `p`). */
+  /** vLLM's hybrid fixed point (docs/rules/vllm-scheduling.md §4.4) for a hit of at most `maxLength` tokens of sequence `s` (or, without one, prompt `p`). */
   private hitFor(maxLength: number, s: Sequence | undefined, p: PromptBase | undefined): Hit {
     const zero = this.zeroHit;
     // Fast paths: without caching every attention group is non-caching (hitImpossible) and every
     // state group a ring, a non-caching attention group holds no cached block, and maxLength 0 leaves
     // no whole block to search; the search below returns zero in each case.
-    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: equivalent, fast paths to the same zero hit
+    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: KP-96
     if (!this.caching || this.hitImpossible || maxLength <= 0) return zero;
     if (this.types.length === 0) return zero;
     const lists: number[][][] = [];
@@ -224,16 +216,14 @@ export class KvCacheManager implements KvCacheManagerApi {
         const t = this.types[k]!;
         const b = t.manager.blockSize;
         const prev = lists[k];
-        // Mutation testing: `false` (searching full attention again each round) is equivalent: its
-        // hit is downward-closed and `cur` a multiple of the alignment, so the search finds the
-        // same first floor(cur / b) blocks that the cut keeps.
+        // Surviving mutants: KP-97 (MUTANTS.md).
         if (t.fullAttention && prev !== undefined) {
           // Cut only when longer: assigning an array's length, even its own, is a runtime call.
           const keep = Math.floor(cur / b);
-          // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (true, >=), assigning a list its own length changes nothing
+          // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-98
           for (const l of prev) if (l.length > keep) l.length = keep;
         } else {
-          // Stryker disable next-line ArithmeticOperator: equivalent, more hashes than floor(cur / b) change nothing: the search stops at maxLength = cur
+          // Stryker disable next-line ArithmeticOperator: KP-99
           lists[k] = t.manager.findLongestCacheHit(this.hitView(s, p, b, Math.floor(cur / b)), cur, this.alignment, t.groups);
         }
         cur = lists[k]![0]!.length * b;
@@ -241,12 +231,12 @@ export class KvCacheManager implements KvCacheManagerApi {
       if (cur >= hitLength) break;
       hitLength = cur;
       // Full attention and one other type: a second round would find the same length (the other
-      // type's hit ends inside its own search bound). Always breaking is killed by the fixed-point
-      // test in hit-and-free.test.ts; never breaking is equivalent.
-      // Stryker disable next-line ConditionalExpression: equivalent (false), a shortcut past a round that confirms the length
+      // type's hit ends inside its own search bound). Other mixes run rounds to the fixed point
+      // (hit-and-free.test.ts).
+      // Stryker disable next-line ConditionalExpression: KP-100
       if (this.simpleHybrid) break;
     }
-    // Stryker disable next-line ConditionalExpression: equivalent, a hit of length 0 built below has the same empty block lists as zero
+    // Stryker disable next-line ConditionalExpression: KP-101
     if (hitLength === 0) return zero;
     const blocks = emptyLists(this.managers.length);
     for (let k = 0; k < this.types.length; k++) {
@@ -255,7 +245,7 @@ export class KvCacheManager implements KvCacheManagerApi {
       // The searches' lists are this lookup's own: cut in place rather than copied.
       t.groups.forEach((g, j) => {
         const l = lists[k]![j]!;
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (true, >=), assigning a list its own length changes nothing
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-102
         if (l.length > n) l.length = n;
         blocks[g] = l;
       });
@@ -266,9 +256,7 @@ export class KvCacheManager implements KvCacheManagerApi {
   private hitOf(s: Sequence, hit: PrefixHit | undefined): Hit | undefined {
     if (hit === undefined || hit.tokens === 0) return undefined;
     if (!(hit instanceof Hit) || hit.owner !== this) throw new Error("a prefix hit must come from this manager's findPrefixHit");
-    // Mutation testing: the reservation test dropped or written > 0 survives, equivalent: hitOf is
-    // called only from plan, which refuses a reserved sequence first, and a reservation is never of
-    // 0 tokens (transferredTokens >= 1).
+    // Surviving mutants: KP-103 (MUTANTS.md).
     if (s.tracked || s.reservedTokens >= 0) throw new Error(`sequence ${s.id} already holds blocks: a hit is taken only at first admission`);
     // The hit's blocks must still hold their keys: nothing may have evicted them since the lookup.
     // (A loop, not forEach: a waiting head with a hit is planned again on every step it waits.)
@@ -276,7 +264,7 @@ export class KvCacheManager implements KvCacheManagerApi {
       const l = hit.blocks[g]!;
       const chain = s.chain(this.managers[g]!.blockSize);
       // The keys as int32 halves, read in batches (never boxed).
-      // Stryker disable next-line EqualityOperator: equivalent (<=), the extra pass at from = l.length reads the empty range [l.length, l.length) and checks no block
+      // Stryker disable next-line EqualityOperator: KP-104
       for (let from = 0; from < l.length; from += VALIDATE_BATCH) {
         const to = Math.min(l.length, from + VALIDATE_BATCH);
         chain.blockKeysInto(from, to, validateKeys);
@@ -296,7 +284,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     const { computedTokens, newTokens } = request;
     checkCount("computedTokens", computedTokens, 0);
     checkCount("newTokens", newTokens, 1);
-    // Stryker disable next-line EqualityOperator: equivalent (> 0), reservedTokens is -1 or a reservation's transferredTokens, which is >= 1
+    // Stryker disable next-line EqualityOperator: KP-105
     if (s.reservedTokens >= 0) throw new Error(`sequence ${s.id} has a pending destination reservation: activate it first`);
     const hit = this.hitOf(s, request.hit);
     const computed = computedTokens + (hit?.tokens ?? 0);
@@ -311,14 +299,12 @@ export class KvCacheManager implements KvCacheManagerApi {
       // An untracked sequence holds no block (a reserved one was refused above): nothing to skip.
       releasable += m.releasableSkipped(st, computed);
       need += m.numBlocksToAllocate(st, s.tracked, total, hit?.blocks[g] ?? NO_BLOCKS, computed);
-      // Equivalent mutants (Stryker): k > 0 dropped (true) or written >= 0 adds nothing for k = 0,
-      // and allocateSlots then lists empty plans, which take no block and leave the group's
-      // checkpoints empty, as remove-skipped already left them. Shortcuts.
+      // Surviving mutants: KP-106 (MUTANTS.md).
       if (m instanceof MambaManager) {
         // Only counted here: a plan may be refused or only asked for its pages (a waiting head is
         // planned on every step it waits); allocateSlots lists the blocks once the step fits.
         const k = m.checkpointCount(computed, total, s.numPromptTokens);
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (see above)
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-107
         if (k > 0) {
           need += k;
           checkpoints = true;
@@ -358,7 +344,7 @@ export class KvCacheManager implements KvCacheManagerApi {
         const m = this.managers[g]!;
         if (!(m instanceof MambaManager)) continue;
         const cp = m.checkpointPlan(p.computed, p.total, s.numPromptTokens);
-        // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, an empty plan takes no block and sets the group's checkpoints to empty lists, as remove-skipped left them
+        // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-108
         if (cp.length === 0) continue;
         const st = s.groups[g]!;
         st.checkpoints = this.pool.takeFree(cp.length, g);
@@ -372,14 +358,12 @@ export class KvCacheManager implements KvCacheManagerApi {
 
   quietDecodeSteps(seq: KvSequence, computedTokens: number): number {
     const s = this.own(seq);
-    // The reservation test on its own line, so its equivalent mutants (dropped: a reserved sequence is
-    // untracked and returns 0 on the next line; > 0: a reservation is never of 0 tokens) are marked alone.
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, see above
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-109
     if (s.reservedTokens >= 0) return 0;
     if (!s.tracked || computedTokens !== s.numTokens - 1 || computedTokens > s.allocatedTokens) return 0;
     let quiet = Number.MAX_SAFE_INTEGER;
     for (let g = 0; g < this.managers.length; g++) {
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (false, < 0), a shortcut: no group's bound is negative, and once 0 the minimum stays 0
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-110
       if (quiet <= 0) break;
       quiet = Math.min(quiet, this.managers[g]!.quietDecodeSteps(s.groups[g]!, computedTokens));
     }
@@ -398,15 +382,14 @@ export class KvCacheManager implements KvCacheManagerApi {
     const s = this.own(seq);
     checkCount("computedTokens", computedTokens, 0);
     if (computedTokens > s.allocatedTokens) throw rangeFailure("sequence {0}: {1} computed exceeds the {2} allocated", s.id, computedTokens, s.allocatedTokens);
-    // Mutation testing: `false` here and `true` for `m.caches` below are equivalent shortcuts: without
-    // prefix caching no group caches, and cacheBlocks of a group that does not cache does nothing.
-    // Stryker disable next-line ConditionalExpression: equivalent (false), see above
+    // Surviving mutants: KP-111 (MUTANTS.md).
+    // Stryker disable next-line ConditionalExpression: KP-112
     if (!this.caching) return;
     for (let g = 0; g < this.managers.length; g++) {
       const m = this.managers[g]!;
-      // Stryker disable next-line ConditionalExpression: equivalent (false), see above
+      // Stryker disable next-line ConditionalExpression: KP-113
       if (!m.caches) continue;
-      // Stryker disable next-line ArithmeticOperator: equivalent (*), ensure hashes at most the sequence's full blocks, and cacheBlocks bounds what it caches by computedTokens itself: more blocks hashed earlier, the same blocks cached
+      // Stryker disable next-line ArithmeticOperator: KP-114
       const hashes = s.chain(m.blockSize).ensure(Math.floor(computedTokens / m.blockSize));
       m.cacheBlocks(s.groups[g]!, hashes, computedTokens);
     }
@@ -435,7 +418,7 @@ export class KvCacheManager implements KvCacheManagerApi {
   reserveDestination(seq: KvSequence, transferredTokens: number): DestinationReservation | undefined {
     const s = this.own(seq);
     checkCount("transferredTokens", transferredTokens, 1);
-    // Stryker disable next-line EqualityOperator: equivalent (> 0), reservedTokens is -1 or a reservation's transferredTokens, which is >= 1
+    // Stryker disable next-line EqualityOperator: KP-115
     if (s.tracked || s.reservedTokens >= 0) throw new Error(`sequence ${s.id} already holds blocks on this rank`);
     if (transferredTokens > s.numTokens) throw new RangeError(`sequence ${s.id}: ${transferredTokens} transferred exceeds its ${s.numTokens} tokens`);
     const hit = this.hitFor(Math.min(s.numTokens - 1, transferredTokens), s, undefined);
@@ -446,9 +429,8 @@ export class KvCacheManager implements KvCacheManagerApi {
     for (const plan of plans) for (const b of plan) if (b === FRESH || this.pool.isEvictable(b)) need++;
     if (need > this.pool.numFree) return undefined;
     // Only plans holding hit blocks are filtered and touched (most hold none; touching none is a no-op).
-    // Mutation testing: the filter written true is equivalent, touch skips the null block and a FRESH
-    // entry (-1) reaches only a negative index of the pool's typed array, where nothing is written.
-    // Stryker disable next-line MethodExpression,ConditionalExpression,EqualityOperator: equivalent (the filter dropped, true, >=), see above: touch skips the null block, and FRESH touches nothing
+    // Surviving mutants: KP-116 (MUTANTS.md).
+    // Stryker disable next-line MethodExpression,ConditionalExpression,EqualityOperator: KP-117
     for (const plan of plans) if (holdsHitBlock(plan)) this.pool.touch(plan.filter((b) => b > NULL_BLOCK));
     let reservedPages = 0;
     // Plain loops below: a reservation is made per handoff, for every group.
@@ -471,10 +453,8 @@ export class KvCacheManager implements KvCacheManagerApi {
       const fresh = plan.length - kept;
       this.pool.takeFreeInto(fresh, st, g);
       st.real = real + fresh;
-      // Mutation testing: the kind test written true or false is equivalent: state groups never read
-      // numCached, and an attention group starting at 0 offers its hit blocks to the cache again,
-      // where, already hashed, they are skipped and cut no run.
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, see above
+      // Surviving mutants: KP-118 (MUTANTS.md).
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-119
       st.numCached = m.kind === "mamba" || m.kind === "ring" ? 0 : Math.min(hit.tokens / m.blockSize, st.numBlocks);
       reservedPages += st.real;
     }

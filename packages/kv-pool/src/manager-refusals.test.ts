@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { KvCacheManager } from "./kv-cache-manager.js";
 import { group, manager, range, seqOf } from "./test-helpers.js";
 
-// Issue 17: the manager's refusals, each with the message that names what was wrong (mutation
-// testing found them checked by type only, or not at all). Expected messages are written out.
+// The manager's refusals, each with the message that names what was wrong (checked by the whole
+// message, not only by its type). Expected messages are written out.
 
 const FA4 = group("full_attention", 4);
 

@@ -4,10 +4,10 @@ import { FullAttentionManager } from "./managers.js";
 import { GroupState } from "./sequence.js";
 import { admit, group, manager, range, seqOf, setTable } from "./test-helpers.js";
 
-// Survivors of a Stryker run of the managers (issue 17), killed by hand-derived tests: each
-// expected value comes from the rules in grouped-pd.md / vllm-rules.md, with the arithmetic beside it.
+// The managers' rules, one behaviour per test: each expected value comes from the rules in
+// docs/rules/grouped-pd.md and docs/rules/vllm-scheduling.md, with the arithmetic beside it.
 
-// dynamo-mocker.md 8.6 (XXH3-64, seed 1337): tokens [11..88] in blocks of 4.
+// docs/rules/dynamo.md §8.6 (XXH3-64, seed 1337): tokens [11..88] in blocks of 4.
 const H0 = 4117275816416024698n; // block 0: block hash = tokens hash, parent none
 const T1 = 6081346995852963768n; // block 1's tokens hash
 const H1 = 5947898228081096063n; // block 1's block hash, parent H0

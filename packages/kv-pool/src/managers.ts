@@ -48,7 +48,7 @@ export interface SingleTypeManager {
   removeSkippedBlocks(state: GroupState, computed: number): number[];
   /** Makes newly computed blocks cache-visible; emits `stored` runs through the pool. */
   cacheBlocks(state: GroupState, hashes: BlockHashView, computed: number): void;
-  /** Source completion (grouped-pd.md section 3): nulls what the transfer does not need; returns it. */
+  /** Source completion (docs/rules/grouped-pd.md §3): nulls what the transfer does not need; returns it. */
   releaseForSource(state: GroupState, computed: number): number[];
   /** Every real block, tail first (finish or preemption). */
   freeOrder(state: GroupState): number[];
@@ -107,17 +107,17 @@ export function emptyLists(n: number): number[][] {
 }
 
 /** Scratch for the int32 hash halves a full-attention hit search reads (grows, reused). */
-// Stryker disable next-line ArithmeticOperator: equivalent, a first size of 2 / 4,096 (0) only makes the search grow the scratch to its first batch's exact size
+// Stryker disable next-line ArithmeticOperator: KP-120
 let hitKeys = new Int32Array(2 * 4096);
 
 /** Scratch for the int32 hash halves of the blocks one cacheFullBlocks call caches (grows, reused). */
-// Stryker disable next-line ArithmeticOperator: equivalent, a first size of 2 / 1,024 (0) only makes keyScratch grow it on its first call
+// Stryker disable next-line ArithmeticOperator: KP-121
 let scratch = new Int32Array(2 * 1024);
 
 function keyScratch(numBlocks: number): Int32Array {
-  // Stryker disable next-line EqualityOperator: equivalent, written >= the scratch also grows when it is exactly big enough (the keys read are the same)
+  // Stryker disable next-line EqualityOperator: KP-122
   if (2 * numBlocks > scratch.length) {
-    // Stryker disable next-line ArithmeticOperator: equivalent, 2 x scratch.length written 2 / scratch.length grows it to exactly 2 x numBlocks, enough for the keys
+    // Stryker disable next-line ArithmeticOperator: KP-123
     scratch = new Int32Array(Math.max(2 * numBlocks, 2 * scratch.length));
   }
   return scratch;
@@ -126,14 +126,14 @@ function keyScratch(numBlocks: number): Int32Array {
 /** Caches table entries [numCached, computed / B): consecutive new keys form one `stored` run. */
 function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, state: GroupState, hashes: BlockHashView, computed: number): void {
   const numFull = Math.min(Math.floor(computed / blockSize), state.numBlocks);
-  // vLLM's num_cached_blocks >= num_full_blocks: a commit of fewer full blocks than cached (killed
-  // in manager-boundaries.test.ts) keeps numCached.
-  // Stryker disable next-line EqualityOperator: equivalent, written < the equal case goes on to cache the empty range [numCached, numCached) and sets numCached to itself
+  // vLLM's num_cached_blocks >= num_full_blocks: a commit of fewer full blocks than cached keeps
+  // numCached (manager-caching-and-hits.test.ts).
+  // Stryker disable next-line EqualityOperator: KP-124
   if (numFull <= state.numCached) return;
-  // Stryker disable next-line BlockStatement: equivalent, without this fast path the loop below makes the same cache calls in the same order (cacheTableRun is that loop inside the pool; runs are built only for events, which are off here)
+  // Stryker disable next-line BlockStatement: KP-125
   if (!pool.collectsEvents && hashes instanceof PackedHashView) {
     // No events to build: the same cache calls in the same order, in one loop inside the pool.
-    // Stryker disable next-line ArithmeticOperator: equivalent, numFull + numCached only asks for a bigger scratch (it reads the first 2 x (numFull - numCached) words)
+    // Stryker disable next-line ArithmeticOperator: KP-126
     const keys = keyScratch(numFull - state.numCached);
     hashes.blockKeysInto(state.numCached, numFull, keys);
     pool.cacheTableRun(state, state.numCached, numFull, groupIndex, keys);
@@ -148,14 +148,13 @@ function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, s
   };
   for (let i = state.numCached; i < numFull; i++) {
     const b = state.blocks[i]!;
-    // Equivalent mutant (Stryker): isHashed written false: an entry at or past numCached is a block
-    // the sequence took fresh (hit and reserved blocks lie below numCached), not hashed yet.
+    // Surviving mutants: KP-127 (MUTANTS.md).
     if (b === NULL_BLOCK || pool.isHashed(b)) {
       flush();
       continue;
     }
-    // A duplicate copy (cacheBlockKey false) stores nothing and ends the run (manager-boundaries.test.ts).
-    // Stryker disable next-line ConditionalExpression: equivalent, the parent written NULL_BLOCK at every index only drops a run link, a lookup shortcut: block-pool.ts finds the same first copies without it
+    // A duplicate copy (cacheBlockKey false) stores nothing and ends the run (manager-caching-and-hits.test.ts).
+    // Stryker disable next-line ConditionalExpression: KP-128
     const parent = i === 0 ? NULL_BLOCK : state.blocks[i - 1]!;
     if (pool.cacheBlockKey(b, groupIndex, blockHashHi(hashes, i), blockHashLo(hashes, i), parent) && pool.collectsEvents) {
       if (run === undefined) {
@@ -173,7 +172,7 @@ function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, s
 
 /** Caches one block that holds the state at the end of table block `index`. */
 function cacheOne(pool: PoolOps, groupIndex: number, block: number, index: number, hashes: BlockHashView): void {
-  // A duplicate copy (cacheBlockKey false) emits nothing, events on or off (manager-boundaries.test.ts).
+  // A duplicate copy (cacheBlockKey false) emits nothing, events on or off (manager-caching-and-hits.test.ts).
   if (pool.cacheBlockKey(block, groupIndex, blockHashHi(hashes, index), blockHashLo(hashes, index), NULL_BLOCK) && pool.collectsEvents) {
     pool.emitStored(groupIndex, index === 0 ? null : hashes.blockHash(index - 1), [{ blockHash: hashes.blockHash(index), tokensHash: hashes.tokensHash(index) }]);
   }
@@ -223,7 +222,7 @@ abstract class AttentionManager implements SingleTypeManager {
     for (let i = skipped; i < hitBlocks.length; i++) {
       const b = hitBlocks[i]!;
       pushBlock(state, b);
-      // Stryker disable next-line ConditionalExpression: equivalent (true), no hit list has a null at or above `skipped`: a window hit of L blocks is null only below L - cdiv(W - 1, B) = floor((L x B - W + 1) / B) <= skipped (computed >= L x B), a full-attention hit has none
+      // Stryker disable next-line ConditionalExpression: KP-129
       if (b !== NULL_BLOCK) state.real++;
     }
     this.pool.touchTable(state);
@@ -232,8 +231,8 @@ abstract class AttentionManager implements SingleTypeManager {
 
   allocateNewBlocks(state: GroupState, numTokens: number): void {
     const n = cdiv(numTokens, this.blockSize) - state.numBlocks;
-    // n < 0 (a step needing fewer blocks than held) is killed in manager-boundaries.test.ts.
-    // Stryker disable next-line EqualityOperator: equivalent, written < 0 the n = 0 case takes 0 blocks from the pool and adds 0 to real
+    // A step needing fewer blocks than held (n < 0) takes none (manager-caching-and-hits.test.ts).
+    // Stryker disable next-line EqualityOperator: KP-130
     if (n <= 0) return;
     this.pool.takeFreeInto(n, state, this.groupIndex);
     state.real += n;
@@ -241,7 +240,7 @@ abstract class AttentionManager implements SingleTypeManager {
 
   private walkSkipped(state: GroupState, computed: number, apply: boolean): number[] {
     const skippedTokens = this.skippedTokens(computed);
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, with nothing skipped the walk below starts at index -1 and returns NONE
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-131
     if (skippedTokens <= 0) return NONE;
     let out = NONE;
     for (let i = Math.min(Math.floor(skippedTokens / this.blockSize), state.numBlocks) - 1; i >= 0; i--) {
@@ -298,7 +297,7 @@ abstract class AttentionManager implements SingleTypeManager {
     // Step k allocates when cdiv(computed + k + 1, B) > len: quiet while computed + k + 1 <= len x B.
     let quiet = len * b - computed;
     // Step k caches (or just moves numCached) once floor((computed + k + 1) / B) passes numCached.
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, numCached < len dropped (true) or written <=: with every block cached (numCached = len) the bound (len + 1) x B - computed - 1 is never below len x B - computed
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-132
     if (this.caches && state.numCached < len) quiet = Math.min(quiet, (state.numCached + 1) * b - computed - 1);
     return Math.max(0, Math.min(quiet, this.quietSkipSteps(state, computed)));
   }
@@ -364,14 +363,14 @@ export class FullAttentionManager extends AttentionManager {
       let hi: number;
       let lo: number;
       if (packed !== undefined) {
-        // Stryker disable next-line ConditionalExpression: equivalent, `true` reads a batch from every block on: the same keys, read in other batches
+        // Stryker disable next-line ConditionalExpression: KP-133
         if (i === keysTo) {
           keysFrom = i;
           keysTo = Math.min(max, i + batch);
-          // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: equivalent, never true (a batch is at most 4,096 keys and hitKeys starts at 2 x 4,096, never shrinking); a growth a mutant forces is to the batch's exact size
+          // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: KP-134
           if (2 * (keysTo - keysFrom) > keys.length) keys = hitKeys = new Int32Array(2 * (keysTo - keysFrom));
           packed.blockKeysInto(keysFrom, keysTo, keys);
-          // Stryker disable next-line MethodExpression: equivalent, Math.max reads batches of 4,096 keys or more (hitKeys holds 4,096, growing if asked): the same keys, read in other batches
+          // Stryker disable next-line MethodExpression: KP-135
           batch = Math.min(2 * batch, 4096);
         }
         hi = keys[2 * (i - keysFrom)]!;
@@ -389,7 +388,7 @@ export class FullAttentionManager extends AttentionManager {
       for (let k = 0; k < groups.length; k++) walked[k]![len] = found[k]!;
       len++;
     }
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, every other hit type ends its hit on the alignment within the bound it gets, and hitFor cuts this list to the final length
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-136
     while (len > 0 && (len * this.blockSize) % alignment !== 0) len--;
     const out: number[][] = [];
     for (let k = 0; k < groups.length; k++) out.push(walked[k]!.slice(0, len));
@@ -422,7 +421,7 @@ export class WindowManager extends AttentionManager {
   protected override quietSkipSteps(state: GroupState, computed: number): number {
     const b = this.blockSize;
     const s = computed - this.window + 1;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, s > 0 dropped (true) or written s >= 0: for s <= 0, floor(s / B) <= 0, so the index is -1 or less either way and the check below skips it
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-137
     const idx = s > 0 ? Math.min(Math.floor(s / b), state.numBlocks) - 1 : -1;
     if (idx >= 0 && state.blocks[idx] !== NULL_BLOCK) return 0;
     // S reaches the next multiple of B after k = next - s steps; the walk may then see a block.
@@ -458,7 +457,7 @@ export class WindowManager extends AttentionManager {
     if (!found) {
       // Only a run reaching block 0 is a hit, cut to the alignment.
       for (const l of out) l.length = run;
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a run starts only at an aligned block end, so one reaching block 0 is already aligned
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-138
       while (out[0]!.length > 0 && (out[0]!.length * b) % alignment !== 0) for (const l of out) l.pop();
     }
     return out;
@@ -516,7 +515,7 @@ export class MambaManager implements SingleTypeManager {
     if (tracked) return required > state.numBlocks ? 1 : 0;
     let evictable = 0;
     for (const blk of hitBlocks) if (this.pool.isEvictable(blk)) evictable++;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, always true: a step computes at least one token past its hit (newTokens >= 1), so cdiv(total, B) >= hit tokens / B + 1 > hitBlocks.length
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-139
     return (required > hitBlocks.length ? 1 : 0) + evictable;
   }
 
@@ -571,7 +570,7 @@ export class MambaManager implements SingleTypeManager {
   private collect(state: GroupState, computed: number, apply: boolean): number[] {
     const p = state.prevStateIdx;
     const passed = p >= 0 && p < cdiv(computed, this.blockSize) - 1 && state.blocks[p] !== NULL_BLOCK;
-    // Stryker disable next-line ConditionalExpression: equivalent (false), the shared empty NONE or a fresh empty list; the checkpoint operand is killed by hit-and-free.test.ts through EqualityOperator
+    // Stryker disable next-line ConditionalExpression: KP-140
     if (!passed && state.checkpoints.length === 0) return NONE;
     const out: number[] = [];
     if (passed) {
@@ -610,7 +609,7 @@ export class MambaManager implements SingleTypeManager {
 
   cacheBlocks(state: GroupState, hashes: BlockHashView, computed: number): void {
     const b = this.blockSize;
-    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: equivalent, off a block boundary (or at 0) i is fractional (or -1) and state.blocks[i] undefined, which the next check skips
+    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: KP-141
     if (computed > 0 && computed % b === 0) {
       const i = computed / b - 1;
       // Entries past numBlocks are capacity, not table entries.
@@ -664,8 +663,8 @@ export class MambaManager implements SingleTypeManager {
     const p = state.prevStateIdx;
     // The previous state block is released once cdiv(computed + k, B) - 1 > p. After a commit
     // computed > (p + 1) x B and the bound is <= 0; asked between a step's allocation and its commit
-    // it can be 1 (manager-boundaries.test.ts).
-    // Stryker disable next-line ConditionalExpression: equivalent, the null test dropped (true): a kept previous state is never the null block (it is the last entry of a table, never null, and releasing it resets p to -1)
+    // it can be 1 (manager-caching-and-hits.test.ts).
+    // Stryker disable next-line ConditionalExpression: KP-142
     if (p >= 0 && state.blocks[p] !== NULL_BLOCK) quiet = Math.min(quiet, (p + 1) * b - computed + 1);
     return Math.max(0, quiet);
   }
@@ -684,7 +683,7 @@ export class MambaManager implements SingleTypeManager {
  */
 export class SingleBlockStateManager implements SingleTypeManager {
   readonly kind = "ring";
-  // Stryker disable next-line BooleanLiteral: equivalent, `true` only makes commitComputed call this group's cacheBlocks (which does nothing) after building its hash chain (no event, no state); hitImpossible reads `caches` of attention groups only
+  // Stryker disable next-line BooleanLiteral: KP-143
   readonly caches = false;
   readonly blockSize: number;
   readonly hitTypeKey = undefined;
@@ -706,7 +705,7 @@ export class SingleBlockStateManager implements SingleTypeManager {
   }
 
   numBlocksToAllocate(state: GroupState, tracked: boolean): number {
-    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: equivalent, a tracked sequence always holds its one block and an untracked one none
+    // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator: KP-144
     return tracked && state.numBlocks > 0 ? 0 : 1;
   }
 
@@ -753,7 +752,7 @@ export class SingleBlockStateManager implements SingleTypeManager {
   }
 
   quietDecodeSteps(state: GroupState): number {
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, a tracked sequence always holds its ring block and the manager asks only about tracked ones
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-145
     return state.numBlocks > 0 ? ALWAYS_QUIET : 0;
   }
 }

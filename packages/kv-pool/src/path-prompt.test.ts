@@ -40,7 +40,7 @@ describe("createPathPrompt", () => {
   });
 });
 
-// Issue 17: which keys a pool looks path prompts up by. Without KV events, path keys (a path
+// Which keys a pool looks path prompts up by. Without KV events, path keys (a path
 // prompt matches path prompts of the same ids, not a token prompt of equal tokens); with events,
 // the real hashes (every prompt of equal tokens matches).
 describe("path prompts in a pool", () => {

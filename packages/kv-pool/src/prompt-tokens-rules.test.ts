@@ -3,7 +3,7 @@ import type { PromptTokens } from "./contract.js";
 import { computeBlockHashes } from "./hashing.js";
 import { PathPrompt, asPromptImpl, createPathPrompt, createPromptTokens, promptHashes, promptPrefix } from "./prompt-tokens.js";
 
-// Oracle: the dynamo-mocker 8.6 vectors (hashing.test.ts): [11..88] in blocks of 4 hash to H0, H1.
+// Oracle: the docs/rules/dynamo.md §8.6 vectors (hashing.test.ts): [11..88] in blocks of 4 hash to H0, H1.
 const H0 = 4117275816416024698n;
 const H1 = 5947898228081096063n;
 const T8 = [11, 22, 33, 44, 55, 66, 77, 88];
@@ -88,7 +88,7 @@ describe("path prompts", () => {
   it("materialises ids [5, 7, 9] at unit 3 and length 7 as 5 5 5 7 7 7 9", () => {
     const p = createPathPrompt(Uint32Array.from([5, 7, 9]), 7, 3);
     expect(Array.from(p.tokens)).toEqual([5, 5, 5, 7, 7, 7, 9]);
-    // Built once: the same array at every read (issue 17).
+    // Built once: the same array at every read.
     expect(p.tokens).toBe(p.tokens);
     // Length 0 and a length ending on a unit boundary (6 = 2 x 3).
     expect(Array.from(createPathPrompt(Uint32Array.from([5, 7, 9]), 0, 3).tokens)).toEqual([]);
@@ -151,7 +151,7 @@ describe("path prompts", () => {
     const v = a.keys(4); // 2 blocks
     expect(() => v.blockHi(2)).toThrow(/block 2 outside 0..1/);
     expect(() => v.blockLo(3)).toThrow(/block 3 outside 0..1/);
-    // A negative block, once a block was read (issue 17: the view remembers the last block it
+    // A negative block, once a block was read (the view remembers the last block it
     // computed, starting from none, -1, so only a read after another reaches the check).
     v.blockHi(0);
     expect(() => v.blockHi(-1)).toThrow(new RangeError("block -1 outside 0..1"));

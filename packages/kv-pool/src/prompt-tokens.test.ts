@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { computeBlockHashes } from "./hashing.js";
 import { createPromptTokens, promptHashes, promptPrefix } from "./prompt-tokens.js";
 
-// Oracles: the dynamo-mocker 8.6 vectors of hashing.test.ts ([11..88] in blocks of 4 hash to
+// Oracles: the docs/rules/dynamo.md §8.6 vectors of hashing.test.ts ([11..88] in blocks of 4 hash to
 // 4117275816416024698, 5947898228081096063) and computeBlockHashes, which never shares.
 const H0 = 4117275816416024698n;
 const H1 = 5947898228081096063n;

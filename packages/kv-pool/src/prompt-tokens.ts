@@ -46,11 +46,10 @@ export abstract class PromptBase implements PromptTokens {
       } else if (src !== undefined) {
         // Blocks inside the shared tokens equal the other prompt's, when that one has hashed them.
         const other = src.hashes.chains.get(blockSize);
-        // Mutation testing: this test written false is equivalent: the blocks are then hashed from
-        // the tokens below, which gives the same hashes (copying them only saves the work).
+        // Surviving mutants: KP-146 (MUTANTS.md).
         if (other !== undefined) c.copyPrefix(other, Math.min(Math.floor(src.tokens / blockSize), other.length, n));
       }
-      // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, `true` and `<=` only add a call extending the chain to the length it has (c.length > n never: a copy takes at most n blocks), and HashChain.extend returns at once
+      // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-147
       if (c.length < n) {
         const t = this.tokens;
         c.extend({ head: t, headStart: 0, headLength: t.length, tail: EMPTY }, blockSize, n, null, 0);
@@ -149,7 +148,7 @@ export class PathPrompt extends PromptBase {
       pathKeys = new Uint32Array(2 * ids.length);
       let hi = PATH_SEED_HI;
       let lo = PATH_SEED_LO;
-      // Stryker disable next-line EqualityOperator: equivalent, the extra step writes past the keys array's end (a typed array drops it) and changes no key
+      // Stryker disable next-line EqualityOperator: KP-148
       for (let j = 0; j < ids.length; j++) {
         // As int32 (the same bits; see xxh3PairInto): no heap number per call for halves above 2^31.
         xxh3PairInto(hi | 0, lo | 0, 0, ids[j]! | 0, pathKeys, 2 * j);
@@ -164,9 +163,9 @@ export class PathPrompt extends PromptBase {
   get tokens(): Uint32Array {
     if (this.materialized === undefined) {
       const t = new Uint32Array(this.length);
-      // Stryker disable next-line EqualityOperator,ArithmeticOperator: equivalent, the extra steps (j x unit >= length) fill the empty range from j x unit to length: more work, the same tokens
+      // Stryker disable next-line EqualityOperator,ArithmeticOperator: KP-149
       for (let j = 0; j * this.unit < this.length; j++) {
-        // Stryker disable next-line MethodExpression: equivalent, filling id j to the end instead is overwritten from (j + 1) x unit on by the later ids: the same tokens
+        // Stryker disable next-line MethodExpression: KP-150
         t.fill(this.ids[j]!, j * this.unit, Math.min(this.length, (j + 1) * this.unit));
       }
       this.materialized = t;

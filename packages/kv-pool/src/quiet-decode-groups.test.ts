@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import type { KvSequence } from "./contract.js";
 import { group, manager, range, seqOf, tablesOf } from "./test-helpers.js";
 
-// quietDecodeSteps for window, Mamba-type and ring groups (issue 17: Stryker found the window
-// group's skip bound run by no test). Each expected count is derived by hand from the group's
+// quietDecodeSteps for window, Mamba-type and ring groups (including the window
+// group's skip bound). Each expected count is derived by hand from the group's
 // rules, and the steps are then run for real: the claimed quiet steps change nothing (tables,
 // page counts, events) and, where the count is exact, the step after them changes something.
 

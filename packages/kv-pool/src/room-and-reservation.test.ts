@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { admit, group, manager, range, seqOf } from "./test-helpers.js";
 
-// The KvCacheManager's room check and destination reservation at mutants of Stryker's kinds that no
-// other test killed (issue 17; each checked by mutating the code by hand). Every expected value is
-// derived by hand in the comment beside it (grouped-pd.md section 4, vllm-rules.md).
+// The KvCacheManager's room check and destination reservation at their edges. Every expected value
+// is derived by hand in the comment beside it (docs/rules/grouped-pd.md §4,
+// docs/rules/vllm-scheduling.md §2).
 
 describe("allocation counts only the skipped blocks that really return to the free queue", () => {
   it("a window block shared with another sequence's hit does not make room", () => {
@@ -32,7 +32,7 @@ describe("allocation counts only the skipped blocks that really return to the fr
   });
 });
 
-describe("destination reservation (grouped-pd.md section 4): the local hit and the pool's room", () => {
+describe("destination reservation (docs/rules/grouped-pd.md §4): the local hit and the pool's room", () => {
   /** Full attention, B 4: a request of `n` tokens came and went, its n / 4 blocks cached and free (evictable). */
   function warmed(numPages: number, n: number) {
     const m = manager(numPages, [group("full_attention", 4)]);

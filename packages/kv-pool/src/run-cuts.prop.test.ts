@@ -5,12 +5,12 @@ import { BlockPool, NULL_BLOCK, type PoolOps } from "./block-pool.js";
 import { ReferencePool } from "./reference-pool.js";
 
 /*
- * The calls that would cut runs of blocks (docs/design/block-runs.md: a run is a slice of one
+ * The calls that would cut runs of blocks (docs/design/performance.md §6: a run is a slice of one
  * block table): takes ending inside a freed table's blocks in the queue, hits starting or ending
  * inside them, frees of part of a table or in an order other than tail first, caching out of table
  * order or under another group, the uncache hook, blocks held by several tables. Driven on small
  * pools, after every call the pool must equal the per-block ReferencePool: the harness any pool
- * that keeps its state per run must pass (block-runs.md section 8 measured one that did).
+ * that keeps its state per run must pass (the run pool of stages 1 and 2 did).
  */
 type Op =
   /** Table i takes n blocks (n = 1 is a decode step: it extends the table's last run when that ends the arena). */

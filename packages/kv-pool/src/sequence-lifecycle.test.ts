@@ -3,7 +3,7 @@ import { poolOf } from "./kv-cache-manager.js";
 import { createPathPrompt } from "./prompt-tokens.js";
 import { admit, group, manager, range, seqOf, tablesOf } from "./test-helpers.js";
 
-// Issue 17: a sequence's chain and group state over its life (outputs appended step by step,
+// A sequence's chain and group state over its life (outputs appended step by step,
 // a prompt shorter than a block, a free and a second admission). Expected values by hand.
 
 const FA4 = group("full_attention", 4);

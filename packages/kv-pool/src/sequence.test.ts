@@ -3,8 +3,8 @@ import { createPathPrompt } from "./prompt-tokens.js";
 import { Sequence } from "./sequence.js";
 import { admit, group, manager, range, seqOf } from "./test-helpers.js";
 
-// A sequence's output tokens (issue 17: mutants of sequence.ts no other test killed). Expected
-// values are derived by hand beside them.
+// A sequence's output tokens: appending, reading back and the refusals. Expected values are
+// derived by hand beside them.
 
 describe("appendToken", () => {
   it("takes every u32 token id and refuses the rest", () => {

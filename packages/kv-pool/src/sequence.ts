@@ -47,7 +47,7 @@ export class SequenceChain extends PackedHashView {
     const n = this.baseLength;
     const mid = Math.min(Math.max(from, n), to);
     if (from < mid) this.base.blockKeysInto(from, mid, out);
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (true, <=), mid is at most `to`, so both only add a call at mid = to, for the empty range [mid - n, to - n) of the output chain: it writes nothing (and subarray clamps its start)
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-151
     if (mid < to) this.ext.blockKeysInto(mid - n, to - n, mid === from ? out : out.subarray(2 * (mid - from)));
   }
 
@@ -65,7 +65,7 @@ export class SequenceChain extends PackedHashView {
   ensure(numBlocks: number): this {
     const n = this.baseLength;
     const target = Math.min(numBlocks, Math.floor(this.seq.numTokens / this.blockSize));
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent (true, >=), the extra call asks for target - n output blocks with target at most the length, which the output chain already holds: extend returns at once (the source it builds first is the same one a later call builds)
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-152
     if (target > this.length) {
       // The source and parent are the same at every call (its arrays grow in place, or are the
       // shared ones writeTokens fills just below): reused.
@@ -93,7 +93,7 @@ export class GroupState implements BlockTable {
   /** Table entries below this index were already offered to the cache. */
   numCached = 0;
   /** Mamba-type: table index of the previous state block still held, -1 when none. */
-  // Stryker disable next-line UnaryOperator: equivalent, no index here releases or bounds anything before MambaManager.allocateNewBlocks first sets it (len - 1): an untracked sequence's plan reads it on an empty table (blocks[p] undefined, whose refCount is not 1; nothing is removed); on a destination reservation's table (nulls, then the running block at k - 1, k = cdiv(T, B)) an index below k - 1 is a null entry, and one at k - 1 or past is released only once computed passes the k x B tokens allocated (p < cdiv(computed, B) - 1) and bounds quiet steps by (p + 1) x B - computed + 1, above the table's own k x B - computed
+  // Stryker disable next-line UnaryOperator: KP-153
   prevStateIdx = -1;
   /** 0.32.0 checkpoint blocks, latest boundary first, with the block index each one caches (-1: none). */
   checkpoints: number[] = NO_CHECKPOINTS;
@@ -103,7 +103,7 @@ export class GroupState implements BlockTable {
     releaseTable(this);
     this.real = 0;
     this.numCached = 0;
-    // Stryker disable next-line UnaryOperator: equivalent, as for the field above (a freed sequence is untracked with an empty table)
+    // Stryker disable next-line UnaryOperator: KP-154
     this.prevStateIdx = -1;
     this.checkpoints = NO_CHECKPOINTS;
     this.checkpointHashIdx = NO_CHECKPOINTS;
@@ -131,9 +131,9 @@ const PROMPT_TAIL: number[] = [];
  * are appended first (as 0; the hash that follows never reads them).
  */
 function put(a: number[], i: number, v: number): void {
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, without the padding (or with one entry more) the write below still lands at index i; only the array's elements kind (holey) or length differs
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-155
   while (a.length < i) a.push(0);
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, writing at index i = length appends as push does
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-156
   if (i < a.length) a[i] = v;
   else a.push(v);
 }
@@ -206,14 +206,14 @@ export class Sequence implements KvSequence {
    */
   writeTokens(from: number, to: number, sourceStart: number): void {
     const p = this.prompt;
-    // Stryker disable next-line MethodExpression: equivalent, Math.max only writes entries for tokens past the prompt, which the hash reads from the outputs, never from this array
+    // Stryker disable next-line MethodExpression: KP-157
     const promptEnd = Math.min(to, this.numPromptTokens);
-    // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, with nothing of the prompt in [from, to) the loop below writes nothing
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-158
     if (p instanceof PathPrompt && from < promptEnd) {
       // Token k of a path prompt is ids[floor(k / unit)].
       const pathIds = p.ids;
       const unit = p.unit;
-      // Stryker disable next-line EqualityOperator: equivalent, `<=` writes one token more, at promptEnd, which this hash reads from the outputs (or not at all)
+      // Stryker disable next-line EqualityOperator: KP-159
       for (let k = from; k < promptEnd; k++) put(PROMPT_TAIL, k - sourceStart, pathIds[Math.floor(k / unit)]!);
     }
     const ids = this.outputTokenIds;
@@ -235,9 +235,7 @@ export class Sequence implements KvSequence {
       // its output blocks can only ever match output blocks of an equal path prompt, so they take
       // cheap lookup keys too (equal exactly when the tokens are). A token prompt's output blocks
       // keep real hashes: a later token prompt holding those outputs must find them.
-      // Mutation testing: `false` survives and is equivalent: a path prompt's output blocks then
-      // take real tokens hashes, chained on its path keys like the lookup keys, so they still match
-      // exactly the output blocks of equal path prompts (only the native hashing costs more).
+      // Surviving mutants: KP-160 (MUTANTS.md).
       const lookupKeys = !this.realHashes && this.prompt instanceof PathPrompt;
       c = new SequenceChain(this, this.realHashes ? this.prompt.chain(blockSize) : this.prompt.keys(blockSize), blockSize, lookupKeys);
       this.chains.set(blockSize, c);

@@ -16,7 +16,7 @@ describe("mulHigh32", () => {
 });
 
 describe("xxh3PairInto (XXH3-64, seed 1337, 16 bytes)", () => {
-  it("chains the dynamo-mocker 8.6 vector: block 1 of [11..88] in blocks of 4", () => {
+  it("chains the docs/rules/dynamo.md §8.6 vector: block 1 of [11..88] in blocks of 4", () => {
     // hashing.test.ts: parent 4117275816416024698, tokens hash 6081346995852963768 -> 5947898228081096063.
     expect(ours(4117275816416024698n, 6081346995852963768n)).toBe(5947898228081096063n);
   });

@@ -28,7 +28,7 @@ describe("cdiv", () => {
   });
 });
 
-describe("window geometry (grouped-pd.md section 2 oracles)", () => {
+describe("window geometry (docs/rules/grouped-pd.md §2 oracles)", () => {
   it("W 33, B 16, T 1,000: 63 blocks cover the tokens, 60 lie below the window, 3 remain", () => {
     // floor(max(0, 1000 - 33 + 1) / 16) = floor(968 / 16) = 60; cdiv(1000, 16) = 63.
     expect(blocksCovering(sw(33, 16), tokens(1000))).toBe(63);

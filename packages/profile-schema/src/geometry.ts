@@ -51,7 +51,7 @@ export function windowClipBlocks(group: CacheGroup): Blocks {
 export function groupBlocksForTokens(group: CacheGroup, t: Tokens): Blocks {
   if (t <= 0) return blocks(0);
   switch (group.kind) {
-    // Stryker disable next-line ConditionalExpression: equivalent; without this case full attention falls through to inWindowBlocks, which skips nothing for a group without a window and gives the same cdiv(T, B).
+    // Stryker disable next-line ConditionalExpression: PS-01
     case "full_attention":
       return blocksCovering(group, t);
     case "sliding_window":

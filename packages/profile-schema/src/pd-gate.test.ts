@@ -3,7 +3,7 @@ import { checkPdGate, checkPdTopology, fullAttentionBlockSize, handoffLayoutIssu
 import type { CacheGroup, GroupedProfile, LinearProfile } from "./profile.js";
 import { glmFlashProfile, linearTestProfile } from "./testing.js";
 
-// GLM-5.3-Flash, TP 4, fp8: the oracle table of grouped-pd.md section 2.
+// GLM-5.3-Flash, TP 4, fp8: the oracle table of docs/rules/grouped-pd.md §2.
 const kda = (i: number, layers: number, bytes: number, checkpoints?: number): CacheGroup => ({
   name: `kda_${i}`,
   kind: "state",
@@ -46,7 +46,7 @@ const withGroup = (p: GroupedProfile, i: number, change: (g: CacheGroup) => Cach
   kv_cache_groups: p.kv_cache_groups.map((g, j) => (j === i ? change(g) : g)),
 });
 
-describe("checkPdGate (grouped-pd.md section 5)", () => {
+describe("checkPdGate (docs/rules/grouped-pd.md §5)", () => {
   it("passes GLM-5.3-Flash on 0.31.0 and on 0.32.0 with its checkpoint blocks, in both roles", () => {
     for (const role of ["prefill", "decode"] as const) {
       expect(checkPdGate(glm("0.31.0"), role)).toStrictEqual([]);

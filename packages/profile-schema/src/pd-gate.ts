@@ -14,14 +14,14 @@ export interface PdGateProblem {
   readonly message: string;
 }
 
-/** The vLLM releases whose grouped P/D rules kvsim models (grouped-pd.md section 5). */
+/** The vLLM releases whose grouped P/D rules kvsim models (docs/rules/grouped-pd.md §5). */
 export const PD_VLLM_VERSIONS: readonly string[] = ["0.31.0", "0.32.0"];
 
 const groupPath = (i: number, field: keyof CacheGroup) => formatPath(["kv_cache_groups", i, field]);
 const groupLabel = (g: CacheGroup, i: number) => `kv_cache_groups[${i}] "${g.name}"`;
 
 /**
- * Every reason `profile` cannot serve `role` in a P/D topology (grouped-pd.md section 5); empty
+ * Every reason `profile` cannot serve `role` in a P/D topology (docs/rules/grouped-pd.md §5); empty
  * when it can. A linear profile always passes: the gate guards the grouped rules.
  */
 export function checkPdGate(profile: Profile, role: PdRole): PdGateProblem[] {

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { ModelShapeSchema } from "./model-shape.js";
 import { byteCount, durationMs, nonBlank, nonNegativeInt, positiveInt } from "./primitives.js";
 
-/** How a cache group holds tokens (grouped-pd.md section 1). */
+/** How a cache group holds tokens (docs/rules/grouped-pd.md §1). */
 export const CacheGroupKindSchema = z.enum(["full_attention", "sliding_window", "convolution", "state"]);
 export type CacheGroupKind = z.infer<typeof CacheGroupKindSchema>;
 

@@ -157,7 +157,7 @@ export const TimingSchema = z.discriminatedUnion("type", [
     prefill_ms: durationMs().describe(`Time of a pass with prompt work, ms (0 to ${MAX_DURATION_MS}).`),
     decode_ms: durationMs().describe(`Time of a pass's decode part, ms (0 to ${MAX_DURATION_MS}).`),
   }),
-  /** The upstream simulator's uncalibrated polynomial (aisimulate-replay.md section 4.2). */
+  /** The upstream simulator's uncalibrated polynomial (docs/rules/replay.md §4.2). */
   z.strictObject({ type: z.literal("polynomial") }),
   /** The profile's forward_pass tables; `outside_grid` says what a query outside the grid does. */
   z.strictObject({ type: z.literal("profile"), outside_grid: z.enum(["refuse", "clamp"]).default("refuse") }),
@@ -328,7 +328,7 @@ export type Frontend = z.infer<typeof FrontendSchema>;
 
 export type Router = z.infer<typeof RouterSchema>;
 
-/** Replay spec v1 (product.md). Unknown keys are errors. */
+/** Replay spec v1 (docs/rules/formats.md §2). Unknown keys are errors. */
 export const SpecSchema = z
   .strictObject({
     /** Editor support only: the JSON Schema this file follows. kvsim ignores it. */

@@ -4,7 +4,7 @@ import { checkPdGate } from "./pd-gate.js";
 import { glmFlashProfile, linearTestProfile } from "./testing.js";
 
 describe("test profiles", () => {
-  it("GLM-5.3-Flash matches grouped-pd.md's table and passes the P/D gate on both versions", () => {
+  it("GLM-5.3-Flash matches the table of docs/rules/grouped-pd.md §2 and passes the P/D gate on both versions", () => {
     for (const version of ["0.31.0", "0.32.0"] as const) {
       const p = glmFlashProfile(version);
       if (!isGroupedProfile(p)) throw new Error("GLM is grouped");

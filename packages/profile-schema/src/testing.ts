@@ -7,7 +7,7 @@ import type { CacheGroup, Profile } from "./profile.js";
 import { validateProfile } from "./parse.js";
 
 /**
- * GLM-5.3-Flash, TP 4, fp8 KV cache, from the oracle table of grouped-pd.md section 2, all blocks
+ * GLM-5.3-Flash, TP 4, fp8 KV cache, from the oracle table of docs/rules/grouped-pd.md §2, all blocks
  * 2,176 tokens, page 13,045,120 bytes:
  * * full_attention: 11 x 1,114,112 + 11 x 71,808 = 13,045,120 bytes per block;
  * * tail_ring (state, not prefix-cacheable): 11 x 2,048 = 22,528;

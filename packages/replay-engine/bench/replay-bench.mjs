@@ -52,7 +52,7 @@ const TRACE = process.env.KVSIM_BENCH_TRACE ?? resolve(repoRoot, "../shared/data
 const GLM_FILE = resolve(repoRoot, "apps/cli/examples/profiles/glm-5.3-flash-tp4-fp8-vllm-0.32.0.json");
 const SCALE = 8;
 
-/** The GLM-5.3-Flash TP4 fp8 geometry of grouped-pd.md, used if the bundled profile is absent. */
+/** The GLM-5.3-Flash TP4 fp8 geometry of docs/rules/grouped-pd.md §2, used if the bundled profile is absent. */
 const GLM_FALLBACK = {
   schema_version: 1,
   model: "zai-org/GLM-5.3-Flash",

@@ -60,7 +60,7 @@ export interface HandoffTimes {
 }
 
 /**
- * The handoff coordinator of one P/D request (architecture.md; source first, as vLLM): submit the
+ * The handoff coordinator of one P/D request (docs/rules/replay.md §7; source first, as vLLM): submit the
  * prefill; on source held reserve the destination; on destination reserved price the transfer
  * against the destination's hit and start it (no bandwidth: the fallback latency; plus the setup
  * latency); on transfer

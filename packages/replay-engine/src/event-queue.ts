@@ -1,7 +1,7 @@
 import TinyQueue from "tinyqueue";
 
 /**
- * Same-time phases of heap events (decisions.md): pass completions, then transfer completions.
+ * Same-time phases of heap events (docs/rules/decisions.md §10): pass completions, then transfer completions.
  * Arrivals come from the record stream, not the heap: the replay releases them after every heap
  * event of the same time, and idle workers start passes after both, so no event marks a worker ready.
  */

@@ -14,7 +14,7 @@ const one = (r: ReplayResult): RequestRecord => {
   return records[0]!;
 };
 
-// The golden-seed engine of aisimulate-replay.md 6.2: 16 pages of 4 tokens, 4 seqs, 64-token budget.
+// The golden-seed engine of docs/rules/replay.md §6.2: 16 pages of 4 tokens, 4 seqs, 64-token budget.
 const smallEngine = { num_gpu_blocks: 16, block_size: 4, max_num_seqs: 4, max_num_batched_tokens: 64 };
 const fixed = (prefill_ms: number, decode_ms: number) => ({ type: "fixed", prefill_ms, decode_ms });
 
@@ -176,7 +176,7 @@ describe("P/D replay (fixed timing, hand-derived)", () => {
 
 describe("grouped P/D replay on GLM-5.3-Flash", () => {
   it("each handoff's payload equals the transfer-rules oracle and every request completes", async () => {
-    // grouped-pd.md section 2: payload = 13,045,120 x cdiv(N - 1, 2,176) + 36,927,488.
+    // docs/rules/grouped-pd.md §2: payload = 13,045,120 x cdiv(N - 1, 2,176) + 36,927,488.
     //   N 1,000: cdiv(999, 2,176) = 1 -> 49,972,608; N 2,177: cdiv(2,176, 2,176) = 1 -> 49,972,608;
     //   N 8,192: cdiv(8,191, 2,176) = 4 -> 52,180,480 + 36,927,488 = 89,107,968.
     // At 1 GB/s the delay is the payload in ms / 10^6.

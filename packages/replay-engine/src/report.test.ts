@@ -15,7 +15,7 @@ const done = (f: Partial<TerminalFacts>): TerminalFacts => ({
 });
 
 describe("MetricsCollector", () => {
-  it("S1 (aisimulate-replay.md 6.2): one request 4 in / 2 out, tokens at 12 and 14", () => {
+  it("S1 (docs/rules/replay.md §6.2): one request 4 in / 2 out, tokens at 12 and 14", () => {
     const c = new MetricsCollector(undefined);
     c.onArrival();
     c.onTerminal(done({}));

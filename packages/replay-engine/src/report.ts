@@ -49,7 +49,7 @@ export interface HandoffRecord {
   readonly transfer_ms?: number | null;
 }
 
-/** One terminal request (product.md per-request records). Times are virtual ms. */
+/** One terminal request (docs/rules/formats.md §5). Times are virtual ms. */
 export interface RequestRecord {
   readonly request_id: string;
   readonly status: RequestStatus;
@@ -109,7 +109,7 @@ export type VllmSummaryKeys = Readonly<Partial<Record<`${"median" | "std"}_${Met
 /** p<P>_<metric>_ms for every requested percentile P (vLLM's key form: p95, p99.9), `e2e` and `e2el` both. */
 export type PercentileKeys = Readonly<Record<`p${number}_${MetricName}_ms`, number | undefined>>;
 
-/** The replay summary (product.md). Virtual-time metrics only; the CLI adds the wall-clock ones. */
+/** The replay summary (docs/rules/formats.md §4). Virtual-time metrics only; the CLI adds the wall-clock ones. */
 export interface ReplayReport extends VllmSummaryKeys, PercentileKeys {
   /** Requests that arrived (any status, in flight at the cutoff included). */
   readonly num_requests: number;
@@ -223,7 +223,7 @@ export interface ReasonGroup {
 }
 
 /**
- * The keys the digest covers: the report of product.md (v1), exactly as before later keys were
+ * The keys the digest covers: the report of docs/rules/formats.md §4 (v1), exactly as before later keys were
  * added. Every other key (wall-clock fields, the cutoff, reason groups, the saturation check,
  * vLLM's benchmark names, extra percentiles, the CLI's run record) is derived from the same run
  * or describes the host, and stays out, so adding a report key never changes a digest. Putting a
@@ -329,7 +329,7 @@ class ReasonCounter {
 
 /**
  * Accumulates the report over terminal requests: exact samples of TTFT, TPOT, E2E and every ITL
- * gap of completed requests (metric definitions of aisimulate-replay.md section 5.1).
+ * gap of completed requests (metric definitions of docs/rules/replay.md §5.1).
  */
 export class MetricsCollector {
   private arrived = 0;
@@ -443,7 +443,7 @@ export class MetricsCollector {
         if (itl_ms !== undefined && f.outputTokens >= 2 && (f.lastTokenMs - f.firstTokenMs) / (f.outputTokens - 1) > itl_ms) goodNow = false;
       }
     } else if (this.sla !== undefined) {
-      // A tokenless completion is good only under an e2e-only SLA (aisimulate-replay.md 5.1).
+      // A tokenless completion is good only under an e2e-only SLA (docs/rules/replay.md §5.1).
       const { ttft_ms, itl_ms, e2e_ms } = this.sla;
       goodNow = e2e_ms !== undefined && ttft_ms === undefined && itl_ms === undefined && f.terminalMs - f.arrivalMs <= e2e_ms;
     }

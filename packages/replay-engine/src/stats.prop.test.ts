@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { percentileRank, summarize } from "./stats.js";
 
 /**
- * decisions.md, "Percentiles": the nearest-rank index round((n - 1) x p / 100), half away from
+ * docs/rules/decisions.md §11: the nearest-rank index round((n - 1) x p / 100), half away from
  * zero. For whole p and a product that is never negative, that is floor(((n - 1) x p + 50) / 100)
  * in integer arithmetic.
  */

@@ -1,4 +1,4 @@
-/** Summary statistics of one metric (decisions.md: exact nearest-rank percentiles, population std). */
+/** Summary statistics of one metric (docs/rules/decisions.md §11: exact nearest-rank percentiles, population std). */
 export interface Distribution {
   readonly count: number;
   readonly mean: number;

@@ -2,7 +2,7 @@
 // schemas, so the defaults a user would get are the ones tested.
 import { SpecSchema, type Spec, type TraceRecord } from "@kvsim/profile-schema";
 
-/** A linear profile (one KV rate per token) and GLM-5.3-Flash (grouped-pd.md section 2's table). */
+/** A linear profile (one KV rate per token) and GLM-5.3-Flash (the table of docs/rules/grouped-pd.md §2). */
 export { linearTestProfile as linearProfile, glmFlashProfile as glmProfile } from "@kvsim/profile-schema/testing";
 
 /** A spec over a trace (records passed separately), with the schema's defaults filled in. */

@@ -3,7 +3,7 @@ import { FairShareNetwork } from "./fair-share.js";
 import { Sample, summarize } from "./stats.js";
 
 /**
- * The shared network of P/D handoffs (architecture.md, "The network model"): every prefill worker
+ * The shared network of P/D handoffs (docs/rules/replay.md §8): every prefill worker
  * sends over its NIC, every decode worker receives over its NIC, and workers placed on one node
  * talk over the intra-node link instead. A transfer waits for a slot on both NICs (when they have
  * a concurrency limit), pays the setup latency, then moves its bytes as a flow that shares every

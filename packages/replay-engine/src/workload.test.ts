@@ -13,7 +13,7 @@ const rec = (line: number, arrivalMs: number, extra: Partial<TraceRecord> = {}):
 const opts = { traceBlockSize: 4, speedup: 1, file: "t.jsonl" };
 
 describe("Mooncake hash ids to tokens", () => {
-  it("aisimulate-replay.md 2.3 vector: ids [100, 200, 100], block 4, input 10 -> [0,0,0,0,1,1,1,1,0,0]", () => {
+  it("docs/rules/replay.md §2.3 vector: ids [100, 200, 100], block 4, input 10 -> [0,0,0,0,1,1,1,1,0,0]", () => {
     expect(Array.from(new HashIdInterner().tokens([100, 200, 100], 10, 4))).toEqual([0, 0, 0, 0, 1, 1, 1, 1, 0, 0]);
   });
   it("interns in first-appearance order across requests: a later request reuses the same canonical ids", () => {

@@ -32,7 +32,7 @@ export interface LowerOptions {
 }
 
 /**
- * Length-only prompt tokens (aisimulate-replay.md section 2.2): seed = (i x 1,000,003) mod 2^32,
+ * Length-only prompt tokens (docs/rules/replay.md §2.2): seed = (i x 1,000,003) mod 2^32,
  * token[k] = (seed + k) mod 2^32, so two length-only requests never share a first block.
  */
 export function lengthOnlyTokens(index: number, length: number, arena?: TokenArena): Uint32Array {
@@ -236,7 +236,7 @@ const DENSE_SPREAD = 4;
 const DENSE_SLACK = 4096;
 
 /**
- * Mooncake hash ids to prompt tokens (aisimulate-replay.md section 2.3): each distinct id is
+ * Mooncake hash ids to prompt tokens (docs/rules/replay.md §2.3): each distinct id is
  * interned, in first-appearance order over the whole stream, to a canonical id 0, 1, 2, ...; the
  * prompt repeats each canonical id for `blockSize` tokens (the last block may be cut short), so
  * equal id prefixes give equal token prefixes.

@@ -4,10 +4,10 @@ import { MAX_BANDWIDTH_GBPS, MIN_BANDWIDTH_GBPS, millis, type Bytes, type Millis
  * Why a bandwidth in decimal GB/s is refused, or undefined when it is usable: it must lie in
  * [MIN_BANDWIDTH_GBPS, MAX_BANDWIDTH_GBPS] (1 MB/s to 100 TB/s), so that a delay is never infinite
  * nor rounds to nothing. 0 is refused, not read as "off": no bandwidth is spelled `undefined`
- * (decisions.md, "Transfer delay").
+ * (docs/rules/decisions.md §12).
  */
 export function checkBandwidth(gbps: number): string | undefined {
-  // Equivalent mutant (Stryker): the typeof test dropped; Number.isFinite is false for a non-number too.
+  // Surviving mutants: TR-01 (MUTANTS.md).
   if (typeof gbps !== "number" || !Number.isFinite(gbps)) return `bandwidth must be a finite number of GB/s, got ${String(gbps)}`;
   if (gbps <= 0) return `bandwidth must be greater than 0 GB/s (leave it unset for no modelled delay), got ${gbps}`;
   if (gbps < MIN_BANDWIDTH_GBPS || gbps > MAX_BANDWIDTH_GBPS) {

@@ -2,7 +2,7 @@
 // fixture cannot drift from what a user could write.
 import { validateProfile, type CacheGroup, type Profile } from "@kvsim/profile-schema";
 
-/** GLM-5.3-Flash, TP 4, fp8 (grouped-pd.md section 2); the table's arithmetic is in the fixture. */
+/** GLM-5.3-Flash, TP 4, fp8 (docs/rules/grouped-pd.md §2); the table's arithmetic is in the fixture. */
 export { glmFlashProfile as glmProfile, linearTestProfile as linearProfile } from "@kvsim/profile-schema/testing";
 
 /** A grouped profile from its groups (page size: the largest group payload). */

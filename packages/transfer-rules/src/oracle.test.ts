@@ -4,7 +4,7 @@ import { glmProfile } from "./fixtures.js";
 import { backoffTokens, groupPayload, transferredTokens } from "./rules.js";
 import { payloadBytes, sourceTerms, transferDelayMs, withDestination } from "./source-terms.js";
 
-// grouped-pd.md section 2, oracle: GLM-5.3-Flash, TP 4, fp8. Full-attention block B = 2,176 tokens.
+// docs/rules/grouped-pd.md §2, oracle: GLM-5.3-Flash, TP 4, fp8. Full-attention block B = 2,176 tokens.
 // Full attention moves 13,045,120 bytes per block; the fixed groups move one block each:
 // ring 22,528 + 2 x 9,768,960 + 2 x 8,683,520 = 22,528 + 19,537,920 + 17,367,040 = 36,927,488.
 // Payload = 13,045,120 x cdiv(N - 1, 2,176) + 36,927,488.

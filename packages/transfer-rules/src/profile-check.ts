@@ -10,11 +10,11 @@ export interface PricedGroups {
   readonly groups: readonly PricedGroup[];
 }
 
-// Stryker disable next-line StringLiteral: error-message text, the label in front of the issues
+// Stryker disable next-line StringLiteral: TR-02
 const LABEL = "<profile>";
 
 /**
- * Why a profile cannot price a handoff (grouped-pd.md section 5), as located issues; empty when it
+ * Why a profile cannot price a handoff (docs/rules/grouped-pd.md §5), as located issues; empty when it
  * can: profile-schema's `handoffLayoutIssues`. Profiles written before the markers existed still
  * load and serve aggregated replay; only pricing refuses them.
  */

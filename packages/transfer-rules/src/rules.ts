@@ -56,7 +56,7 @@ export function timesBytes(count: number, rate: number): Bytes {
 }
 
 /**
- * Prompt tokens the prefill does not compute (grouped-pd.md section 2): 1 for a model with a
+ * Prompt tokens the prefill does not compute (docs/rules/grouped-pd.md §2): 1 for a model with a
  * Mamba-type state group (it stops one token short; the decode rank computes the last token from
  * the transferred state), else 0; never more than N - 1, so N = 1 keeps its token.
  */
@@ -99,7 +99,7 @@ const RULES: Readonly<Record<CacheGroupKind, GroupRule>> = {
 };
 
 /**
- * Blocks and bytes moved per group for `transferred` tokens (grouped-pd.md section 2). Without
+ * Blocks and bytes moved per group for `transferred` tokens (docs/rules/grouped-pd.md §2). Without
  * `destinationHitTokens` the whole transfer moves; with a destination hit of L tokens (rounded
  * down to whole full-attention blocks) only what the destination lacks moves, and when it lacks
  * no full-attention block nothing moves at all, window and state groups included.

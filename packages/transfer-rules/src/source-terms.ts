@@ -34,7 +34,7 @@ function fixedBytesOf(rows: readonly GroupPayload[]): Bytes {
 
 /**
  * The transfer terms a source (prefill) rank reports for a prompt of N tokens
- * (grouped-pd.md section 6). Grouped: unit "block" of the full-attention block size B,
+ * (docs/rules/grouped-pd.md §6). Grouped: unit "block" of the full-attention block size B,
  * promptUnits = cdiv(T, B), bytesPerUnit = the full-attention groups' bytes per block,
  * fixedBytes = the window groups' in-window blocks and the state groups' blocks. Linear: unit
  * "token", promptUnits = N, bytesPerUnit = kv_bytes_per_token, fixedBytes 0 (linear terms carry no

@@ -1,7 +1,7 @@
 import type { Blocks, Bytes, Tokens, TransferMode } from "@kvsim/profile-schema";
 
 /**
- * The transfer terms of one handoff (grouped-pd.md section 6). Block and token units are distinct
+ * The transfer terms of one handoff (docs/rules/grouped-pd.md §6). Block and token units are distinct
  * types, and fixed bytes (window and state groups) are kept apart from the per-unit payload.
  *
  * `missing` is filled once the destination is known: the units it lacks and the fixed bytes it

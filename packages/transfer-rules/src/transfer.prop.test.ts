@@ -29,7 +29,7 @@ function groupedArb(maxWindows: number): fc.Arbitrary<Profile> {
     });
 }
 /**
- * grouped-pd.md section 2 read straight from the document, for grouped profiles: T = N - 1 with a
+ * docs/rules/grouped-pd.md §2 read straight from the document, for grouped profiles: T = N - 1 with a
  * Mamba-type state (prefix-cacheable state group) and N > 1, else N; per group full attention
  * cdiv(T, B) blocks, window groups cdiv(T, B) - floor(max(0, T - W + 1) / B), state groups 1;
  * bytes = blocks x transfer_bytes_per_block.

@@ -3,8 +3,8 @@ import type { Profile } from "@kvsim/profile-schema";
 import type { StepResult } from "./contract.js";
 import { expectOk, glmProfile, makeRank, rangePrompt, request, runToIdle, scheduledOf } from "./test-helpers.js";
 
-// Admission and preemption at the boundaries Stryker found untested (issue 17). Every expected
-// value is worked out by hand in the comment beside it.
+// Admission and preemption at their exact edges. Every expected value is worked out by hand in
+// the comment beside it.
 
 const schedules = (passes: readonly StepResult[]) => passes.map(scheduledOf);
 

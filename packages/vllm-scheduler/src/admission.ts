@@ -1,5 +1,5 @@
 /**
- * Admission of waiting requests into a step (vllm-rules 1.2 step 3), chunk alignment for
+ * Admission of waiting requests into a step (docs/rules/vllm-scheduling.md §1.2 step 3), chunk alignment for
  * Mamba-type states, and vLLM's `scheduler_reserve_full_isl` gate.
  */
 import type { PrefixHit } from "@kvsim/kv-pool";
@@ -7,7 +7,7 @@ import type { EffectsBuilder, Req, RankState } from "./rank-state.js";
 import type { StepRows } from "./step-rows.js";
 
 /**
- * vLLM's `_mamba_block_aligned_split` (vllm-rules 3.6): while a prompt is being prefilled, a chunk
+ * vLLM's `_mamba_block_aligned_split` (docs/rules/vllm-scheduling.md §3.6): while a prompt is being prefilled, a chunk
  * that ends before the last block boundary of the sequence is cut down to whole blocks, and one
  * that would cross it ends exactly on it; the last chunk runs to the end unchanged. With vLLM
  * 0.32.0's prefill checkpoint blocks, a chunk that reaches the end of the sequence is not cut (its
@@ -15,18 +15,17 @@ import type { StepRows } from "./step-rows.js";
  */
 export function alignChunk(state: RankState, req: Req, computedBefore: number, n: number): number {
   const b = state.alignBlock;
-  // Equivalent mutants (Stryker): n <= 0 written n < 0 or dropped; n = 0 gives 0 on every path
-  // below and a negative n stays <= 0, which every caller treats as nothing to schedule.
   // A resumed request (outputs > 0) is not aligned. Its recompute usually starts from its own
   // prefix hit, on the last block boundary it computed, so alignment would cut nothing; it differs
   // after eviction took that hit (admission-preemption.test.ts, "a resumed request's recompute").
+  // Surviving mutants: VS-01 (MUTANTS.md).
   if (b === undefined || req.outputs > 0 || n <= 0) return n;
   const total = req.seq.numTokens;
   if (state.chunking === "whole_blocks_before_final") {
     return computedBefore + n >= total ? n : Math.floor(n / b) * b;
   }
   const lastBoundary = total - (total % b);
-  // Stryker disable next-line EqualityOperator: equivalent, a chunk ending exactly on the boundary is lastBoundary - computedBefore, a whole number of blocks since earlier chunks and hits end on blocks
+  // Stryker disable next-line EqualityOperator: VS-02
   if (computedBefore + n < lastBoundary) return Math.floor(n / b) * b;
   if (computedBefore < lastBoundary) return lastBoundary - computedBefore;
   return n;
@@ -40,7 +39,7 @@ export function alignChunk(state: RankState, req: Req, computedBefore: number, n
  */
 function wholeSequenceFits(state: RankState, req: Req, hit: PrefixHit): boolean {
   const rest = req.seq.numTokens - hit.tokens;
-  // Stryker disable next-line ConditionalExpression,EqualityOperator,BooleanLiteral: unreachable, a prefix hit is at most numTokens - 1 tokens
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,BooleanLiteral: VS-03
   if (rest <= 0) return true;
   return state.pool.pagesNeeded(req.seq, { computedTokens: 0, newTokens: rest, hit }) <= state.pool.metrics().freePages;
 }
@@ -49,7 +48,7 @@ function wholeSequenceFits(state: RankState, req: Req, hit: PrefixHit): boolean 
 export function admitActivated(state: RankState, req: Req, fx: EffectsBuilder, rows: StepRows): boolean {
   let n = Math.min(req.seq.numTokens - req.computed, rows.budget);
   n = alignChunk(state, req, req.computed, n);
-  // Stryker disable next-line ConditionalExpression,EqualityOperator,BooleanLiteral: unreachable, an activated destination has its one last token to compute and the pass has budget left
+  // Stryker disable next-line ConditionalExpression,EqualityOperator,BooleanLiteral: VS-04
   if (n <= 0) return false;
   if (!state.pool.allocateSlots(req.seq, { computedTokens: req.computed, newTokens: n })) return false;
   state.activated.popFront();
@@ -61,7 +60,7 @@ export function admitActivated(state: RankState, req: Req, fx: EffectsBuilder, r
   return true;
 }
 
-/** Tries to admit the waiting head (vllm-rules 1.2 step 3). */
+/** Tries to admit the waiting head (docs/rules/vllm-scheduling.md §1.2 step 3). */
 export function admitWaiting(state: RankState, req: Req, fx: EffectsBuilder, rows: StepRows): "admitted" | "rejected" | "stop" {
   const engine = state.engine;
   const budget = rows.budget;
@@ -70,7 +69,7 @@ export function admitWaiting(state: RankState, req: Req, fx: EffectsBuilder, row
   const full = req.seq.numTokens - hit.tokens;
   let n = full;
   const threshold = engine.long_prefill_token_threshold;
-  // Equivalent mutant (Stryker): n >= threshold sets n to the threshold either way.
+  // Surviving mutants: VS-05 (MUTANTS.md).
   if (threshold > 0 && n > threshold) n = threshold;
   if (!engine.enable_chunked_prefill && n > budget) {
     if (n > engine.max_num_batched_tokens) {
@@ -78,15 +77,13 @@ export function admitWaiting(state: RankState, req: Req, fx: EffectsBuilder, row
     }
     return "stop"; // head-of-line: no skipping ahead to smaller requests
   }
-  // Stryker disable next-line EqualityOperator: equivalent, n >= budget sets n to the budget either way
+  // Stryker disable next-line EqualityOperator: VS-06
   if (n > budget) n = budget;
   n = alignChunk(state, req, hit.tokens, n);
   if (n <= 0) return "stop";
   // In an empty, idle pool the gate is skipped: a sequence longer than the pool (window groups
   // free blocks as chunks advance) would otherwise wait forever.
-  // Equivalent mutants (Stryker): n < full written n <= full or dropped. For a chunk that is the
-  // whole rest, wholeSequenceFits asks exactly what allocateSlots checks next (the same pages
-  // against the same free queue), so the gate adds nothing.
+  // Surviving mutants: VS-07 (MUTANTS.md).
   if (engine.scheduler_reserve_full_isl && n < full && !wholeSequenceFits(state, req, hit) && !isIdle(state)) return "stop";
   if (!state.pool.allocateSlots(req.seq, { computedTokens: 0, newTokens: n, hit })) {
     // Never preempt for a waiting request. If the pool holds nothing and nothing runs, it can never fit.
@@ -106,7 +103,7 @@ export function admitWaiting(state: RankState, req: Req, fx: EffectsBuilder, row
 
 /** Nothing runs and the pool holds nothing. */
 function isIdle(state: RankState): boolean {
-  // Equivalent mutant (Stryker): running.length === 0 dropped; a running request holds pages.
+  // Surviving mutants: VS-08 (MUTANTS.md).
   return state.running.length === 0 && state.pool.metrics().usedPages === 0;
 }
 

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { checkRankConfig } from "./rank.js";
 import { expectOk, makeRank, rangePrompt, rankConfig, request } from "./test-helpers.js";
 
-// Async scheduling's pending work and the Rank queries around it (issue 17: Stryker found
-// hasWork's async term and the async decodeRun refusal run by no test).
+// Async scheduling's pending work and the Rank queries around it (hasWork's async
+// term and the async decodeRun refusal).
 
 const asyncRank = () => makeRank({ engine: { block_size: 4, num_gpu_blocks: 8, async_scheduling: true } });
 

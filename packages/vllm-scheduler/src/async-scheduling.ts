@@ -41,9 +41,7 @@ export class AsyncScheduling {
     let current = this.next;
     this.next = undefined;
     if (current === undefined && state.hasSchedulableWork()) current = planStep(state, fx, nowMs, false);
-    // Not killed (Stryker): the test dropped (true) or joined with ||. When current is undefined the
-    // plan just made scheduled nothing from this same state, so planning again usually finds nothing
-    // either; a plan that only preempted or rejected could differ, and no test sets that up.
+    // Surviving mutants: VS-09 (MUTANTS.md).
     if (current !== undefined && state.hasSchedulableWork()) this.next = planStep(state, fx, nowMs, false);
     if (current === undefined) return fx.empty ? undefined : stepResult(state, nowMs, undefined, fx);
     const endMs = nowMs + current.prefillMs + current.decodeMs;
@@ -57,23 +55,23 @@ export class AsyncScheduling {
   /** The step that ran has ended: the requests that produced their last token in it leave the rank. */
   private releaseFinished(): void {
     const state = this.state;
-    // Stryker disable next-line BooleanLiteral: equivalent, compacting a running list that lost nothing keeps it as it is (every entry is running or finishing)
+    // Stryker disable next-line BooleanLiteral: VS-10
     let removed = false;
     for (const req of this.inFlightFinishing) {
       if (req.phase !== "finishing") continue; // cancelled meanwhile
       if (!req.freed) {
         state.pool.free(req.seq);
-        // Stryker disable next-line UpdateOperator: equivalent, async scheduling runs on aggregated ranks only, and only a decode rank's destination retry reads the generation
+        // Stryker disable next-line UpdateOperator: VS-11
         state.capacityGeneration++;
         state.finishingCount--;
         removed = true;
       }
-      // Stryker disable next-line BooleanLiteral: unreachable, async scheduling runs on aggregated ranks only, which hold no handoff
+      // Stryker disable next-line BooleanLiteral: VS-12
       if (req.handoff !== undefined) state.retireHandoff(req.handoff, false);
       state.forget(req);
     }
     this.inFlightFinishing = [];
-    // Equivalent mutant (Stryker): the test dropped (true); see removed above.
+    // Surviving mutants: VS-13 (MUTANTS.md).
     if (removed) state.compactRunning();
   }
 }

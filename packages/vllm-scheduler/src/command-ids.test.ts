@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { expectOk, makeRank, rangePrompt, request } from "./test-helpers.js";
 
 // Commands carrying an empty or non-string id (a JavaScript caller, or a JSON engine line) are
-// refused before anything changes (issue 17: Stryker found these checks run by no test).
+// refused before anything changes.
 
 describe("command ids", () => {
   it("refuses an empty or non-string handoff id, then an empty or non-string request id", () => {

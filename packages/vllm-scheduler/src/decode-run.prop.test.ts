@@ -1,8 +1,8 @@
 /**
- * The decode fast path against the step path (issue 17: Stryker found decode-run.ts run by no
- * test of this package). Two ranks get the same requests at the same times; one only ever calls
- * `step`, the other calls `decodeRun` first (with the next arrival as its horizon and random step
- * and time caps) and `step` only when no fast run is possible. decode-run.ts promises the state
+ * The decode fast path against the step path, within this package. Two ranks get the same
+ * requests at the same times; one only ever calls `step`, the other calls `decodeRun` first (with
+ * the next arrival as its horizon and random step and time caps) and `step` only when no fast run
+ * is possible. decode-run.ts promises the state
  * and the tokens of that many `step` calls, so the tokens (request, index, time), the finished and
  * preempted requests and the final metrics must be equal, and the fast rank must have used runs.
  */

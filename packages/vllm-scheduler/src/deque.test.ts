@@ -25,7 +25,7 @@ describe("Deque", () => {
     expect(d.length).toBe(0);
   });
 
-  it("preempted requests pushed to the front keep their relative order (vllm-rules 1.3)", () => {
+  it("preempted requests pushed to the front keep their relative order (docs/rules/vllm-scheduling.md §1.3)", () => {
     // running [A, B, C] loses C then B: waiting becomes [B, C, X].
     const waiting = new Deque<string>();
     waiting.pushBack("X");

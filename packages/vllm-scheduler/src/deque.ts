@@ -9,11 +9,10 @@ export class Deque<T> {
 
   constructor(initialCapacity = 16) {
     let cap = 1;
-    // Equivalent mutants (Stryker): the loop dropped (false). The start capacity only saves growth
-    // steps: any power of two holds the same contents.
-    // Stryker disable next-line EqualityOperator: equivalent, cap <= or >= the capacity is still a power of two (see above)
+    // Surviving mutants: VS-15 (MUTANTS.md).
+    // Stryker disable next-line EqualityOperator: VS-16
     while (cap < initialCapacity) cap *= 2;
-    // Stryker disable next-line ArrayDeclaration: equivalent, a zero-length buffer grows on the first push at the back, and at the front its mask -1 wraps nothing, so indices stay in order
+    // Stryker disable next-line ArrayDeclaration: VS-17
     this.buf = new Array<T | undefined>(cap);
   }
 
@@ -35,7 +34,7 @@ export class Deque<T> {
   }
 
   peekFront(): T | undefined {
-    // Equivalent mutant (Stryker): the count test dropped (false); popFront clears the slot it empties.
+    // Surviving mutants: VS-18 (MUTANTS.md).
     return this.count === 0 ? undefined : this.buf[this.head];
   }
 
@@ -55,7 +54,7 @@ export class Deque<T> {
 
   private grow(): void {
     const next = new Array<T | undefined>(this.buf.length * 2);
-    // Equivalent mutant (Stryker): i <= count copies one slot past the contents, written before it is read.
+    // Surviving mutants: VS-19 (MUTANTS.md).
     for (let i = 0; i < this.count; i++) next[i] = this.buf[(this.head + i) & (this.buf.length - 1)];
     this.buf = next;
     this.head = 0;

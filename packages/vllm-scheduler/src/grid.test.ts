@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { InterpolationGrid, TimingRefusedError } from "./grid.js";
 
-// The interpolation grid on its own (issue 17: Stryker found its binary search, its axis sort and
-// its refusals run by no test). Expected values are worked out by hand beside each check.
+// The interpolation grid on its own (its binary search, its axis sort and its
+// refusals). Expected values are worked out by hand beside each check.
 
 const point = (at: number[], value: number) => ({ at, value });
 

@@ -63,9 +63,9 @@ export class InterpolationGrid {
   /** Interpolates at `at`. Outside the grid: `refuse` throws a RangeError naming the query and the range; `clamp` clamps. */
   lookup(at: readonly number[], policy: OutsideGridPolicy): GridLookup {
     const dims = this.axes.length;
-    // Stryker disable next-line ArrayDeclaration: equivalent, the loop below sets every index
+    // Stryker disable next-line ArrayDeclaration: VS-20
     const lower = new Array<number>(dims);
-    // Stryker disable next-line ArrayDeclaration: equivalent, the loop below sets every index
+    // Stryker disable next-line ArrayDeclaration: VS-21
     const weight = new Array<number>(dims);
     let clamped = false;
     for (let d = 0; d < dims; d++) {
@@ -75,7 +75,7 @@ export class InterpolationGrid {
       const hi = axis[axis.length - 1]!;
       if (x < lo || x > hi) {
         if (policy === "refuse") throw new TimingRefusedError(this.outsideMessage(at));
-        // Equivalent mutant (Stryker): x <= lo; x lies outside [lo, hi] here, so x <= lo exactly when x < lo.
+        // Surviving mutants: VS-22 (MUTANTS.md).
         x = x < lo ? lo : hi;
         clamped = true;
       }
@@ -89,8 +89,7 @@ export class InterpolationGrid {
       let b = axis.length - 2;
       while (a < b) {
         const mid = (a + b + 1) >> 1;
-        // Equivalent mutant (Stryker): axis[mid] < x. On an inner grid point the left cell at weight 1
-        // gives the same value as the right cell at weight 0.
+        // Surviving mutants: VS-23 (MUTANTS.md).
         if (axis[mid]! <= x) a = mid;
         else b = mid - 1;
       }
@@ -105,8 +104,7 @@ export class InterpolationGrid {
         const up = (corner >> d) & 1;
         const t = weight[d]!;
         if (up === 1) {
-          // Equivalent mutants (Stryker): this test dropped (false) or its block emptied: w *= t
-          // makes w 0 as well, and a corner of weight 0 adds nothing.
+          // Surviving mutants: VS-24 (MUTANTS.md).
           if (t === 0) {
             w = 0;
             break;
@@ -117,8 +115,7 @@ export class InterpolationGrid {
         }
         offset += (lower[d]! + up) * this.strides[d]!;
       }
-      // Equivalent mutant (Stryker): the test dropped (true). A zero weight broke out of the loop
-      // above before its offset left the grid, so 0 x a measured value adds 0.
+      // Surviving mutants: VS-25 (MUTANTS.md).
       if (w !== 0) value += w * this.values[offset]!;
     }
     return { value, clamped };

@@ -1,5 +1,5 @@
 /**
- * The P/D handoff commands of a rank (grouped-pd.md sections 3-5): the source side on a prefill
+ * The P/D handoff commands of a rank (docs/rules/grouped-pd.md §3-§5): the source side on a prefill
  * rank, the destination side on a decode rank.
  */
 import { promptPrefix } from "@kvsim/kv-pool";
@@ -35,7 +35,7 @@ export function submitHandoffPrefill(state: RankState, handoffId: string, reques
   if (invalid !== undefined) return fail(invalid);
   const fx = new EffectsBuilder();
   const n = request.prompt.length;
-  // Grouped P/D: the prompt is truncated by the backoff before the request exists (grouped-pd.md 3).
+  // Grouped P/D: the prompt is truncated by the backoff before the request exists (docs/rules/grouped-pd.md §3).
   const t = n - backoffTokens(state.profile, tokens(n));
   // The prefill rank is asked for one token (vLLM's proxy sends max_tokens = 1); the decode rank checks the real output.
   const rejection = state.promptRejection(n, t, 1);
@@ -45,11 +45,11 @@ export function submitHandoffPrefill(state: RankState, handoffId: string, reques
     return ok(state, "submitted", fx);
   }
   // The truncated prompt shares the whole prompt's block hashes (computed once for both sides).
-  // Equivalent mutant (Stryker): the test dropped (false); a prefix of all n tokens is the same prompt.
+  // Surviving mutants: VS-26 (MUTANTS.md).
   const prompt = t === n ? request.prompt : promptPrefix(request.prompt, t);
   // The prefill rank samples exactly one token (vLLM's proxy sends max_tokens = 1).
   const req = state.newRequest(request.id, prompt, 1, undefined);
-  // Stryker disable next-line BooleanLiteral: equivalent, retireHandoff sets cancelled before anything reads it
+  // Stryker disable next-line BooleanLiteral: VS-27
   const handoff: Handoff = { id: handoffId, side: "source", state: "pending", cancelled: false, req, promptTokens: n, transferredTokens: t, hitTokens: 0 };
   req.handoff = handoff;
   state.handoffs.set(handoffId, handoff);
@@ -62,7 +62,7 @@ export function releaseSource(state: RankState, handoffId: string, cancel: boole
   const h = state.handoffs.get(handoffId);
   const fx = new EffectsBuilder();
   if (h?.side !== "source") return state.retiredHandoffs.get(handoffId) === "source" ? ok(state, "noop", fx) : fail(`unknown source handoff "${handoffId}"`);
-  // Unreachable cases (Stryker, no coverage): a retired handoff has left state.handoffs, and a source never takes a destination state.
+  // Surviving mutants: VS-28 (MUTANTS.md).
   switch (h.state) {
     case "retired":
       return ok(state, "noop", fx);
@@ -71,12 +71,12 @@ export function releaseSource(state: RankState, handoffId: string, cancel: boole
       break;
     case "pending":
       if (cancel) {
-        // Stryker disable next-line BooleanLiteral: equivalent, a source handoff is retired as "source" whether cancelled or not
+        // Stryker disable next-line BooleanLiteral: VS-29
         state.dropRequest(h.req, true);
       } else {
         // Released before it completed: the request runs on and frees its blocks at completion.
         h.req.handoff = undefined;
-        // Stryker disable next-line BooleanLiteral: equivalent, a source handoff is retired as "source" whether cancelled or not
+        // Stryker disable next-line BooleanLiteral: VS-30
         state.retireHandoff(h, false);
       }
       break;
@@ -101,7 +101,7 @@ export function reserveDestination(state: RankState, handoffId: string, request:
     return ok(state, "accepted", fx);
   }
   const req = state.newRequest(request.id, request.prompt, request.maxOutputTokens, "pending_destination");
-  // Stryker disable next-line BooleanLiteral: equivalent, retireHandoff sets cancelled before anything reads it
+  // Stryker disable next-line BooleanLiteral: VS-31
   const handoff: Handoff = { id: handoffId, side: "destination", state: "pending", cancelled: false, req, promptTokens: n, transferredTokens: t, hitTokens: 0 };
   req.handoff = handoff;
   state.handoffs.set(handoffId, handoff);
@@ -127,9 +127,7 @@ export function activateDestination(state: RankState, handoffId: string): Comman
     }
   }
   const fx = new EffectsBuilder();
-  // Equivalent or unreachable cases (Stryker): "activated" falling through to "retired" gives the
-  // same noop (an active handoff is not cancelled), "reserved" is last; a retired handoff has left
-  // state.handoffs and a destination is never held.
+  // Surviving mutants: VS-32 (MUTANTS.md).
   switch (h.state) {
     case "pending":
       return fail(`destination handoff "${handoffId}" is not reserved yet: wait for destination_reserved`);
@@ -161,7 +159,7 @@ export function cancelDestination(state: RankState, handoffId: string): CommandO
   if (h?.side !== "destination") {
     return state.retiredHandoffs.get(handoffId)?.startsWith("destination") === true ? ok(state, "noop", fx) : fail(`unknown destination handoff "${handoffId}"`);
   }
-  // Equivalent mutant (Stryker): the test dropped (false); a retired handoff has left state.handoffs.
+  // Surviving mutants: VS-33 (MUTANTS.md).
   if (h.state === "retired") return ok(state, "noop", fx);
   state.dropRequest(h.req, true);
   state.tryReserveDestinations(fx);

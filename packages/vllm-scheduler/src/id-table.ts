@@ -21,14 +21,14 @@ export class IdTable<V> {
   /** Holds `initialCapacity` entries before it first grows (it keeps at least half its slots empty). */
   constructor(initialCapacity = 16) {
     let cap = 4;
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: equivalent, the first capacity (any power of two >= 4) only sets when the table first grows: set keeps at least half the slots empty at any size
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: VS-34
     while (cap < initialCapacity * 2) cap *= 2;
     this.mask = cap - 1;
     this.keys = new Array<string | undefined>(cap).fill(undefined);
-    // Stryker disable next-line ArrayDeclaration: equivalent, a value is written at its slot before any read (a shorter array reads undefined where the full one holds undefined)
+    // Stryker disable next-line ArrayDeclaration: VS-35
     this.vals = new Array<V | undefined>(cap).fill(undefined);
     this.hashes = new Int32Array(cap);
-    // Stryker disable next-line ArrayDeclaration: equivalent, a stamp is written at its slot before values() reads it
+    // Stryker disable next-line ArrayDeclaration: VS-36
     this.stamps = new Array<number>(cap).fill(0);
   }
 
@@ -38,7 +38,7 @@ export class IdTable<V> {
 
   get(key: string): V | undefined {
     const i = this.find(key);
-    // Stryker disable next-line ConditionalExpression: equivalent (false), vals[-1] is undefined
+    // Stryker disable next-line ConditionalExpression: VS-37
     return i < 0 ? undefined : this.vals[i];
   }
 
@@ -51,7 +51,7 @@ export class IdTable<V> {
     const h = hashId(key);
     let i = h & this.mask;
     for (let k = this.keys[i]; k !== undefined; k = this.keys[i]) {
-      // Stryker disable next-line ConditionalExpression: equivalent (the hash test true), a shortcut: the string comparison decides
+      // Stryker disable next-line ConditionalExpression: VS-38
       if (this.hashes[i] === h && k === key) {
         this.vals[i] = value;
         return;
@@ -59,7 +59,7 @@ export class IdTable<V> {
       i = (i + 1) & this.mask;
     }
     // At most half full: probe runs stay short.
-    // Stryker disable next-line EqualityOperator: equivalent (>=), growing one entry sooner only changes the capacity
+    // Stryker disable next-line EqualityOperator: VS-39
     if ((this.count + 1) * 2 > this.keys.length) {
       this.grow();
       this.set(key, value);
@@ -83,7 +83,7 @@ export class IdTable<V> {
       const k = this.keys[j];
       if (k === undefined) break;
       const home = this.hashes[j]! & mask;
-      // Stryker disable next-line EqualityOperator: equivalent (i < j), j starts after i and stops at an empty slot before coming round to i (the table is at most half full), so i === j never occurs
+      // Stryker disable next-line EqualityOperator: VS-40
       if (i <= j ? i < home && home <= j : i < home || home <= j) continue;
       this.keys[i] = k;
       this.vals[i] = this.vals[j];
@@ -99,7 +99,7 @@ export class IdTable<V> {
   /** The values in insertion order (sorted on each call: for reports and error messages, not hot paths). */
   values(): V[] {
     const slots: number[] = [];
-    // Stryker disable next-line EqualityOperator: equivalent (<=), keys[length] is undefined and skipped
+    // Stryker disable next-line EqualityOperator: VS-41
     for (let i = 0; i < this.keys.length; i++) if (this.keys[i] !== undefined) slots.push(i);
     slots.sort((a, b) => this.stamps[a]! - this.stamps[b]!);
     const out: V[] = [];
@@ -112,7 +112,7 @@ export class IdTable<V> {
     const { keys, hashes, mask } = this;
     let i = h & mask;
     for (let k = keys[i]; k !== undefined; k = keys[i]) {
-      // Stryker disable next-line ConditionalExpression: equivalent (the hash test true), a shortcut: the string comparison decides
+      // Stryker disable next-line ConditionalExpression: VS-42
       if (hashes[i] === h && k === key) return i;
       i = (i + 1) & mask;
     }
@@ -124,15 +124,15 @@ export class IdTable<V> {
     const cap = keys.length * 2;
     this.mask = cap - 1;
     this.keys = new Array<string | undefined>(cap).fill(undefined);
-    // Stryker disable next-line ArrayDeclaration: equivalent, as in the constructor: a value is written at its slot before any read
+    // Stryker disable next-line ArrayDeclaration: VS-43
     this.vals = new Array<V | undefined>(cap).fill(undefined);
     this.hashes = new Int32Array(cap);
-    // Stryker disable next-line ArrayDeclaration: equivalent, as in the constructor: a stamp is written before values() reads it
+    // Stryker disable next-line ArrayDeclaration: VS-44
     this.stamps = new Array<number>(cap).fill(0);
-    // Stryker disable next-line EqualityOperator: equivalent (<=), keys[length] is undefined and skipped
+    // Stryker disable next-line EqualityOperator: VS-45
     for (let j = 0; j < keys.length; j++) {
       const k = keys[j];
-      // Stryker disable next-line ConditionalExpression: equivalent (false), an empty slot copied over writes an undefined key into an empty slot of the new table, which stays empty
+      // Stryker disable next-line ConditionalExpression: VS-46
       if (k === undefined) continue;
       let i = hashes[j]! & this.mask;
       while (this.keys[i] !== undefined) i = (i + 1) & this.mask;
@@ -153,9 +153,9 @@ export function hashId(s: string): number {
   const n = s.length;
   let h = n;
   let i = 0;
-  // Stryker disable next-line EqualityOperator,ArithmeticOperator: equivalent, any deterministic function of the string is a correct hash (only probe runs change; lookups compare the strings)
+  // Stryker disable next-line EqualityOperator,ArithmeticOperator: VS-47
   for (; i + 1 < n; i += 2) h = Math.imul(h ^ (s.charCodeAt(i) | (s.charCodeAt(i + 1) << 16)), 0x9e3779b1);
-  // Stryker disable next-line ConditionalExpression,EqualityOperator: equivalent, as above: the hash only places entries
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: VS-48
   if (i < n) h = Math.imul(h ^ s.charCodeAt(i), 0x9e3779b1);
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);

@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { mambaBlockSize, RankConfigError, rankConfigProblems } from "./rank-config.js";
 import { linearProfile, rankConfig } from "./test-helpers.js";
 
-// The configuration checks on their own (issue 17: Stryker found the Mamba-type block's lcm, the
-// forward_pass checks by role and the message text run by no test).
+// The configuration checks on their own (the Mamba-type block's lcm, the
+// forward_pass checks by role and the message text).
 
 const group = (g: Partial<CacheGroup> & Pick<CacheGroup, "name" | "kind" | "block_size_tokens">): CacheGroup => ({ num_layers: 1, ...g });
 const mamba = (name: string, block: number) => group({ name, kind: "state", block_size_tokens: block, prefix_cacheable: true });

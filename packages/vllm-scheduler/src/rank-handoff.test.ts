@@ -148,7 +148,7 @@ describe("linear destination reservations count block-rounded tokens", () => {
     const first = expectOk(rank.submit({ type: "reserve_destination", handoffId: "h1", request: request("r1", rangePrompt(0, 10), 2) }));
     // cdiv(10, 4) = 3 blocks x 4 tokens = 12.
     expect(reserved(first.effects.lifecycle)).toEqual([{ handoffId: "h1", missing: { unit: "token", units: 12 }, hitTokens: 0 }]);
-    // Blocks still being received are never hashed (vllm-rules T21, test_no_spurious_prefix_caching).
+    // Blocks still being received are never hashed (docs/rules/vllm-scheduling.md §6 T21, test_no_spurious_prefix_caching).
     const second = expectOk(rank.submit({ type: "reserve_destination", handoffId: "h2", request: request("r2", rangePrompt(0, 10), 2) }));
     expect(reserved(second.effects.lifecycle)).toEqual([{ handoffId: "h2", missing: { unit: "token", units: 12 }, hitTokens: 0 }]);
     // Once r1 is activated its 2 full blocks (tokens 0-7) are cached. A third identical prompt hits
@@ -184,7 +184,7 @@ describe("linear destination reservations count block-rounded tokens", () => {
   });
 });
 
-describe("Mamba-type align mode (vllm-rules 3.6, _mamba_block_aligned_split)", () => {
+describe("Mamba-type align mode (docs/rules/vllm-scheduling.md §3.6, _mamba_block_aligned_split)", () => {
   // GLM-5.3-Flash on 0.31.0 has no checkpoint blocks, so with prefix caching the KDA states are
   // checkpointed at 2,176-token boundaries and prefill chunks are cut to them. A source of N = 8,192
   // computes T = 8,191; its last boundary is floor(8191 / 2176) x 2176 = 6,528.

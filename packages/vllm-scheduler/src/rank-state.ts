@@ -123,9 +123,7 @@ export class EffectsBuilder {
   }
 
   get empty(): boolean {
-    // Equivalent mutants (Stryker): the token, admission, finished or lifecycle test dropped (true),
-    // or the first two joined with ||. Callers ask only when no step was planned, and only a plan
-    // admits, samples, finishes or completes a source; just preemptions and rejections can be left.
+    // Surviving mutants: VS-49 (MUTANTS.md).
     return (
       this.tokens.length === 0 &&
       this.admissions.length === 0 &&
@@ -167,7 +165,7 @@ export class RankState {
   readonly terms: SourceTermsOptions;
   /** Tokens per linear block (missing tokens of a linear destination are counted in them). */
   readonly linearBlockSize: number | undefined;
-  /** Mamba "align" mode: prefill chunks end on multiples of this block (vllm-rules 3.6). */
+  /** Mamba "align" mode: prefill chunks end on multiples of this block (docs/rules/vllm-scheduling.md §3.6). */
   readonly alignBlock: number | undefined;
   /** How the pool needs prefill chunks cut (kv-pool's PrefillChunking). */
   readonly chunking: PrefillChunking;
@@ -278,7 +276,7 @@ export class RankState {
     this.waitingLive++;
   }
 
-  /** Preemption by recompute (vllm-rules 1.3), once its blocks are freed tail first: computed 0, to the front of waiting. */
+  /** Preemption by recompute (docs/rules/vllm-scheduling.md §1.3), once its blocks are freed tail first: computed 0, to the front of waiting. */
   requeuePreempted(req: Req, fx: EffectsBuilder): void {
     req.computed = 0;
     req.preemptions++;
@@ -292,10 +290,9 @@ export class RankState {
   complete(req: Req, fx: EffectsBuilder): void {
     fx.finish(req.id);
     const h = req.handoff;
-    // Equivalent mutant (Stryker): the pending test dropped (true); a source released before it
-    // completed has no handoff left (releaseSource detaches it), so a source here is pending.
+    // Surviving mutants: VS-50 (MUTANTS.md).
     if (h?.side === "source" && h.state === "pending") {
-      // Source completion (grouped-pd.md 3): free what vLLM frees before the transfer, hold the rest.
+      // Source completion (docs/rules/grouped-pd.md §3): free what vLLM frees before the transfer, hold the rest.
       const releasedPages = this.pool.releaseSourceSkipped(req.seq, req.computed);
       this.capacityGeneration++;
       const heldPages = this.pool.heldBlocks(req.seq).reduce((a, b) => a + b, 0);
@@ -326,7 +323,7 @@ export class RankState {
       case "activated":
         this.activatedLive--;
         break;
-      // Equivalent mutant (Stryker): this case falling through to reservedCount--; only their sum is read (waitingCount).
+      // Surviving mutants: VS-51 (MUTANTS.md).
       case "pending_destination":
         this.pendingLive--;
         break;
@@ -365,21 +362,19 @@ export class RankState {
 
   /** Retires a handoff: out of the live map (its request may be collected), a tombstone in its place. */
   retireHandoff(h: Handoff, cancelled: boolean): void {
-    // Not killed (Stryker): the test dropped (false); every caller retires a handoff once, so no test retires one twice.
+    // Surviving mutants: VS-52 (MUTANTS.md).
     if (h.state === "retired") return;
     h.state = "retired";
     h.cancelled = cancelled;
     this.handoffs.delete(h.id);
-    // Equivalent mutants (Stryker): the test dropped either way or inverted. A kept record names a
-    // retired handoff, which never heads the queue again; a cleared one costs the head one retry
-    // that fails the same way.
+    // Surviving mutants: VS-53 (MUTANTS.md).
     if (this.reserveFailedAt?.handoff === h) this.reserveFailedAt = undefined;
     this.retiredHandoffs.set(h.id, h.side === "source" ? "source" : cancelled ? "destination_cancelled" : "destination");
   }
 
   private removeRunning(req: Req): void {
     const i = this.running.indexOf(req);
-    // Defensive (Stryker, not killed): callers remove only requests in phase running or finishing, which are listed.
+    // Surviving mutants: VS-54 (MUTANTS.md).
     if (i < 0) throw new Error(`running request ${req.id} is not in the running list`);
     this.running.splice(i, 1);
   }
@@ -392,11 +387,10 @@ export class RankState {
   /** Drops requests that finished during a step from the running list. */
   compactRunning(): void {
     let w = 0;
-    // Not killed (Stryker): the finishing test dropped (false). Only async scheduling has finishing
-    // requests, and no test compacts while one request finishes and another's last token is in flight.
+    // Surviving mutants: VS-55 (MUTANTS.md).
     for (const req of this.running) if (req.phase === "running" || req.phase === "finishing") this.running[w++] = req;
     // Assigning an array's length, even its own, is a runtime call: most steps drop nothing.
-    // Stryker disable next-line ConditionalExpression: equivalent (true), assigning the list its own length changes nothing
+    // Stryker disable next-line ConditionalExpression: VS-56
     if (w !== this.running.length) this.running.length = w;
   }
 
@@ -414,15 +408,14 @@ export class RankState {
 
   /**
    * Reserves pending destinations in FIFO order: only the head is tried, without preempting, and
-   * only when capacity was freed since it last failed (grouped-pd.md 4).
+   * only when capacity was freed since it last failed (docs/rules/grouped-pd.md §4).
    */
   tryReserveDestinations(fx: EffectsBuilder): void {
     for (;;) {
       const h = this.peekPendingDestination();
       if (h === undefined) return;
       const last = this.reserveFailedAt;
-      // Equivalent mutant (Stryker): the test dropped (false); a retry with no capacity freed since
-      // fails the same way and records the same failure.
+      // Surviving mutants: VS-57 (MUTANTS.md).
       if (last?.handoff === h && last.generation === this.capacityGeneration) return;
       const res = this.pool.reserveDestination(h.req.seq, h.transferredTokens);
       if (res === undefined) {
@@ -454,8 +447,7 @@ export class RankState {
   peekPendingDestination(): Handoff | undefined {
     for (;;) {
       const h = this.pendingDestinations.peekFront();
-      // Equivalent mutants (Stryker): either half of the && dropped or || for &&; a pending handoff's
-      // request is pending_destination and a cancelled one's is gone with its handoff retired.
+      // Surviving mutants: VS-58 (MUTANTS.md).
       if (h === undefined || (h.state === "pending" && h.req.phase === "pending_destination")) return h;
       this.pendingDestinations.popFront(); // cancelled while pending
     }

@@ -1,5 +1,5 @@
 /**
- * The scheduler vectors of vllm-rules.md section 6 (T13-T21). vLLM's test fixture
+ * The scheduler vectors of docs/rules/vllm-scheduling.md §6 (T13-T21). vLLM's test fixture
  * (`create_scheduler`): max_num_seqs 16, max_num_batched_tokens 8192, chunked prefill on, prefix
  * caching off unless asked, 10,000 blocks of 16 tokens, max_model_len = the token budget; request
  * i's prompt is [i] * num_tokens and max_tokens 16.

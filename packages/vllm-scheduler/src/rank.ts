@@ -1,5 +1,5 @@
 /**
- * One vLLM rank as a pure state machine (vllm-rules.md section 1; grouped-pd.md sections 3-5):
+ * One vLLM rank as a pure state machine (docs/rules/vllm-scheduling.md §1; docs/rules/grouped-pd.md §3-§5):
  * commands in, outcomes out; `step(now)` plans one forward pass and returns its duration and effects.
  *
  * The concerns live in their own modules: the rank's state and shared helpers (rank-state.ts),

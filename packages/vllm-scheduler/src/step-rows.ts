@@ -90,9 +90,7 @@ export class StepRows {
       b.prefill.sumPrefix += promptBefore;
     }
     // A decode row computes the one token at the end of a sequence that already has output.
-    // Not killed (Stryker): the end-of-sequence test dropped (true). It differs only for a resumed
-    // request recomputing in a 1-token chunk short of its end (1 token of budget left), which no
-    // test sets up; n === 1 dropped is equivalent (a longer chunk cannot end one token in).
+    // Surviving mutants: VS-59 (MUTANTS.md).
     if (this.chargePrefill && !(n === 1 && req.outputs > 0 && computedBefore + 1 === req.seq.numTokens)) {
       b.promptRows++;
       b.promptTokens += n;
@@ -102,7 +100,7 @@ export class StepRows {
       b.decodeRows++;
       b.decodeKvTokens += computedBefore + n;
     }
-    // Computed counts advance at schedule time (vllm-rules 1.2 step 8).
+    // Computed counts advance at schedule time (docs/rules/vllm-scheduling.md §1.2 step 8).
     req.computed = computedBefore + n;
   }
 

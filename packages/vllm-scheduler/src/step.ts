@@ -1,5 +1,5 @@
 /**
- * One forward pass of a rank (vllm-rules 1.2, 1.3): the running pass, the waiting pass, the price
+ * One forward pass of a rank (docs/rules/vllm-scheduling.md §1.2, §1.3): the running pass, the waiting pass, the price
  * of the step, and sampling. `planStep` does the work; `synchronousStep` is vLLM's classic engine
  * loop (plan, run, process the outputs, plan again) and async scheduling
  * (async-scheduling.ts) pipelines the same plans.
@@ -44,8 +44,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
 
   // 1. Running requests in list order.
   const running = state.running;
-  // Equivalent mutants (Stryker): budget > 0 written >= 0 or dropped; with no budget left every
-  // row below gets n = 0 and is skipped.
+  // Surviving mutants: VS-60 (MUTANTS.md).
   for (let i = 0; i < running.length && rows.budget > 0; ) {
     const req = running[i]!;
     if (req.phase === "finishing") {
@@ -54,18 +53,18 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       continue;
     }
     let n = req.seq.numTokens - req.computed;
-    // Equivalent mutant (Stryker): n >= threshold sets n to the threshold either way.
+    // Surviving mutants: VS-61 (MUTANTS.md).
     if (threshold > 0 && n > threshold) n = threshold;
-    // Stryker disable next-line EqualityOperator: equivalent, n >= budget sets n to the budget either way
+    // Stryker disable next-line EqualityOperator: VS-62
     if (n > rows.budget) n = rows.budget;
-    // Stryker disable next-line ArithmeticOperator: never binding, the submit check keeps prompt + outputs <= max_model_len, so computed + n stays <= max_model_len - 1
+    // Stryker disable next-line ArithmeticOperator: VS-63
     if (maxModelLen !== undefined) n = Math.min(n, maxModelLen - 1 - req.computed);
     n = alignChunk(state, req, req.computed, n);
     // A guard no schedule tried by hand reaches: the max_model_len cap never binds, and an aligned
     // chunk of 0 needs a running prefill left with less than a block of budget.
-    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: defensive guard, see above
+    // Stryker disable next-line ConditionalExpression,EqualityOperator,BlockStatement: VS-64
     if (n <= 0) {
-      // Stryker disable next-line UpdateOperator: defensive guard, see above
+      // Stryker disable next-line UpdateOperator: VS-65
       i++;
       continue;
     }
@@ -88,9 +87,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
         fx.preemption(victim.id);
         continue;
       }
-      // Equivalent mutants (Stryker): dropping victim === req or running.length === 0, or joining
-      // them with ||: while req is running and is not the victim it holds pages, so usedPages is
-      // not 0; when it is the victim with others still running, they hold pages.
+      // Surviving mutants: VS-66 (MUTANTS.md).
       if (victim === req && running.length === 0 && state.pool.metrics().usedPages === 0) {
         // Alone in an otherwise empty pool it still does not fit: recomputing would only come
         // back here, so it can never finish (vLLM would loop; max_model_len usually prevents it).
@@ -107,8 +104,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
   }
 
   // 2. Waiting requests, only if nothing was preempted in this step.
-  // Equivalent mutants (Stryker): budget > 0 written >= 0 or dropped; with no budget an activated
-  // row gets n = 0 (false) and a waiting one n = 0 or a head-of-line stop.
+  // Surviving mutants: VS-67 (MUTANTS.md).
   while (!preempted && rows.budget > 0 && running.length < engine.max_num_seqs) {
     const materialized = state.peekLive(state.activated, "activated");
     if (materialized !== undefined) {
@@ -145,7 +141,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
   const endMs = nowMs + price.prefillMs + price.decodeMs;
 
   // 4. Blocks become cache-visible once computed; requests that reached their end sample one token.
-  // Stryker disable next-line BooleanLiteral: equivalent, compacting a running list where nothing finished keeps it as it is (every entry is running or finishing)
+  // Stryker disable next-line BooleanLiteral: VS-68
   let finishedAny = false;
   // The synchronous loop samples and finishes at once: its plan lists neither (shared empty lists).
   const sampled: { readonly req: Req; readonly index: number }[] = synchronous ? NONE_SAMPLED : [];
@@ -161,9 +157,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       if (synchronous) fx.token({ requestId: req.id, index, atMs: endMs });
       else sampled.push({ req, index });
     }
-    // Equivalent mutants (Stryker): the max_model_len test dropped (false) or written >. The submit
-    // check keeps prompt + max outputs <= max_model_len, so the sequence reaches max_model_len only
-    // with its last output, where the output test is already true.
+    // Surviving mutants: VS-69 (MUTANTS.md).
     if (req.outputs >= req.maxOutputTokens || (maxModelLen !== undefined && req.seq.numTokens >= maxModelLen)) {
       if (synchronous) {
         state.complete(req, fx);
@@ -175,7 +169,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       }
     }
   }
-  // Equivalent mutant (Stryker): the test dropped (true); see finishedAny above.
+  // Surviving mutants: VS-70 (MUTANTS.md).
   if (finishedAny) state.compactRunning();
 
   const work: ScheduledWork[] = [];
@@ -195,7 +189,7 @@ export function stepResult(state: RankState, startMs: number, plan: PlannedStep 
   state.tryReserveDestinations(fx);
   const prefillMs = plan?.prefillMs ?? 0;
   const decodeMs = plan?.decodeMs ?? 0;
-  // Equivalent mutant (Stryker): the test dropped (false); without a plan both parts are 0.
+  // Surviving mutants: VS-71 (MUTANTS.md).
   const end = plan === undefined ? startMs : startMs + prefillMs + decodeMs;
   return {
     startMs,
@@ -215,8 +209,7 @@ export function stepResult(state: RankState, startMs: number, plan: PlannedStep 
  * end of the step, finished requests freed) before anything else happens on the rank.
  */
 export function synchronousStep(state: RankState, nowMs: number): StepResult | undefined {
-  // Equivalent mutant (Stryker): the shortcut dropped (false); a plan over no schedulable work
-  // schedules nothing and records no effect, which returns undefined below.
+  // Surviving mutants: VS-72 (MUTANTS.md).
   if (!state.hasSchedulableWork()) return undefined;
   const fx = new EffectsBuilder();
   const plan = planStep(state, fx, nowMs, true);

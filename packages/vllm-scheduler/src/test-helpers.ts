@@ -14,7 +14,7 @@ export const linearProfile = (extra: Partial<Profile> = {}): Profile => ({
   ...extra,
 });
 
-/** GLM-5.3-Flash, TP 4, fp8 (grouped-pd.md section 2; the table's arithmetic is in the fixture). */
+/** GLM-5.3-Flash, TP 4, fp8 (docs/rules/grouped-pd.md §2; the table's arithmetic is in the fixture). */
 export const glmProfile = (version: "0.31.0" | "0.32.0" = "0.32.0"): Profile => glmFlashProfile(version);
 
 const smallGroup = (g: Partial<CacheGroup> & Pick<CacheGroup, "name" | "kind">): CacheGroup => ({

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { createTimingModel, paddedBatchSize, polynomialDecodeMs, type StepBatch } from "./timing-model.js";
 import { expectOk, linearProfile, makeRank, rangePrompt, request, runToIdle } from "./test-helpers.js";
 
-// Edges of the timing models that Stryker found untested (issue 17). Values by hand beside each.
+// Edges of the timing models. Values by hand beside each.
 
 const STEP: StepBatch = {
   prefill: { count: 1, sumIsl: 100, sumPrefix: 0 },

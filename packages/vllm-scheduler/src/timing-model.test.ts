@@ -54,7 +54,7 @@ describe("fixed timing", () => {
   });
 });
 
-describe("polynomial timing (aisimulate-replay.md section 4.2 vectors)", () => {
+describe("polynomial timing (docs/rules/replay.md §4.2 vectors)", () => {
   // prefill(b, n) = 4.209989e-7 x^2 + 1.518344e-2 x + 16.50142 with x = b n.
   it("prefill vectors", () => {
     // x = 1024: 0.441449... + 15.54784256 + 16.50142 = 32.49071...

@@ -1,5 +1,5 @@
 /**
- * Step-time models. `fixed`, `polynomial` and `profile` (aisimulate-replay.md section 4) price a
+ * Step-time models. `fixed`, `polynomial` and `profile` (docs/rules/replay.md §4) price a
  * pass as prefill time over the requests with prompt work plus decode time over the requests that
  * sample; `linear` prices the whole step with one formula (see the package README).
  */
@@ -229,7 +229,7 @@ class LinearTiming implements TimingModel {
  * Builds the step-time model of a rank.
  *
  * * `fixed`: `prefill_ms` when the pass has prompt work, `decode_ms` when it samples.
- * * `polynomial`: aisimulate-replay.md section 4.2, bit for bit. Prefill takes the batch size and
+ * * `polynomial`: docs/rules/replay.md §4.2, bit for bit. Prefill takes the batch size and
  *   the integer means of isl and prefix; decode takes Σ sequence length over
  *   total KV tokens = num_gpu_blocks x the full-attention (or linear) block size.
  * * `profile`: multilinear interpolation in the profile's forward_pass tables. Prefill queries

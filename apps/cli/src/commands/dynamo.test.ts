@@ -7,7 +7,7 @@ import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
 
 
-// GLM-5.3-Flash, TP 4, fp8 (grouped-pd.md section 2; the arithmetic is in
+// GLM-5.3-Flash, TP 4, fp8 (docs/rules/grouped-pd.md §2; the arithmetic is in
 // @kvsim/profile-schema/testing): 13,045,120 B per 2,176-token full-attention block; fixed =
 // 22,528 + 19,537,920 + 17,367,040 = 36,927,488 B.
 const GLM = glmFlashProfile("0.32.0");

@@ -30,7 +30,7 @@ const responses = (io: { stdout: string }): unknown[] =>
     .filter((l) => l !== "")
     .map((l) => JSON.parse(l) as unknown);
 
-// A linear profile at 10^6 B/token; engine block 4 (dynamo-mocker.md 8.3's conformance fixture).
+// A linear profile at 10^6 B/token; engine block 4 (the conformance fixture of docs/rules/dynamo.md §8.3).
 const PROFILE = { schema_version: 1, model: "linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1_000_000 };
 const ENGINE = { block_size: 4, num_gpu_blocks: 64, kv_transfer_bandwidth: 1, timing_model: { type: "fixed", prefill_ms: 10, decode_ms: 2 } };
 

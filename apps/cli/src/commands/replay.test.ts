@@ -14,7 +14,7 @@ const write = (name: string, text: string) => {
   return path(name);
 };
 
-// The golden seed S1 (aisimulate-replay.md 6.2): fixed 10 / 2 ms, one request of 4 + 2 tokens.
+// The golden seed S1 (docs/rules/replay.md §6.2): fixed 10 / 2 ms, one request of 4 + 2 tokens.
 const LINEAR = JSON.stringify({ schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 });
 const specYaml = (extra = "") => `version: 1
 profile: ./linear.json

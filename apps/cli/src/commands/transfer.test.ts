@@ -8,7 +8,7 @@ import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
 
 
-// GLM-5.3-Flash, TP 4, fp8, vLLM 0.32.0 (grouped-pd.md section 2; the arithmetic is in
+// GLM-5.3-Flash, TP 4, fp8, vLLM 0.32.0 (docs/rules/grouped-pd.md §2; the arithmetic is in
 // @kvsim/profile-schema/testing): 13,045,120 B per full-attention block, 36,927,488 fixed bytes.
 const GLM = glmFlashProfile("0.32.0") as GroupedProfile;
 // Rows at N 8,192 (T 8,191 = 4 full blocks: 4 x 13,045,120 = 52,180,480); fixed 22,528 + 2 x 9,768,960 + 2 x 8,683,520 = 36,927,488.

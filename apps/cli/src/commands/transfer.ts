@@ -104,7 +104,7 @@ function priceTransfer(io: CliIo, flags: TransferFlags): TransferReport {
   };
 }
 
-/** The JSON contract of product.md, plus the terms and the destination when one is given. */
+/** The JSON contract of docs/rules/formats.md §6, plus the terms and the destination when one is given. */
 function toJson(r: TransferReport): Record<string, unknown> {
   const t = r.terms;
   return {

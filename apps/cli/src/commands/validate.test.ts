@@ -93,7 +93,7 @@ describe("kvsim validate: the bundled example profiles", () => {
 
   const load = (name: string): Profile => parseProfile(readFileSync(example(name), "utf8"), name);
 
-  it("builds GLM-5.3-Flash from the oracle table of grouped-pd.md", () => {
+  it("builds GLM-5.3-Flash from the oracle table of docs/rules/grouped-pd.md §2", () => {
     for (const name of [GLM_031, GLM_032]) {
       const p = load(name);
       const groups = p.kv_cache_groups ?? [];

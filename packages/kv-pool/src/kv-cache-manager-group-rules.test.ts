@@ -2,9 +2,10 @@ import { describe, expect, it } from "vitest";
 import { createPromptTokens } from "./prompt-tokens.js";
 import { admit, group, manager, range, seqOf } from "./test-helpers.js";
 
-// KvCacheManager rules pinned at the mutants Stryker left alive in kv-cache-manager.ts (each kill
-// checked by applying the mutant by hand). Expected values are derived by hand in the comments
-// (grouped-pd.md, vllm-rules.md 4.4 for the hybrid hit).
+// KvCacheManager rules across cache groups: the hybrid hit, groups that cannot be prefix-cached,
+// Mamba-type chunking, destination reservation, long hits and quiet decodes. Expected values are
+// derived by hand in the comments (docs/rules/grouped-pd.md; docs/rules/vllm-scheduling.md §4.4
+// for the hybrid hit).
 
 describe("a hybrid hit ends on the least common multiple of the hit types' block sizes", () => {
   it("a window hit below an evicted block stops at a multiple of lcm(2, 3) = 6, not of its own block size 3", () => {

@@ -2,9 +2,10 @@ import { describe, expect, it } from "vitest";
 import type { KvEvent } from "./contract.js";
 import { group, manager, range, seqOf } from "./test-helpers.js";
 
-// Boundaries of the managers' hit, free and cache rules that a Stryker run of managers.ts left
-// untested (surv-B). Every expected value is derived by hand in the comment beside it, from the
-// rules in grouped-pd.md and vLLM's single_type_kv_cache_manager.
+// The managers' hit, free and cache rules at their edges: duplicate keys in stored runs, hit types,
+// steps that need fewer blocks, repeated commits, the Mamba-type quiet horizon. Every expected value
+// is derived by hand in the comment beside it, from the rules in docs/rules/grouped-pd.md and
+// docs/rules/vllm-scheduling.md §3-4.
 
 type Stored = Extract<KvEvent, { type: "stored" }>;
 const storedOf = (events: readonly KvEvent[]): Stored[] => events.filter((e): e is Stored => e.type === "stored");

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { admit, group, manager, range, seqOf } from "./test-helpers.js";
 
-// Rules at the boundaries where an off-by-one survives the other tests (issue 17): each expected
+// P/D handoff rules at the exact edges where an off-by-one would change the answer: the window
+// blocks a source frees, a destination's local hit, a source's checkpoint blocks. Each expected
 // value is derived in the comment beside it.
 
 describe("a window group where C - W + 1 is a whole number of blocks (W 33, B 16, C 1,024)", () => {
