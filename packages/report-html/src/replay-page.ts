@@ -288,7 +288,7 @@ function failuresSection(input: ReplayHtmlInput): string {
 }
 
 /** Summary rows that only a P/D run has (an aggregated run would show zeros). */
-const HANDOFF_ROWS = new Set(["handoffs", "handoffs.payload_bytes", "handoffs.mean_delay_ms"]);
+const HANDOFF_ROWS = new Set(["handoffs.count", "handoffs.payload_bytes", "handoffs.mean_delay_ms"]);
 
 /** The report's warnings, as the table prints them: saturation, imbalance, a cutoff. */
 export function replayWarnings(r: ReplayReport): string[] {
