@@ -192,7 +192,9 @@ export function kvsimReportMain(uPlot: PlotCtor, charts: readonly ChartSpec[]): 
           const text = right ? `${m.label} \u2192` : `\u2190 ${m.label}`;
           const tw = ctx.measureText(text).width;
           const x0 = right ? left + width - tw - pad : left + pad;
-          label(text, [top + lineHeight, top + 2 * lineHeight + pad, top + 3 * lineHeight + 2 * pad, top + height - pad].map((y) => [x0, y] as const));
+          // A CDF reaches the right edge at its top and the left edge at its bottom: the free corner first.
+          const ys = [top + height - pad - 2 * lineHeight, top + height - pad - lineHeight, top + lineHeight, top + 2 * lineHeight + pad];
+          label(text, (right ? ys : [...ys].reverse()).map((y) => [x0, y] as const));
         }
       }
       for (const m of c.yMarks ?? []) {

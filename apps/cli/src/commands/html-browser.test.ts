@@ -232,8 +232,10 @@ describe.skipIf(missing)("HTML reports in headless Chromium", () => {
     expect(await page.locator("#settings").textContent()).toContain("kv_transfer.bandwidth=400 Gbit/s");
     expect(await page.locator("#settings-json").isVisible()).toBe(false);
     mkdirSync(SHOTS, { recursive: true });
-    // The README's screenshot (docs/replay-report.png) is this one, cropped to the window.
-    await page.screenshot({ path: join(SHOTS, "replay-report.png") });
+    // The README's screenshot (docs/replay-report.png) is this one: 1100 px wide, the page's top 1650 px.
+    await page.setViewportSize({ width: 1100, height: 900 });
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: join(SHOTS, "replay-report.png"), fullPage: true, clip: { x: 0, y: 0, width: 1100, height: 1650 } });
     await page.close();
     await checkWidths(html, "replay-pd");
   }, 120_000);
