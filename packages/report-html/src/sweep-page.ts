@@ -150,7 +150,7 @@ function searchCharts(input: SweepHtmlInput): ChartSpec[] {
         yMarks: [{ value: term.value, label: `SLA ${term.metric} ${term.op} ${term.value}` }],
         ...(y === null ? {} : { yRange: y.range }),
         ...(log ? { yLog: true } : {}),
-        ...(answerX === null ? {} : { xMarks: [{ value: answerX, label: `answer ${formatNumber(answerX)}` }] }),
+        ...(answerX === null ? {} : { xMarks: [{ value: answerX, label: `answer ${answerX.toLocaleString("en-US", { maximumSignificantDigits: 6 })}` }] }),
       });
     }
   });
