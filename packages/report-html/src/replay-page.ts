@@ -256,6 +256,9 @@ function timeSeriesCharts(ts: TimeSeries): ChartSpec[] {
   return charts;
 }
 
+/** A chart with something to show: a value other than zero in some series (all zeros or gaps draw an empty plot). */
+const hasData = (c: ChartSpec) => c.series.some((s) => s.values.some((v) => v !== null && v !== 0));
+
 function handoffCharts(records: readonly RequestRecord[]): ChartSpec[] {
   const hs = records
     .flatMap((r) => {
@@ -347,7 +350,9 @@ export function renderReplayHtml(input: ReplayHtmlInput): string {
     cdfChart("cdf-itl", "ITL", q.itl, mark(sla.itl_ms, "ITL")),
     cdfChart("cdf-e2e", "E2E", q.e2e, mark(sla.e2e_ms, "E2E")),
   ].filter((c) => c !== null);
-  const ts = input.timeseries === undefined ? [] : timeSeriesCharts(input.timeseries);
+  const allTs = input.timeseries === undefined ? [] : timeSeriesCharts(input.timeseries);
+  const ts = allTs.filter(hasData);
+  const idle = allTs.filter((c) => !hasData(c)).map((c) => c.title);
   const handoffs = handoffCharts(input.records);
   const cdfNote =
     cdfs.length === 0
@@ -363,7 +368,17 @@ export function renderReplayHtml(input: ReplayHtmlInput): string {
   const sections: Section[] = [
     { id: "summary", title: "Summary", html: summary },
     { id: "latency-cdfs", title: "Latency CDFs", html: cdfNote },
-    ...(ts.length === 0 ? [] : [{ id: "timeseries", title: "Over time", html: `<p class="note">${tsNote}; one line per worker (P prefill, D decode, W aggregated).</p>${chartGrid(ts)}` }]),
+    ...(allTs.length === 0
+      ? []
+      : [
+          {
+            id: "timeseries",
+            title: "Over time",
+            html:
+              `<p class="note">${tsNote}; one line per worker (P prefill, D decode, W aggregated).</p>${chartGrid(ts)}` +
+              (idle.length === 0 ? "" : `<p class="note" id="timeseries-idle">Not drawn, zero throughout the run: ${escapeHtml(idle.join(", "))}.</p>`),
+          },
+        ]),
     { id: "per-worker", title: "Per worker", html: `<div class="scroll">${workerTable(input)}</div>` },
     ...(handoffs.length === 0 ? [] : [{ id: "handoffs", title: "Handoffs (P/D)", html: `<p class="note">Each handoff at the time its transfer started (destination reserved): its delay and its payload.</p>${chartGrid(handoffs)}` }]),
     { id: "failures", title: "Rejected and failed requests", html: `<div class="scroll">${failuresSection(input)}</div>` },

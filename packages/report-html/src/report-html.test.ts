@@ -255,6 +255,22 @@ describe("renderReplayHtml: reading at a glance", () => {
     // The latency table shows "-", not zeros.
     expect(html).toContain('data-key="p90_ttft_ms" data-value="">-</td>');
   });
+
+  it("leaves out time series that stay zero throughout, naming them", () => {
+    // 2 samples: requests arrive and are rejected, no worker ever runs anything.
+    const idle: TimeSeries = {
+      sample_ms: 10,
+      adaptive: false,
+      times_ms: [0, 10],
+      workers: [{ label: "W0", role: "aggregated", id: 0, running: [0, 0], waiting: [0, 0], kv_used_pages: [0, 0], kv_cached_pages: [0, 0], groups: [], passes: [0, 0], batch_tokens: [null, null], step_ms: [null, null] }],
+      deployment: { arrivals: [1, 1], completions: [0, 0], rejected_or_failed: [1, 1], input_tokens_per_s: [0, 0], output_tokens_per_s: [0, 0], handoffs_in_flight: [0, 0], handoff_bytes: [0, 0] },
+    };
+    const html = renderReplayHtml({ assets, settings: {}, report, records, quantiles: { ttft: [1], tpot: [1], itl: [1], e2e: [1] }, timeseries: idle });
+    expect(chartsOf(html).filter((c) => c.id.startsWith("ts-")).map((c) => c.id)).toEqual(["ts-requests"]);
+    expect(html).toContain(
+      '<p class="note" id="timeseries-idle">Not drawn, zero throughout the run: Throughput, Running requests, Waiting requests, KV pages used, KV pages cached (free, evictable), Batch tokens (mean per pass), Step time (mean per pass).</p>',
+    );
+  });
 });
 
 describe("renderSweepHtml", () => {

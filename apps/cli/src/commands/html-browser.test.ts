@@ -256,6 +256,20 @@ describe.skipIf(missing)("HTML reports in headless Chromium", () => {
     await checkWidths(html, "replay-aggregated");
   }, 120_000);
 
+  it("kvsim replay --html with every request rejected: no empty plot, the reason in the header", async () => {
+    const html = join(dir, "rejected.html");
+    const io = captureIo();
+    expect(await runCli(["replay", "--set", "engine.max_model_len=512", "--html", html, "--quiet"], io)).toBe(0);
+    const { page, charts } = await open(html, 1400);
+    expect(await page.locator("#warnings").textContent()).toContain("No request completed");
+    expect(await page.locator("#cdfs-none").count()).toBe(1);
+    // Only the requests chart has something to show; the idle ones are named instead.
+    expect(charts.map((c) => c.id)).toEqual(["ts-requests"]);
+    expect(await page.locator("#timeseries-idle").count()).toBe(1);
+    await page.close();
+    await checkWidths(html, "replay-rejected");
+  }, 120_000);
+
   it("kvsim sweep --html: a search's SLA frontier, latency against the swept variable, goodput against GPUs", async () => {
     const html = join(dir, "sweep.html");
     const grid = join(dir, "grid.yaml");
