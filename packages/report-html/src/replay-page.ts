@@ -323,7 +323,7 @@ function settingsSection(input: ReplayHtmlInput): string {
   return (
     `<p class="note">The spec as written${src === undefined ? "" : ` in <code>${escapeHtml(src.path)}</code>`} (its units as you wrote them).</p>` +
     `<pre id="spec-text">${escapeHtml(input.specText)}</pre>${sets}` +
-    `<details><summary>As kvsim read it (every default filled in; bandwidths in decimal GB/s or bytes per second)</summary>${resolved}</details>`
+    `<details><summary>As kvsim read it (every default filled in)</summary>${resolved}</details>`
   );
 }
 

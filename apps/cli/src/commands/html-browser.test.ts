@@ -231,6 +231,9 @@ describe.skipIf(missing)("HTML reports in headless Chromium", () => {
     expect(await page.locator("#spec-text").textContent()).toContain("kv_transfer: { bandwidth: 50 GB/s, mode: destination_missing }");
     expect(await page.locator("#settings").textContent()).toContain("kv_transfer.bandwidth=400 Gbit/s");
     expect(await page.locator("#settings-json").isVisible()).toBe(false);
+    // Folded, the resolved spec has the bandwidth with its units too, not the legacy key.
+    const resolved = await page.locator("#settings-json").textContent();
+    expect([resolved?.includes('"bandwidth": "50 GB/s (400 Gbit/s)"'), resolved?.includes("bandwidth_gbps")]).toEqual([true, false]);
     mkdirSync(SHOTS, { recursive: true });
     // The README's screenshot (docs/replay-report.png) is this one: 1100 px wide, the page's top 1650 px.
     await page.setViewportSize({ width: 1100, height: 900 });

@@ -101,6 +101,32 @@ export function describeTiming(spec: Spec, profiles: ReadonlyMap<string, Profile
   }
 }
 
+/** A bandwidth in bytes per second as a spec writes it: "50 GB/s (400 Gbit/s)". */
+const bandwidthText = (bytesPerSecond: number): string => {
+  const g = (v: number) => Number(v.toPrecision(6)).toLocaleString("en-US", { maximumFractionDigits: 6, useGrouping: false });
+  return `${g(bytesPerSecond / 1e9)} GB/s (${g((bytesPerSecond * 8) / 1e9)} Gbit/s)`;
+};
+
+/**
+ * The resolved spec as the HTML report shows it: every default filled in, but bandwidths with
+ * their units (`bandwidth: "50 GB/s (400 Gbit/s)"`) instead of the internal `bandwidth_gbps` and
+ * bytes per second.
+ */
+export function specForDisplay(spec: Spec): unknown {
+  const kv = spec.kv_transfer;
+  if (kv === undefined) return spec;
+  const { bandwidth_gbps: gbps, network, ...rest } = kv;
+  const shownNetwork =
+    network === undefined
+      ? undefined
+      : {
+          ...network,
+          nic: { send: bandwidthText(network.nic.send), receive: bandwidthText(network.nic.receive) },
+          ...(network.nodes === undefined ? {} : { nodes: { ...network.nodes, intra_node_bandwidth: bandwidthText(network.nodes.intra_node_bandwidth) } }),
+        };
+  return { ...spec, kv_transfer: { ...(gbps === undefined ? {} : { bandwidth: bandwidthText(gbps * 1e9) }), ...rest, ...(shownNetwork === undefined ? {} : { network: shownNetwork }) } };
+}
+
 /** The router for a title: its policy, then each setting that differs from its default. */
 export function describeRouter(router: Router): string {
   const defaults = RouterSchema.parse(router.policy) as Record<string, unknown>;
@@ -229,7 +255,7 @@ function replayHtml(
     title: "kvsim replay",
     subtitle: [`${d.topology}; ${d.profile}; router ${d.router}`, `workload: ${d.workload}`],
     timing: describeTiming(spec, profiles),
-    settings: spec,
+    settings: specForDisplay(spec),
     // The spec as the user wrote it (bandwidth: 400 Gbit/s), above the resolved one (bandwidth_gbps: 50).
     ...(written.text === undefined ? {} : { specText: written.text, specSource: { path: written.path, set: written.set } }),
     report,

@@ -6,7 +6,7 @@ import type { Profile, Spec } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
-import { describeTiming } from "./run.js";
+import { describeTiming, specForDisplay } from "./run.js";
 
 const ROOFLINE = fileURLToPath(new URL("../../examples/replay-roofline.yaml", import.meta.url));
 
@@ -33,5 +33,22 @@ describe("the timing model in the HTML report's header", () => {
     const page = readFileSync(html, "utf8");
     const header = page.slice(page.indexOf("<header>"), page.indexOf("</header>"));
     expect(header).toContain('<span class="label">timing:</span> roofline on H100-SXM&#39;s datasheet with the shipped efficiencies, not calibrated on this deployment');
+  });
+});
+
+describe("the resolved spec in the HTML report", () => {
+  it("shows bandwidths with their units, not bandwidth_gbps or bytes per second", () => {
+    // 400 Gbit/s = 50 GB/s = 5e10 B/s, kept internally as bandwidth_gbps 50.
+    const pipe = { version: 1, kv_transfer: { bandwidth_gbps: 50, mode: "destination_missing", fallback_latency_ms: 0 } } as unknown as Spec;
+    expect(specForDisplay(pipe)).toEqual({ version: 1, kv_transfer: { bandwidth: "50 GB/s (400 Gbit/s)", mode: "destination_missing", fallback_latency_ms: 0 } });
+    // NICs of 25 GB/s (2.5e10 B/s) and NVLink of 450 GB/s.
+    const net = { kv_transfer: { mode: "full_prompt", fallback_latency_ms: 0, network: { nic: { send: 2.5e10, receive: 2.5e10 }, nodes: { gpus_per_node: 8, intra_node_bandwidth: 4.5e11, fill: "prefill_first" } } } } as unknown as Spec;
+    expect(specForDisplay(net)).toEqual({
+      kv_transfer: {
+        mode: "full_prompt",
+        fallback_latency_ms: 0,
+        network: { nic: { send: "25 GB/s (200 Gbit/s)", receive: "25 GB/s (200 Gbit/s)" }, nodes: { gpus_per_node: 8, intra_node_bandwidth: "450 GB/s (3600 Gbit/s)", fill: "prefill_first" } },
+      },
+    });
   });
 });
