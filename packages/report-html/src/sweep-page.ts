@@ -2,7 +2,7 @@ import type { SweepRow } from "@kvsim/sweep";
 import type { ChartSpec, SeriesSpec } from "./client.js";
 import { chooseAxis } from "./axes.js";
 import { round } from "./downsample.js";
-import { chartGrid, escapeHtml, formatNumber, page, table, type Cell, type ChartAssets, type Section } from "./page.js";
+import { chartGrid, escapeHtml, page, table, type Cell, type ChartAssets, type Section } from "./page.js";
 
 /** One SLA term (`p90_ttft_ms<=2000`). */
 export interface SlaBound {

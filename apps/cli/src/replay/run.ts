@@ -113,9 +113,7 @@ const bandwidthText = (bytesPerSecond: number): string => {
  * bytes per second.
  */
 export function specForDisplay(spec: Spec): unknown {
-  const kv = spec.kv_transfer;
-  if (kv === undefined) return spec;
-  const { bandwidth_gbps: gbps, network, ...rest } = kv;
+  const { bandwidth_gbps: gbps, network, ...rest } = spec.kv_transfer;
   const shownNetwork =
     network === undefined
       ? undefined
