@@ -364,7 +364,7 @@ export function renderReplayHtml(input: ReplayHtmlInput): string {
       ? ""
       : binMs === input.timeseries.sample_ms
         ? `Sampled every ${formatNumber(input.timeseries.sample_ms)} ms of virtual time`
-        : `Sampled every ${formatNumber(input.timeseries.sample_ms)} ms of virtual time and drawn in ${formatNumber(binMs)} ms bins (means; counts as rates per second; --timeseries writes every sample)`;
+        : `Sampled every ${formatNumber(input.timeseries.sample_ms)} ms of virtual time and drawn in ${formatNumber(binMs)} ms bins (gauges as their mean over a bin; --timeseries writes every sample)`;
   const sections: Section[] = [
     { id: "summary", title: "Summary", html: summary },
     { id: "latency-cdfs", title: "Latency CDFs", html: cdfNote },
