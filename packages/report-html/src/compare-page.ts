@@ -1,4 +1,5 @@
 import type { ChartSpec } from "./client.js";
+import { chooseAxis } from "./axes.js";
 import { round } from "./downsample.js";
 import { chartGrid, escapeHtml, formatNumber, page, table, type Cell, type ChartAssets, type Section } from "./page.js";
 
@@ -67,10 +68,15 @@ export function renderCompareHtml(input: CompareHtmlInput): string {
     const { measured, simulated } = input.samples[m];
     if (measured.length === 0 && simulated.length === 0) continue;
     const c = twoCdfs(measured, simulated);
+    // A long tail on either side (an 18 s gap among 20 ms ones) gets a log scale.
+    const axis = chooseAxis(c.x);
+    const log = axis?.log === true;
     charts.push({
       id: `cdf-${m}`,
       title: NAMES[m],
-      xLabel: `${NAMES[m]} (ms)`,
+      xLabel: `${NAMES[m]} (ms${log ? ", log scale" : ""})`,
+      ...(axis === null ? {} : { xRange: axis.range }),
+      ...(log ? { xLog: true } : {}),
       yLabel: "fraction of requests",
       x: c.x,
       series: [
@@ -81,7 +87,7 @@ export function renderCompareHtml(input: CompareHtmlInput): string {
   }
   const rows = input.figures.map((f): Cell[] => [f.name, f.stat, { value: f.measured }, { value: f.simulated }, f.error === null ? "-" : `${f.error >= 0 ? "+" : ""}${formatNumber(f.error * 100, 1)}%`]);
   const sections: Section[] = [
-    { id: "figures", title: "Measured against simulated", html: table(["", "", "measured", "simulated", "error"], rows, "figures") + (input.notes ?? []).map((n) => `<p class="note">note: ${escapeHtml(n)}</p>`).join("") },
+    { id: "figures", title: "Measured against simulated", html: `<div class="scroll">${table(["", "", "measured", "simulated", "error"], rows, "figures")}</div>` + (input.notes ?? []).map((n) => `<p class="note">note: ${escapeHtml(n)}</p>`).join("") },
     ...(charts.length === 0 ? [] : [{ id: "cdfs", title: "CDFs", html: `<p class="note">The compared requests on both sides (ITL: every gap between two tokens, where the file has them).</p>${chartGrid(charts)}` }]),
   ];
   return page({ title: input.title ?? "kvsim compare", subtitle: input.subtitle ?? [], sections, charts, assets: input.assets });

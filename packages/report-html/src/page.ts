@@ -79,15 +79,41 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 pre { background: #f7f7f7; padding: 8px; overflow: auto; max-height: 420px; }
 .grid { display: grid; gap: 12px; }
 .g1 { grid-template-columns: 1fr; }
-.g2 { grid-template-columns: repeat(auto-fit, minmax(480px, 1fr)); }
+.g2 { grid-template-columns: repeat(auto-fit, minmax(min(480px, 100%), 1fr)); }
+.grid > * { min-width: 0; }
 .chart { min-height: 300px; }
 .note { color: #666; font-size: 13px; }
 .tables { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
+.scroll { max-width: 100%; overflow-x: auto; }
+code { overflow-wrap: anywhere; }
+header p.timing { color: #333; }
+header .label { font-weight: 600; }
+.warnings { margin: 8px 0 4px; padding: 0; list-style: none; }
+.warnings li { background: #fff4e5; border: 1px solid #f0b429; border-left: 6px solid #d9822b; padding: 6px 10px; margin: 4px 0; color: #5c3c00; max-width: 1100px; }
+.warnings li strong { color: #8a4b00; }
+@media (max-width: 600px) {
+  header { padding: 12px; }
+  main { padding: 4px 12px 32px; }
+  th, td { padding: 2px 5px; }
+}
 `;
 
 /** The whole page: one self-contained HTML document (no network needed to view it). */
-export function page(opts: { title: string; subtitle: readonly string[]; sections: readonly Section[]; charts: readonly ChartSpec[]; assets: ChartAssets }): string {
+export function page(opts: {
+  title: string;
+  subtitle: readonly string[];
+  /** What the timings rest on (the timing model and its caveat), shown in the header. */
+  timing?: string;
+  /** Shown in the header, each in a box that stands out (a saturated run, a cutoff). */
+  warnings?: readonly string[];
+  sections: readonly Section[];
+  charts: readonly ChartSpec[];
+  assets: ChartAssets;
+}): string {
   const nav = opts.sections.map((s) => `<a href="#${s.id}">${escapeHtml(s.title)}</a>`).join("");
+  const timing = opts.timing === undefined ? "" : `<p class="timing" id="timing"><span class="label">timing:</span> ${escapeHtml(opts.timing)}</p>`;
+  const warnings =
+    opts.warnings === undefined || opts.warnings.length === 0 ? "" : `<ul class="warnings" id="warnings">${opts.warnings.map((w) => `<li><strong>warning:</strong> ${escapeHtml(w)}</li>`).join("")}</ul>`;
   const body = opts.sections.map((s) => `<section id="${s.id}"><h2>${escapeHtml(s.title)}</h2>\n${s.html}\n</section>`).join("\n");
   return `<!DOCTYPE html>
 <html lang="en">
@@ -100,7 +126,7 @@ export function page(opts: { title: string; subtitle: readonly string[]; section
 <style>${STYLE}</style>
 </head>
 <body>
-<header><h1>${escapeHtml(opts.title)}</h1>${opts.subtitle.map((l) => `<p>${escapeHtml(l)}</p>`).join("")}<nav>${nav}</nav></header>
+<header><h1>${escapeHtml(opts.title)}</h1>${opts.subtitle.map((l) => `<p>${escapeHtml(l)}</p>`).join("")}${timing}${warnings}<nav>${nav}</nav></header>
 <main>
 ${body}
 <p class="note">Charts: drag across a chart to zoom in, double-click to zoom out; time series share their cursor. Drawn with uPlot (MIT licence), inlined.</p>

@@ -1,5 +1,6 @@
 import type { ReplayReport, RequestRecord, TimeSeries } from "@kvsim/replay-engine";
 import type { ChartSpec, SeriesSpec } from "./client.js";
+import { chooseAxis } from "./axes.js";
 import { downsampleIndices, round } from "./downsample.js";
 import { chartGrid, escapeHtml, formatNumber, page, table, type Cell, type ChartAssets, type Section } from "./page.js";
 
@@ -16,8 +17,14 @@ export interface ReplayHtmlInput {
   readonly title?: string;
   /** Lines under the title: the command, topology, profile, workload. */
   readonly subtitle?: readonly string[];
-  /** The run's settings (the resolved spec), shown as JSON. */
+  /** The run's settings (the resolved spec), shown as JSON, collapsed. */
   readonly settings: unknown;
+  /** The spec as the user wrote it (its file's text, in the user's units), shown open above the resolved one. */
+  readonly specText?: string;
+  /** Where the spec came from (its path as shown), and the `--set` flags applied to it. */
+  readonly specSource?: { readonly path: string; readonly set: readonly string[] };
+  /** What the step times rest on and how far to trust them (shown in the header). */
+  readonly timing?: string;
   readonly report: ReplayReport;
   readonly records: readonly RequestRecord[];
   readonly quantiles: LatencyQuantiles;
@@ -27,6 +34,8 @@ export interface ReplayHtmlInput {
 
 /** Handoff points drawn at most (the rest are merged, keeping each run's largest delay). */
 export const MAX_HANDOFF_POINTS = 5000;
+/** Points a time-series chart draws at most: samples are merged into bins of 1, 2, 5, 10, 20... samples. */
+export const MAX_TIME_BINS = 150;
 /** Rejected and failed requests listed at most (the reasons table counts them all). */
 export const MAX_LISTED_FAILURES = 200;
 
@@ -62,9 +71,12 @@ function cdfSeries(values: readonly number[]): { x: number[]; y: number[] } {
   return { x: values.map((v) => round(v)!), y: values.map((_, k) => (n === 1 ? 1 : round(k / (n - 1))!)) };
 }
 
-function cdfChart(id: string, title: string, values: readonly number[], marks: { value: number; label: string }[]): ChartSpec {
+/** A CDF's chart, or null without values: a log x axis for a long tail, the SLA on the axis when near the data. */
+function cdfChart(id: string, title: string, values: readonly number[], marks: { value: number; label: string }[]): ChartSpec | null {
+  const axis = chooseAxis(values, marks.map((m) => m.value));
+  if (axis === null) return null;
   const { x, y } = cdfSeries(values);
-  return { id, title, xLabel: `${title} (ms)`, yLabel: "fraction of requests", x, series: [{ label: title, values: y }], xMarks: marks };
+  return { id, title, xLabel: `${title} (ms${axis.log ? ", log scale" : ""})`, yLabel: "fraction of requests", x, series: [{ label: title, values: y }], xMarks: marks, xRange: axis.range, ...(axis.log ? { xLog: true } : {}) };
 }
 
 const roleOrder = { aggregated: 0, prefill: 1, decode: 2 } as const;
@@ -108,29 +120,120 @@ function workerTable(input: ReplayHtmlInput): string {
   return note + table(["worker", "role", "requests", "completed", "mean TTFT (ms)", "p99 TTFT (ms)", "mean E2E (ms)", "peak running", "peak waiting", "peak KV pages used", "passes"], rows, "workers");
 }
 
+/** Samples per bin: the smallest of 1, 2, 5, 10, 20, 50... that keeps at most MAX_TIME_BINS bins. */
+export function samplesPerBin(samples: number, maxBins = MAX_TIME_BINS): number {
+  for (let scale = 1; ; scale *= 10) {
+    for (const k of [1, 2, 5]) if (Math.ceil(samples / (k * scale)) <= maxBins) return k * scale;
+  }
+}
+
+/**
+ * The series merged into bins of `per` samples (per = 1 keeps them): gauges by their mean, counters
+ * as a rate per second over the bin, per-pass means weighted by the passes. x: the bin's middle, s.
+ */
+export function binTimeSeries(ts: TimeSeries, per: number) {
+  const n = ts.times_ms.length;
+  const bins: { from: number; to: number }[] = [];
+  for (let from = 0; from < n; from += per) bins.push({ from, to: Math.min(n, from + per) });
+  const seconds = (b: { from: number; to: number }) => ((b.to - b.from) * ts.sample_ms) / 1000;
+  const sum = (v: readonly (number | null)[], b: { from: number; to: number }) => {
+    let s = 0;
+    for (let i = b.from; i < b.to; i++) s += v[i] ?? 0;
+    return s;
+  };
+  const mean = (v: readonly (number | null)[]) => bins.map((b) => round(sum(v, b) / (b.to - b.from)));
+  const rate = (v: readonly number[]) => bins.map((b) => round(sum(v, b) / seconds(b)));
+  const perPass = (v: readonly (number | null)[], passes: readonly number[]) =>
+    bins.map((b) => {
+      let w = 0;
+      let s = 0;
+      for (let i = b.from; i < b.to; i++) {
+        const p = passes[i] ?? 0;
+        const x = v[i];
+        if (p > 0 && x !== null && x !== undefined) {
+          w += p;
+          s += x * p;
+        }
+      }
+      return w === 0 ? null : round(s / w);
+    });
+  /** A cumulative count at the end of each bin. */
+  const cumulative = (v: readonly number[]) => {
+    let total = 0;
+    return bins.map((b) => (total += sum(v, b)));
+  };
+  const x = bins.map((b) => round((per === 1 ? ts.times_ms[b.from]! : (ts.times_ms[b.from]! + ts.times_ms[b.to - 1]!) / 2) / 1000, 7)!);
+  return { x, binMs: per * ts.sample_ms, mean, rate, perPass, cumulative };
+}
+
+/** A centred moving average over `window` points (nulls skipped); window 1 keeps the values. */
+export function rollingMean(values: readonly (number | null)[], window: number): (number | null)[] {
+  if (window <= 1) return [...values];
+  const half = Math.floor(window / 2);
+  return values.map((_, i) => {
+    let s = 0;
+    let n = 0;
+    for (let j = Math.max(0, i - half); j <= Math.min(values.length - 1, i - half + window - 1); j++) {
+      const v = values[j];
+      if (v !== null && v !== undefined) {
+        s += v;
+        n++;
+      }
+    }
+    return n === 0 ? null : round(s / n);
+  });
+}
+
+/**
+ * Bins a rate chart's moving average spans: enough to hold about 10 completions on average (a
+ * sparse trace's prefills would otherwise draw a barcode), at most a quarter of the run.
+ */
+export function rateWindowBins(bins: number, completions: number): number {
+  if (bins <= 1) return 1;
+  const want = completions <= 0 ? 1 : Math.ceil((10 * bins) / completions);
+  return Math.max(1, Math.min(want, Math.floor(bins / 4)));
+}
+
 function timeSeriesCharts(ts: TimeSeries): ChartSpec[] {
-  const x = ts.times_ms.map((t) => round(t / 1000, 7)!);
-  // Means per pass exist only in intervals where a pass started: drawn as points, not lines.
-  const perWorker = (id: string, title: string, yLabel: string, pick: (w: TimeSeries["workers"][number]) => readonly (number | null)[], points = false): ChartSpec => ({
+  const per = samplesPerBin(ts.times_ms.length);
+  const { x, binMs, mean, rate, perPass, cumulative } = binTimeSeries(ts, per);
+  const completed = ts.deployment.completions.reduce((a, b) => a + b, 0);
+  const window = rateWindowBins(x.length, completed);
+  const smooth = (v: readonly (number | null)[]) => rollingMean(v, window);
+  const over = window === 1 ? "" : ` (moving mean over ${formatNumber((window * binMs) / 1000)} s)`;
+  const perWorker = (id: string, title: string, yLabel: string, pick: (w: TimeSeries["workers"][number]) => readonly (number | null)[]): ChartSpec => ({
     id,
     title,
     xLabel: "virtual time (s)",
     yLabel,
     x,
     sync: "time",
-    series: ts.workers.map((w): SeriesSpec => ({ label: w.label, values: pick(w).map((v) => round(v)), ...(points ? { points: true } : {}) })),
+    series: ts.workers.map((w): SeriesSpec => ({ label: w.label, values: mean(pick(w)) })),
   });
   const d = ts.deployment;
   const charts: ChartSpec[] = [
-    { id: "ts-tokens", title: "Throughput", xLabel: "virtual time (s)", yLabel: "tokens / s", x, sync: "time", series: [{ label: "input tok/s", values: d.input_tokens_per_s.map((v) => round(v)) }, { label: "output tok/s", values: d.output_tokens_per_s.map((v) => round(v)) }] },
-    { id: "ts-requests", title: "Arrivals and completions", xLabel: "virtual time (s)", yLabel: `requests per ${formatNumber(ts.sample_ms)} ms`, x, sync: "time", series: [{ label: "arrivals", values: d.arrivals }, { label: "completions", values: d.completions }, { label: "rejected or failed", values: d.rejected_or_failed }] },
+    { id: "ts-tokens", title: `Throughput${over}`, xLabel: "virtual time (s)", yLabel: "tokens / s", x, sync: "time", series: [{ label: "input tok/s", values: smooth(mean(d.input_tokens_per_s)) }, { label: "output tok/s", values: smooth(mean(d.output_tokens_per_s)) }] },
+    {
+      id: "ts-requests",
+      title: "Requests arrived and completed (cumulative)",
+      xLabel: "virtual time (s)",
+      yLabel: "requests",
+      x,
+      sync: "time",
+      series: [{ label: "arrived", values: cumulative(d.arrivals) }, { label: "completed", values: cumulative(d.completions) }, ...(d.rejected_or_failed.some((v) => v > 0) ? [{ label: "rejected or failed", values: cumulative(d.rejected_or_failed) }] : [])],
+    },
     perWorker("ts-running", "Running requests", "requests", (w) => w.running),
     perWorker("ts-waiting", "Waiting requests", "requests", (w) => w.waiting),
     perWorker("ts-kv-used", "KV pages used", "pages", (w) => w.kv_used_pages),
     perWorker("ts-kv-cached", "KV pages cached (free, evictable)", "pages", (w) => w.kv_cached_pages),
-    perWorker("ts-batch", "Batch tokens (mean per pass)", "tokens", (w) => w.batch_tokens, true),
-    perWorker("ts-step", "Step time (mean per pass)", "ms", (w) => w.step_ms, true),
   ];
+  // Means per pass exist only in bins where a pass started (gaps elsewhere).
+  for (const [id, title, yLabel, pick] of [
+    ["ts-batch", "Batch tokens (mean per pass)", "tokens", (w: TimeSeries["workers"][number]) => w.batch_tokens],
+    ["ts-step", "Step time (mean per pass)", "ms", (w: TimeSeries["workers"][number]) => w.step_ms],
+  ] as const) {
+    charts.push({ id, title, xLabel: "virtual time (s)", yLabel, x, sync: "time", series: ts.workers.map((w): SeriesSpec => ({ label: w.label, values: perPass(pick(w), w.passes), ...(per === 1 ? { points: true } : {}) })) });
+  }
   // Grouped profiles: the pages of each cache group, summed over the workers of each role.
   const groups = ts.workers[0]?.groups ?? [];
   if (groups.length > 1) {
@@ -138,20 +241,23 @@ function timeSeriesCharts(ts: TimeSeries): ChartSpec[] {
     const series: SeriesSpec[] = [];
     for (const role of roles) {
       for (let g = 0; g < groups.length; g++) {
-        const values = x.map((_, i) => ts.workers.filter((w) => w.role === role).reduce((s, w) => s + (w.groups[g]?.used_pages[i] ?? 0), 0));
-        series.push({ label: `${role} ${groups[g]!.name}`, values });
+        const values = ts.times_ms.map((_, i) => ts.workers.filter((w) => w.role === role).reduce((s, w) => s + (w.groups[g]?.used_pages[i] ?? 0), 0));
+        series.push({ label: `${role} ${groups[g]!.name}`, values: mean(values) });
       }
     }
     charts.push({ id: "ts-kv-groups", title: "KV pages used per cache group", xLabel: "virtual time (s)", yLabel: "pages (all workers of a role)", x, sync: "time", series });
   }
   if (ts.workers.some((w) => w.role === "decode")) {
     charts.push(
-      { id: "ts-handoffs", title: "Handoffs in flight", xLabel: "virtual time (s)", yLabel: "transfers", x, sync: "time", series: [{ label: "in flight", values: d.handoffs_in_flight }] },
-      { id: "ts-handoff-bytes", title: "Handoff bytes moved", xLabel: "virtual time (s)", yLabel: `bytes per ${formatNumber(ts.sample_ms)} ms`, x, sync: "time", series: [{ label: "bytes", values: d.handoff_bytes }] },
+      { id: "ts-handoffs", title: "Handoffs in flight", xLabel: "virtual time (s)", yLabel: per === 1 ? "transfers" : "transfers (mean)", x, sync: "time", series: [{ label: "in flight", values: mean(d.handoffs_in_flight) }] },
+      { id: "ts-handoff-bytes", title: `Handoff bytes moved${over}`, xLabel: "virtual time (s)", yLabel: "bytes / s", yUnit: "bytes/s", x, sync: "time", series: [{ label: "bytes/s", values: smooth(rate(d.handoff_bytes)) }] },
     );
   }
   return charts;
 }
+
+/** A chart with something to show: a value other than zero in some series (all zeros or gaps draw an empty plot). */
+const hasData = (c: ChartSpec) => c.series.some((s) => s.values.some((v) => v !== null && v !== 0));
 
 function handoffCharts(records: readonly RequestRecord[]): ChartSpec[] {
   const hs = records
@@ -165,7 +271,7 @@ function handoffCharts(records: readonly RequestRecord[]): ChartSpec[] {
   const x = keep.map((i) => round(hs[i]!.at / 1000, 7)!);
   return [
     { id: "handoff-delay", title: "Handoff delay by start time", xLabel: "virtual time (s)", yLabel: "delay (ms)", x, series: [{ label: "delay", values: keep.map((i) => round(hs[i]!.delay)), points: true }] },
-    { id: "handoff-size", title: "Handoff payload by start time", xLabel: "virtual time (s)", yLabel: "bytes", x, series: [{ label: "bytes", values: keep.map((i) => hs[i]!.bytes), points: true }] },
+    { id: "handoff-size", title: "Handoff payload by start time", xLabel: "virtual time (s)", yLabel: "payload", yUnit: "bytes", x, series: [{ label: "bytes", values: keep.map((i) => hs[i]!.bytes), points: true }] },
   ];
 }
 
@@ -184,18 +290,57 @@ function failuresSection(input: ReplayHtmlInput): string {
   return grouped + more + table(["request", "status", "arrival (ms)", "reason"], rows, "failures");
 }
 
+/** Summary rows that only a P/D run has (an aggregated run would show zeros). */
+const HANDOFF_ROWS = new Set(["handoffs.count", "handoffs.payload_bytes", "handoffs.mean_delay_ms"]);
+
+/** The report's warnings, as the table prints them: saturation, imbalance, a cutoff. */
+export function replayWarnings(r: ReplayReport): string[] {
+  const out: string[] = [];
+  const sat = r.saturation;
+  if (sat?.saturated === true) {
+    const rate = (v: number | null) => (v === null ? "?" : formatNumber(v));
+    out.push(
+      `Saturated: requests arrive at ${rate(sat.offered_rps)} req/s but are served at ${rate(sat.served_rps)} req/s while they arrive, and the mean TTFT grew from ${rate(sat.ttft_first_quarter_ms)} ms (first quarter of arrivals) to ${rate(sat.ttft_last_quarter_ms)} ms (last quarter): the queue does not drain, so the latencies depend on the trace's length.`,
+    );
+  }
+  for (const role of ["aggregated", "prefill", "decode"] as const) {
+    const warning = r.routing?.[role]?.imbalance;
+    if (warning !== undefined) out.push(`Imbalance: ${warning}`);
+  }
+  const c = r.cutoff;
+  if (c !== undefined && (c.in_flight_requests > 0 || c.not_arrived_requests > 0)) {
+    out.push(`Cut off at ${formatNumber(c.at_ms, 0)} ms (max_virtual_time_ms): ${formatNumber(c.not_arrived_requests)} requests not arrived, ${formatNumber(c.in_flight_requests)} in flight; throughputs are over the time that ran.`);
+  }
+  if (r.completed_requests === 0) out.push("No request completed: there are no latencies to show.");
+  return out;
+}
+
+function settingsSection(input: ReplayHtmlInput): string {
+  const resolved = `<pre id="settings-json">${escapeHtml(JSON.stringify(input.settings, null, 2))}</pre>`;
+  if (input.specText === undefined) return `<details open><summary>The run's spec (resolved)</summary>${resolved}</details>`;
+  const src = input.specSource;
+  const sets = src === undefined || src.set.length === 0 ? "" : `<p>Then <code>--set</code>: ${src.set.map((x) => `<code>${escapeHtml(x)}</code>`).join(", ")}.</p>`;
+  return (
+    `<p class="note">The spec as written${src === undefined ? "" : ` in <code>${escapeHtml(src.path)}</code>`} (its units as you wrote them).</p>` +
+    `<pre id="spec-text">${escapeHtml(input.specText)}</pre>${sets}` +
+    `<details><summary>As kvsim read it (every default filled in)</summary>${resolved}</details>`
+  );
+}
+
 /** The replay's report as one self-contained HTML page. */
 export function renderReplayHtml(input: ReplayHtmlInput): string {
   const r = input.report;
   const sla = input.sla ?? {};
-  const summaryRows: Cell[][] = SUMMARY.filter(([, key]) => valueAt(r, key) !== undefined).map(([label, key, digits]) => [label, { value: valueAt(r, key)!, digits, key }]);
+  const pd = input.records.some((x) => x.workers.decode !== undefined) || r.handoffs.count > 0 || (input.timeseries?.workers.some((w) => w.role !== "aggregated") ?? false);
+  const summaryRows: Cell[][] = SUMMARY.filter(([, key]) => valueAt(r, key) !== undefined && (pd || !HANDOFF_ROWS.has(key))).map(([label, key, digits]) => [label, { value: valueAt(r, key)!, digits, key }]);
+  const none = r.completed_requests === 0;
   const latency = (["ttft", "tpot", "itl", "e2e"] as const).map((m): Cell[] => [
     m.toUpperCase(),
-    ...(["mean", "p50", "p90", "p99"] as const).map((s): Cell => ({ value: valueAt(r, `${s}_${m}_ms`) ?? null, digits: 2, key: `${s}_${m}_ms` })),
+    ...(["mean", "p50", "p90", "p99"] as const).map((s): Cell => ({ value: none ? null : (valueAt(r, `${s}_${m}_ms`) ?? null), digits: 2, key: `${s}_${m}_ms` })),
   ]);
   const slaText = [sla.ttft_ms === undefined ? "" : `TTFT <= ${sla.ttft_ms} ms`, sla.itl_ms === undefined ? "" : `ITL (and TPOT) <= ${sla.itl_ms} ms`, sla.e2e_ms === undefined ? "" : `E2E <= ${sla.e2e_ms} ms`].filter((t) => t !== "").join(", ");
   const summary =
-    `<div class="tables">${table(["metric", "value"], summaryRows, "summary")}${table(["latency (ms)", "mean", "p50", "p90", "p99"], latency, "latency")}</div>` +
+    `<div class="tables"><div class="scroll">${table(["metric", "value"], summaryRows, "summary")}</div><div class="scroll">${table(["latency (ms)", "mean", "p50", "p90", "p99"], latency, "latency")}</div></div>` +
     `<p>SLA: ${slaText === "" ? "none set" : escapeHtml(slaText)}. Digest <code id="digest">${escapeHtml(r.digest)}</code>.</p>`;
   const mark = (v: number | undefined, what: string) => (v === undefined ? [] : [{ value: v, label: `SLA ${what} ${v} ms` }]);
   const q = input.quantiles;
@@ -204,17 +349,48 @@ export function renderReplayHtml(input: ReplayHtmlInput): string {
     cdfChart("cdf-tpot", "TPOT", q.tpot, mark(sla.itl_ms, "ITL")),
     cdfChart("cdf-itl", "ITL", q.itl, mark(sla.itl_ms, "ITL")),
     cdfChart("cdf-e2e", "E2E", q.e2e, mark(sla.e2e_ms, "E2E")),
-  ];
-  const ts = input.timeseries === undefined ? [] : timeSeriesCharts(input.timeseries);
+  ].filter((c) => c !== null);
+  const allTs = input.timeseries === undefined ? [] : timeSeriesCharts(input.timeseries);
+  const ts = allTs.filter(hasData);
+  const idle = allTs.filter((c) => !hasData(c)).map((c) => c.title);
   const handoffs = handoffCharts(input.records);
+  const cdfNote =
+    cdfs.length === 0
+      ? `<p id="cdfs-none">No request completed: no latency to draw.</p>`
+      : `<p class="note">Completed requests; the dashed red lines are the SLA (named at the edge, with an arrow, when it lies far off the data). A long tail gets a log scale. ${q.ttft.length} quantiles per metric.</p>${chartGrid(cdfs)}`;
+  const binMs = input.timeseries === undefined ? 0 : samplesPerBin(input.timeseries.times_ms.length) * input.timeseries.sample_ms;
+  const tsNote =
+    input.timeseries === undefined
+      ? ""
+      : binMs === input.timeseries.sample_ms
+        ? `Sampled every ${formatNumber(input.timeseries.sample_ms)} ms of virtual time`
+        : `Sampled every ${formatNumber(input.timeseries.sample_ms)} ms of virtual time and drawn in ${formatNumber(binMs)} ms bins (gauges as their mean over a bin; --timeseries writes every sample)`;
   const sections: Section[] = [
     { id: "summary", title: "Summary", html: summary },
-    { id: "latency-cdfs", title: "Latency CDFs", html: `<p class="note">Completed requests; the dashed red lines are the SLA. ${q.ttft.length} quantiles per metric.</p>${chartGrid(cdfs)}` },
-    ...(ts.length === 0 ? [] : [{ id: "timeseries", title: "Over time", html: `<p class="note">Sampled every ${formatNumber(input.timeseries!.sample_ms)} ms of virtual time; one line per worker (P prefill, D decode, W aggregated).</p>${chartGrid(ts)}` }]),
-    { id: "per-worker", title: "Per worker", html: workerTable(input) },
+    { id: "latency-cdfs", title: "Latency CDFs", html: cdfNote },
+    ...(allTs.length === 0
+      ? []
+      : [
+          {
+            id: "timeseries",
+            title: "Over time",
+            html:
+              `<p class="note">${tsNote}; one line per worker (P prefill, D decode, W aggregated).</p>${chartGrid(ts)}` +
+              (idle.length === 0 ? "" : `<p class="note" id="timeseries-idle">Not drawn, zero throughout the run: ${escapeHtml(idle.join(", "))}.</p>`),
+          },
+        ]),
+    { id: "per-worker", title: "Per worker", html: `<div class="scroll">${workerTable(input)}</div>` },
     ...(handoffs.length === 0 ? [] : [{ id: "handoffs", title: "Handoffs (P/D)", html: `<p class="note">Each handoff at the time its transfer started (destination reserved): its delay and its payload.</p>${chartGrid(handoffs)}` }]),
-    { id: "failures", title: "Rejected and failed requests", html: failuresSection(input) },
-    { id: "settings", title: "Settings", html: `<details open><summary>The run's spec (resolved)</summary><pre id="settings-json">${escapeHtml(JSON.stringify(input.settings, null, 2))}</pre></details>` },
+    { id: "failures", title: "Rejected and failed requests", html: `<div class="scroll">${failuresSection(input)}</div>` },
+    { id: "settings", title: "Settings", html: settingsSection(input) },
   ];
-  return page({ title: input.title ?? "kvsim replay", subtitle: input.subtitle ?? [], sections, charts: [...cdfs, ...ts, ...handoffs], assets: input.assets });
+  return page({
+    title: input.title ?? "kvsim replay",
+    subtitle: input.subtitle ?? [],
+    ...(input.timing === undefined ? {} : { timing: input.timing }),
+    warnings: replayWarnings(r),
+    sections,
+    charts: [...cdfs, ...ts, ...handoffs],
+    assets: input.assets,
+  });
 }

@@ -1,7 +1,8 @@
 import type { SweepRow } from "@kvsim/sweep";
 import type { ChartSpec, SeriesSpec } from "./client.js";
+import { chooseAxis } from "./axes.js";
 import { round } from "./downsample.js";
-import { chartGrid, escapeHtml, formatNumber, page, table, type Cell, type ChartAssets, type Section } from "./page.js";
+import { chartGrid, escapeHtml, page, table, type Cell, type ChartAssets, type Section } from "./page.js";
 
 /** One SLA term (`p90_ttft_ms<=2000`). */
 export interface SlaBound {
@@ -73,7 +74,9 @@ function axisCharts(input: SweepHtmlInput): ChartSpec[] {
           series.push({ label: `${p} ${label}${split === "" ? "" : ` (${split})`}`, values, spanGaps: true });
         }
       }
-      charts.push({ id: `axis-${ai}-${m}`, title: `${label} against ${axis}`, xLabel: axis, yLabel: `${label} (ms)`, x: xs, series });
+      const y = chooseAxis(series.flatMap((s) => s.values.filter((v) => v !== null)));
+      const log = y?.log === true;
+      charts.push({ id: `axis-${ai}-${m}`, title: `${label} against ${axis}`, xLabel: axis, yLabel: `${label} (ms${log ? ", log scale" : ""})`, x: xs, series, ...(log ? { yLog: true, yRange: y.range } : {}) });
     }
   });
   return charts;
@@ -131,18 +134,23 @@ function searchCharts(input: SweepHtmlInput): ChartSpec[] {
     for (const term of sla) {
       const met = pts.map((p) => (p.row.sla_met === true ? round(metric(p.row, term.metric)) : null));
       const missed = pts.map((p) => (p.row.sla_met !== true ? round(metric(p.row, term.metric)) : null));
+      // Misses can run decades past the bound (a saturated point): a log scale keeps the bound readable.
+      const y = chooseAxis([...met, ...missed].filter((v) => v !== null), [term.value]);
+      const log = y?.log === true;
       charts.push({
         id: `search-${si}-${term.metric}`,
         title: `SLA frontier: ${term.metric} against ${byGpus ? "GPUs" : s.variable}${where === "" ? "" : ` (${where})`}`,
         xLabel: byGpus ? "GPUs (workers x TP)" : s.variable,
-        yLabel: term.metric,
+        yLabel: `${term.metric}${log ? " (log scale)" : ""}`,
         x: pts.map((p) => p.x),
         series: [
           { label: "met the SLA", values: met, points: true, color: "#2ca02c" },
           { label: "missed it", values: missed, points: true, color: "#d62728" },
         ],
         yMarks: [{ value: term.value, label: `SLA ${term.metric} ${term.op} ${term.value}` }],
-        ...(answerX === null ? {} : { xMarks: [{ value: answerX, label: `answer ${formatNumber(answerX)}` }] }),
+        ...(y === null ? {} : { yRange: y.range }),
+        ...(log ? { yLog: true } : {}),
+        ...(answerX === null ? {} : { xMarks: [{ value: answerX, label: `answer ${answerX.toLocaleString("en-US", { maximumSignificantDigits: 6 })}` }] }),
       });
     }
   });
@@ -165,7 +173,7 @@ function rowsTable(input: SweepHtmlInput): string {
     ...(input.sla === undefined ? [] : [r.sla_met === undefined ? "-" : r.sla_met ? "met" : "missed"]),
     r.digest === null ? "-" : r.digest.slice(0, 12),
   ]);
-  return table(header, rows, "rows");
+  return `<div class="scroll">${table(header, rows, "rows")}</div>`;
 }
 
 /** A sweep's or a search's rows as one self-contained HTML page. */
@@ -189,7 +197,7 @@ export function renderSweepHtml(input: SweepHtmlInput): string {
       title: "Summary",
       html:
         `<p id="counts" data-ok="${counts.ok}" data-refused="${counts.refused}" data-failed="${counts.failed}">${input.rows.length} points: ${counts.ok} ok, ${counts.refused} refused, ${counts.failed} failed.${slaText === "" ? "" : ` SLA: ${escapeHtml(slaText)} (and every request completed).`}</p>` +
-        (answers.length === 0 ? "" : table(["grid point", "searched", "answer", "lowest failing", "GPUs"], answers, "answers")),
+        (answers.length === 0 ? "" : `<div class="scroll">${table(["grid point", "searched", "answer", "lowest failing", "GPUs"], answers, "answers")}</div>`),
     },
     ...(searches.length === 0 ? [] : [{ id: "frontier", title: "SLA frontier", html: `<p class="note">Every point a search tried: the SLA metric against what it varied, green where the SLA held, red where it did not; dashed: the SLA bound and the answer.</p>${chartGrid(searches)}` }]),
     ...(axes.length === 0 ? [] : [{ id: "latency", title: "Latency against the swept variables", html: chartGrid(axes) }]),

@@ -37,6 +37,14 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+interface TextBox {
+  text: string;
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+}
+
 interface DrawnChart {
   id: string;
   title: string;
@@ -45,11 +53,63 @@ interface DrawnChart {
   axisLabels: string[];
   colored: number;
   width: number;
+  /** Every text the chart's canvas drew (tick values, axis titles, marks), as boxes in canvas pixels. */
+  texts: TextBox[];
+  canvas: { width: number; height: number };
 }
 
-/** Opens a report; returns its page, the console errors and every chart as drawn. */
-async function open(file: string): Promise<{ page: Page; errors: string[]; charts: DrawnChart[]; placeholders: number }> {
+/**
+ * Page code run before the report's: records the box of every text drawn on a canvas (from the
+ * context's transform and the text's measured extent), and forgets a canvas's texts when it is
+ * cleared whole (uPlot clears before each redraw).
+ */
+const RECORD_TEXTS = `(() => {
+  const P = CanvasRenderingContext2D.prototype;
+  const fillText = P.fillText;
+  const clearRect = P.clearRect;
+  P.clearRect = function (x, y, w, h) {
+    if (x <= 0 && y <= 0 && x + w >= this.canvas.width && y + h >= this.canvas.height) this.canvas.__texts = [];
+    return clearRect.call(this, x, y, w, h);
+  };
+  P.fillText = function (text, x, y, maxWidth) {
+    const m = this.measureText(String(text));
+    const t = this.getTransform();
+    const xs = [x - m.actualBoundingBoxLeft, x + m.actualBoundingBoxRight];
+    const ys = [y - m.actualBoundingBoxAscent, y + m.actualBoundingBoxDescent];
+    const px = [], py = [];
+    for (const a of xs) for (const b of ys) { px.push(t.a * a + t.c * b + t.e); py.push(t.b * a + t.d * b + t.f); }
+    (this.canvas.__texts ??= []).push({ text: String(text), x0: Math.min(...px), y0: Math.min(...py), x1: Math.max(...px), y1: Math.max(...py) });
+    return fillText.call(this, text, x, y, maxWidth);
+  };
+})();`;
+
+/** Pairs of texts on one chart whose boxes overlap (by more than a pixel each way). */
+function overlaps(texts: readonly TextBox[]): string[] {
+  const out: string[] = [];
+  const blank = (t: TextBox) => t.text.trim() === "" || t.x1 - t.x0 < 0.5;
+  for (let i = 0; i < texts.length; i++) {
+    for (let j = i + 1; j < texts.length; j++) {
+      const a = texts[i]!;
+      const b = texts[j]!;
+      if (blank(a) || blank(b)) continue;
+      const w = Math.min(a.x1, b.x1) - Math.max(a.x0, b.x0);
+      const h = Math.min(a.y1, b.y1) - Math.max(a.y0, b.y0);
+      if (w > 1 && h > 1) out.push(`"${a.text}" overlaps "${b.text}"`);
+    }
+  }
+  return out;
+}
+
+/** Texts that run off their canvas (a label cut off at the plot's edge). */
+function clipped(c: DrawnChart): string[] {
+  return c.texts.filter((t) => t.x0 < -1 || t.y0 < -1 || t.x1 > c.canvas.width + 1 || t.y1 > c.canvas.height + 1).map((t) => `"${t.text}" runs off the canvas`);
+}
+
+/** Opens a report at a window width; returns its page, the console errors and every chart as drawn. */
+async function open(file: string, width = 1280): Promise<{ page: Page; errors: string[]; charts: DrawnChart[]; placeholders: number; overflow: number }> {
   const page = await context.newPage();
+  await page.setViewportSize({ width, height: 900 });
+  await page.addInitScript({ content: RECORD_TEXTS });
   const errors: string[] = [];
   page.on("console", (m) => {
     if (m.type() === "error") errors.push(m.text());
@@ -68,7 +128,11 @@ async function open(file: string): Promise<{ page: Page; errors: string[]; chart
       title: string;
       xLabel: string;
       yLabel: string;
-      plot: { axes: Axis[]; ctx: { getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } }; bbox: { left: number; top: number; width: number; height: number } };
+      plot: {
+        axes: Axis[];
+        ctx: { canvas: { width: number; height: number; __texts?: TextBox[] }; getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } };
+        bbox: { left: number; top: number; width: number; height: number };
+      };
     }
     const drawn = (globalThis as unknown as { kvsimCharts: Drawn[] }).kvsimCharts;
     return drawn.map((c) => {
@@ -82,11 +146,42 @@ async function open(file: string): Promise<{ page: Page; errors: string[]; chart
         const b = img[i + 2]!;
         if (img[i + 3]! > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 60) colored++;
       }
-      return { id: c.id, title: c.title, xLabel: c.xLabel, yLabel: c.yLabel, axisLabels: c.plot.axes.map((a) => a.label ?? ""), colored, width };
+      const canvas = c.plot.ctx.canvas;
+      return { id: c.id, title: c.title, xLabel: c.xLabel, yLabel: c.yLabel, axisLabels: c.plot.axes.map((a) => a.label ?? ""), colored, width, texts: canvas.__texts ?? [], canvas: { width: canvas.width, height: canvas.height } };
     });
   });
   const placeholders = await page.locator(".chart").count();
-  return { page, errors, charts, placeholders };
+  // How far the page runs past the window's right edge (a phone must not scroll sideways).
+  const overflow = await page.evaluate(() => {
+    const d = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement;
+    return d.scrollWidth - d.clientWidth;
+  });
+  return { page, errors, charts, placeholders, overflow };
+}
+
+/** Every chart has data drawn, its axis titles, and no text over another or off its canvas. */
+function expectReadable(charts: readonly DrawnChart[], minColored = 20): void {
+  for (const c of charts) {
+    expect([c.id, ...c.axisLabels]).toEqual([c.id, c.xLabel, c.yLabel]);
+    expect([c.id, c.colored > minColored]).toEqual([c.id, true]);
+    // At least the two axis titles and a tick value on each axis.
+    expect([c.id, c.texts.length >= 4]).toEqual([c.id, true]);
+    expect([c.id, ...overlaps(c.texts), ...clipped(c)]).toEqual([c.id]);
+  }
+}
+
+/** A report at the desktop and the phone width: readable at both; a screenshot of each for a person. */
+async function checkWidths(file: string, name: string, minColored = 20): Promise<void> {
+  for (const width of [1400, 390]) {
+    const { page, errors, charts, placeholders, overflow } = await open(file, width);
+    expect([width, errors]).toEqual([width, []]);
+    expect([width, charts.length]).toEqual([width, placeholders]);
+    expectReadable(charts, minColored);
+    expect([width, overflow <= 0]).toEqual([width, true]);
+    mkdirSync(SHOTS, { recursive: true });
+    await page.screenshot({ path: join(SHOTS, `${name}-${width}.png`), fullPage: true });
+    await page.close();
+  }
 }
 
 function valueAt(report: unknown, key: string): unknown {
@@ -96,24 +191,25 @@ function valueAt(report: unknown, key: string): unknown {
 }
 
 describe.skipIf(missing)("HTML reports in headless Chromium", () => {
-  it("kvsim replay --html: the bundled example's report draws every chart and shows the JSON report's numbers", async () => {
+  it("kvsim replay --html: the bundled example's report (P/D) draws every chart, shows the JSON report's numbers, the spec as written and the timing model", async () => {
     const html = join(dir, "replay.html");
     const json = join(dir, "replay.json");
     const io = captureIo();
-    expect(await runCli(["replay", "--html", html, "--report", json], io)).toBe(0);
+    expect(await runCli(["replay", "--html", html, "--report", json, "--set", "kv_transfer.bandwidth=400 Gbit/s"], io)).toBe(0);
     const report = JSON.parse(readFileSync(json, "utf8")) as Record<string, unknown>;
-    const { page, errors, charts, placeholders } = await open(html);
+    const { page, errors, charts, placeholders } = await open(html, 1400);
     expect(errors).toEqual([]);
     // Every placeholder got a chart: 4 CDFs, 8 time series, per-group pages, 2 handoff series, 2 handoff scatter charts.
     expect(charts.length).toBe(placeholders);
     expect(charts.map((c) => c.id)).toEqual(expect.arrayContaining(["cdf-ttft", "cdf-tpot", "cdf-itl", "cdf-e2e", "ts-running", "ts-kv-used", "ts-kv-groups", "ts-handoffs", "handoff-delay"]));
-    for (const c of charts) {
-      // Its axis labels are the ones asked for, and its series put colour in the plot.
-      expect([c.id, ...c.axisLabels]).toEqual([c.id, c.xLabel, c.yLabel]);
-      expect([c.id, c.colored > 20]).toEqual([c.id, true]);
-    }
+    // Every chart has data, its axis titles, and no label over another or cut off.
+    expectReadable(charts);
     expect(charts.find((c) => c.id === "cdf-ttft")!.axisLabels).toEqual(["TTFT (ms)", "fraction of requests"]);
     expect(charts.find((c) => c.id === "ts-running")!.axisLabels).toEqual(["virtual time (s)", "requests"]);
+    // The TPOT CDF sits near 7 ms, the ITL SLA at 50: the SLA is named at the plot's edge, not drawn 7x off.
+    expect(charts.find((c) => c.id === "cdf-tpot")!.texts.map((t) => t.text)).toContain("SLA ITL 50 ms \u2192");
+    // Byte axes in decimal units (tick values like "1 GB/s"), not 10-digit numbers.
+    expect(charts.find((c) => c.id === "ts-handoff-bytes")!.texts.some((t) => / [kMG]B\/s$/.test(t.text))).toBe(true);
     // The summary's numbers are the report's, exactly (data-value), and shown rounded.
     interface Td {
       getAttribute(name: string): string | null;
@@ -128,9 +224,53 @@ describe.skipIf(missing)("HTML reports in headless Chromium", () => {
     // P/D: the workers table lists the 2 prefill and 2 decode workers; no request failed.
     expect(await page.locator("#workers tbody tr").count()).toBe(4);
     expect(await page.locator("#failures-none").count()).toBe(1);
+    // The header names the timing model and its caveat; the bundled run does not saturate.
+    expect(await page.locator("#timing").textContent()).toMatch(/^timing: the profile's forward-pass tables .*Illustrative, not measured/);
+    expect(await page.locator("#warnings").count()).toBe(0);
+    // The spec as the user wrote it, in its units, with the --set flag; the resolved one (bandwidth_gbps) is folded away.
+    expect(await page.locator("#spec-text").textContent()).toContain("kv_transfer: { bandwidth: 50 GB/s, mode: destination_missing }");
+    expect(await page.locator("#settings").textContent()).toContain("kv_transfer.bandwidth=400 Gbit/s");
+    expect(await page.locator("#settings-json").isVisible()).toBe(false);
+    // Folded, the resolved spec has the bandwidth with its units too, not the legacy key.
+    const resolved = await page.locator("#settings-json").textContent();
+    expect([resolved?.includes('"bandwidth": "50 GB/s (400 Gbit/s)"'), resolved?.includes("bandwidth_gbps")]).toEqual([true, false]);
     mkdirSync(SHOTS, { recursive: true });
-    await page.screenshot({ path: join(SHOTS, "replay-report.png"), fullPage: true });
+    // The README's screenshot (docs/replay-report.png) is this one: 1100 px wide, the page's top 1650 px.
+    await page.setViewportSize({ width: 1100, height: 900 });
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: join(SHOTS, "replay-report.png"), fullPage: true, clip: { x: 0, y: 0, width: 1100, height: 1650 } });
     await page.close();
+    await checkWidths(html, "replay-pd");
+  }, 120_000);
+
+  it("kvsim replay --html, aggregated and saturated: no handoff rows or charts, the saturation warning in the header, a long ITL tail on a log axis", async () => {
+    const html = join(dir, "aggregated.html");
+    const io = captureIo();
+    const saturate = ["--set", "topology.workers=1", "--set", "workload.synthetic.rate_per_s=40", "--set", "workload.synthetic.requests=400"];
+    expect(await runCli(["replay", "--spec", join(EXAMPLES, "replay-aggregated.yaml"), ...saturate, "--html", html, "--quiet"], io)).toBe(0);
+    expect(io.stdout).toContain("warning: saturated");
+    const { page, charts } = await open(html, 1400);
+    expect(await page.locator("#warnings li").first().textContent()).toMatch(/^warning: Saturated: requests arrive at 40\.\d\d req\/s but are served at/);
+    expect(await page.locator('td[data-key^="handoffs."]').count()).toBe(0);
+    expect(charts.some((c) => c.id.includes("handoff"))).toBe(false);
+    // ITL runs from about 10 ms to seconds (preemptions): a log axis.
+    expect(charts.find((c) => c.id === "cdf-itl")!.xLabel).toBe("ITL (ms, log scale)");
+    await page.close();
+    await checkWidths(html, "replay-aggregated");
+  }, 120_000);
+
+  it("kvsim replay --html with every request rejected: no empty plot, the reason in the header", async () => {
+    const html = join(dir, "rejected.html");
+    const io = captureIo();
+    expect(await runCli(["replay", "--set", "engine.max_model_len=512", "--html", html, "--quiet"], io)).toBe(0);
+    const { page, charts } = await open(html, 1400);
+    expect(await page.locator("#warnings").textContent()).toContain("No request completed");
+    expect(await page.locator("#cdfs-none").count()).toBe(1);
+    // Only the requests chart has something to show; the idle ones are named instead.
+    expect(charts.map((c) => c.id)).toEqual(["ts-requests"]);
+    expect(await page.locator("#timeseries-idle").count()).toBe(1);
+    await page.close();
+    await checkWidths(html, "replay-rejected");
   }, 120_000);
 
   it("kvsim sweep --html: a search's SLA frontier, latency against the swept variable, goodput against GPUs", async () => {
@@ -143,17 +283,22 @@ describe.skipIf(missing)("HTML reports in headless Chromium", () => {
       io,
     );
     expect([code, io.stderr]).toEqual([0, ""]);
-    const { page, errors, charts, placeholders } = await open(html);
-    expect(errors).toEqual([]);
-    expect(charts.length).toBe(placeholders);
+    const { page, charts } = await open(html, 1400);
     expect(charts.map((c) => c.id)).toEqual(expect.arrayContaining(["search-0-p90_ttft_ms", "search-1-p90_ttft_ms", "gpus"]));
-    for (const c of charts) {
-      expect([c.id, ...c.axisLabels]).toEqual([c.id, c.xLabel, c.yLabel]);
-      expect([c.id, c.colored > 5]).toEqual([c.id, true]);
+    // The bound and the answer are labelled on each frontier (expectReadable: neither over the other).
+    for (const c of charts.filter((x) => x.id.startsWith("search-"))) {
+      expect(c.texts.map((t) => t.text)).toEqual(expect.arrayContaining(["SLA p90_ttft_ms <= 300", expect.stringMatching(/^answer /)]));
     }
-    mkdirSync(SHOTS, { recursive: true });
-    await page.screenshot({ path: join(SHOTS, "sweep-report.png"), fullPage: true });
     await page.close();
+    await checkWidths(html, "sweep-find", 5);
+  }, 180_000);
+
+  it("kvsim sweep --html over the bundled grid: latency against both swept variables", async () => {
+    const html = join(dir, "sweep-grid.html");
+    const io = captureIo();
+    const code = await runCli(["sweep", "--spec", join(EXAMPLES, "replay-pd.yaml"), "--grid", join(EXAMPLES, "sweep-pd-grid.yaml"), "--jobs", "1", "--html", html], io);
+    expect([code, io.stderr]).toEqual([0, ""]);
+    await checkWidths(html, "sweep-grid");
   }, 180_000);
 
   it("kvsim compare --html: measured against simulated CDFs", async () => {
@@ -162,16 +307,9 @@ describe.skipIf(missing)("HTML reports in headless Chromium", () => {
     expect(await runCli(["replay", "--requests", join(dir, "a.jsonl"), "--quiet"], io)).toBe(0);
     expect(await runCli(["replay", "--set", "topology.decode.workers=1", "--requests", join(dir, "b.jsonl"), "--quiet"], io)).toBe(0);
     expect(await runCli(["compare", "--measured", join(dir, "a.jsonl"), "--requests", join(dir, "b.jsonl"), "--html", join(dir, "compare.html")], io)).toBe(0);
-    const { page, errors, charts, placeholders } = await open(join(dir, "compare.html"));
-    expect(errors).toEqual([]);
-    expect(charts.length).toBe(placeholders);
+    const { page, charts } = await open(join(dir, "compare.html"), 1400);
     expect(charts.map((c) => c.id)).toEqual(["cdf-ttft", "cdf-tpot", "cdf-e2e"]);
-    for (const c of charts) {
-      expect([c.id, ...c.axisLabels]).toEqual([c.id, c.xLabel, c.yLabel]);
-      expect([c.id, c.colored > 20]).toEqual([c.id, true]);
-    }
-    mkdirSync(SHOTS, { recursive: true });
-    await page.screenshot({ path: join(SHOTS, "compare-report.png"), fullPage: true });
     await page.close();
+    await checkWidths(join(dir, "compare.html"), "compare");
   }, 120_000);
 });

@@ -76,6 +76,55 @@ function timingNote(spec: Spec): { timingNote?: string } {
   return { timingNote: `roofline on ${name}'s datasheet with ${how}` };
 }
 
+/**
+ * What the step times rest on, in one line for the HTML report's header: the timing model and how
+ * far to trust it (an uncalibrated roofline, illustrative forward-pass tables).
+ */
+export function describeTiming(spec: Spec, profiles: ReadonlyMap<string, Profile>): string {
+  const t = spec.timing;
+  const p = typeof spec.profile === "string" ? profiles.get(spec.profile) : spec.profile;
+  switch (t.type) {
+    case "roofline":
+      return timingNote(spec).timingNote ?? "roofline";
+    case "profile": {
+      // The provenance's first clause ("Illustrative, not measured"), or its opening words.
+      const provenance = p?.forward_pass?.provenance;
+      const lead = provenance === undefined ? undefined : (/^[^:.]{1,80}/.exec(provenance)?.[0] ?? provenance.slice(0, 80));
+      return `the profile's forward-pass tables (interpolated; outside the grid: ${t.outside_grid})${lead === undefined ? "" : `; their provenance: ${lead}${lead.length < provenance!.length ? " ..." : ""}`}`;
+    }
+    case "linear":
+      return `the linear step formula (step ${t.step_ms} ms, ${t.per_kv_token_us} us per KV token, ${t.per_prompt_token_us} us per prompt token; kvsim calibrate fits it to a measured run)`;
+    case "fixed":
+      return `fixed pass times (prefill ${t.prefill_ms} ms, decode ${t.decode_ms} ms): illustrative, not a model of any GPU`;
+    case "polynomial":
+      return "the upstream simulator's polynomial, not calibrated on this deployment";
+  }
+}
+
+/** A bandwidth in bytes per second as a spec writes it: "50 GB/s (400 Gbit/s)". */
+const bandwidthText = (bytesPerSecond: number): string => {
+  const g = (v: number) => Number(v.toPrecision(6)).toLocaleString("en-US", { maximumFractionDigits: 6, useGrouping: false });
+  return `${g(bytesPerSecond / 1e9)} GB/s (${g((bytesPerSecond * 8) / 1e9)} Gbit/s)`;
+};
+
+/**
+ * The resolved spec as the HTML report shows it: every default filled in, but bandwidths with
+ * their units (`bandwidth: "50 GB/s (400 Gbit/s)"`) instead of the internal `bandwidth_gbps` and
+ * bytes per second.
+ */
+export function specForDisplay(spec: Spec): unknown {
+  const { bandwidth_gbps: gbps, network, ...rest } = spec.kv_transfer;
+  const shownNetwork =
+    network === undefined
+      ? undefined
+      : {
+          ...network,
+          nic: { send: bandwidthText(network.nic.send), receive: bandwidthText(network.nic.receive) },
+          ...(network.nodes === undefined ? {} : { nodes: { ...network.nodes, intra_node_bandwidth: bandwidthText(network.nodes.intra_node_bandwidth) } }),
+        };
+  return { ...spec, kv_transfer: { ...(gbps === undefined ? {} : { bandwidth: bandwidthText(gbps * 1e9) }), ...rest, ...(shownNetwork === undefined ? {} : { network: shownNetwork }) } };
+}
+
 /** The router for a title: its policy, then each setting that differs from its default. */
 export function describeRouter(router: Router): string {
   const defaults = RouterSchema.parse(router.policy) as Record<string, unknown>;
@@ -162,7 +211,9 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
       ...(opts.timeseries === undefined || result.timeseries === undefined
         ? []
         : [{ flag: "--timeseries", path: opts.timeseries, text: timeSeriesText(result.timeseries, seriesFormat!) }]),
-      ...(opts.html === undefined || assets === undefined ? [] : [{ flag: "--html", path: opts.html, text: replayHtml(assets, spec, profiles, report, result) }]),
+      ...(opts.html === undefined || assets === undefined
+        ? []
+        : [{ flag: "--html", path: opts.html, text: replayHtml(assets, spec, profiles, report, result, { text: documentText(doc), path: shown(specFile), set: opts.set ?? [] }) }]),
     ],
     opts.force,
   );
@@ -188,13 +239,23 @@ export function parsePercentiles(text: string): number[] {
 /** Quantiles per latency metric in an HTML report's CDFs (every 0.1 %). */
 const HTML_QUANTILES = 1001;
 
-function replayHtml(assets: ChartAssets, spec: Spec, profiles: ReadonlyMap<string, Profile>, report: ReplayReport, result: Extract<ReplayResult, { ok: true }>): string {
+function replayHtml(
+  assets: ChartAssets,
+  spec: Spec,
+  profiles: ReadonlyMap<string, Profile>,
+  report: ReplayReport,
+  result: Extract<ReplayResult, { ok: true }>,
+  written: { readonly text: string | undefined; readonly path: string; readonly set: readonly string[] },
+): string {
   const d = describe(spec, profiles);
   return renderReplayHtml({
     assets,
     title: "kvsim replay",
     subtitle: [`${d.topology}; ${d.profile}; router ${d.router}`, `workload: ${d.workload}`],
-    settings: spec,
+    timing: describeTiming(spec, profiles),
+    settings: specForDisplay(spec),
+    // The spec as the user wrote it (bandwidth: 400 Gbit/s), above the resolved one (bandwidth_gbps: 50).
+    ...(written.text === undefined ? {} : { specText: written.text, specSource: { path: written.path, set: written.set } }),
     report,
     records: result.records,
     quantiles: result.quantiles ?? { ttft: [], tpot: [], itl: [], e2e: [] },
