@@ -43,4 +43,6 @@ export {
   type TimeSeries,
   type WorkerSeries,
   type DeploymentSeries,
+  MAX_SERIES_VALUES,
+  TooManySamples,
 } from "./timeseries.js";
