@@ -26,7 +26,7 @@ import { asText, kvsim, mutated, nastyValue, runs, TIMEOUT, wellBehaved, type Js
 
 const SEED = Number(process.env.KVSIM_FUZZ_SEED ?? "20261206") || 20261206;
 /** Cases per property in CI. */
-export const SIZE = { fromHf: 40, profileShow: 30, measured: 30, calibrate: 6, diff: 30, set: 30, sweep: 12, timeseries: 15, worker: 10 } as const;
+export const SIZE = { fromHf: 60, profileShow: 30, measured: 30, calibrate: 6, diff: 30, set: 30, sweep: 12, timeseries: 15, worker: 10 } as const;
 
 let dir = "";
 let counter = 0;
@@ -144,7 +144,12 @@ const measuredText: fc.Arbitrary<{ format: string; text: string }> = fc.constant
 
 describe("fuzz: profile from-hf", () => {
   it("a mutated Hugging Face config derives a profile that validates, or is refused naming the config", async () => {
-    const sized = (key: string) => (/layers|size|heads|dim|experts|rank/.test(key) ? fc.oneof(fc.integer({ min: 1, max: 64 }), fc.constantFrom<unknown>(0, 4097, 2 ** 24 + 1, 2 ** 53 - 1, 1e9)) : undefined);
+    const sized = (key: string): fc.Arbitrary<unknown> | undefined => {
+      if (key === "architectures") return fc.constantFrom<unknown>(["constructor"], ["toString"], ["__proto__"], ["hasOwnProperty", "LlamaForCausalLM"], [], ["LlamaForCausalLM", 3]);
+      if (key.endsWith("dtype")) return fc.constantFrom<unknown>("float7", "fp8", "auto", "", "float32", "bfloat16", 2);
+      if (/layers|size|heads|dim|experts|rank/.test(key)) return fc.oneof(fc.integer({ min: 1, max: 64 }), fc.constantFrom<unknown>(0, 4096, 4097, 2 ** 24, 2 ** 24 + 1, 2 ** 53 - 1, 1e9));
+      return undefined;
+    };
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(LLAMA, DEEPSEEK, GEMMA).chain((c) => mutated(c, sized).chain((d) => asText(d, false))),
