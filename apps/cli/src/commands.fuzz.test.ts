@@ -301,13 +301,18 @@ const setFlag: fc.Arbitrary<string> = fc
   )
   .map(([path, value]) => `${path}=${value}`);
 
+/** The values of --set flags that name a file (a profile or a trace): messages name those files as given. */
+const pathValues = (flags: readonly string[]): string[] =>
+  flags.filter((f) => /^(profile|workload\.trace)=/.test(f)).map((f) => f.slice(f.indexOf("=") + 1).trim()).filter((v) => v !== "");
+
 describe("fuzz: --set", () => {
   it("validate and replay agree on a spec with --set flags, and a failed replay writes nothing", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(setFlag, { minLength: 1, maxLength: 3 }), async (flags) => {
         const sets = flags.flatMap((f) => ["--set", f]);
-        // A relative trace or profile path given in a flag is resolved against the working folder.
-        const located = [at("spec.yaml"), "--set", dir, process.cwd()];
+        // A relative trace or profile path given in a flag is resolved against the working folder
+        // (and shown as given, relative to it).
+        const located = [at("spec.yaml"), "--set", dir, process.cwd(), ...pathValues(flags)];
         const v = await kvsim(["validate", at("spec.yaml"), ...sets]);
         wellBehaved(v, located);
         const out = fresh("out");
@@ -341,7 +346,7 @@ describe("fuzz: sweep", () => {
         const out = fresh("out");
         mkdirSync(out);
         const s = await kvsim(["sweep", "--spec", at("spec.yaml"), ...sets, "--grid", grid, "--jobs", "1", "--out", join(out, "rows.jsonl"), "--csv", join(out, "rows.csv"), "--format", "json"]);
-        wellBehaved(s, [grid, at("spec.yaml"), "--set", dir, process.cwd()]);
+        wellBehaved(s, [grid, at("spec.yaml"), "--set", dir, process.cwd(), ...pathValues(flags)]);
         expect(readdirSync(out).sort()).toEqual(s.code === 0 ? ["rows.csv", "rows.jsonl"] : []);
         if (sets.length > 0) {
           const r = await kvsim(["validate", at("spec.yaml"), ...sets]);

@@ -37,6 +37,12 @@ describe("measured files", () => {
     expect(issue(() => parseMeasured(bench, "b.json"))).toMatch(/^b\.json:2:\d+ ttfts: duplicate key/);
   });
 
+  it("say where a multi-line JSON file is malformed, in one line (JSON.parse's message quotes the text, newlines and all)", () => {
+    const text = issue(() => parseMeasured('{"ttfts": [0.1],\n "input_lens":, [1]}', "b.json"));
+    // Line 2 is ` "input_lens":, [1]}`: the stray comma is at column 15.
+    expect(text).toBe("b.json:2:15 : malformed JSON: expected a value");
+  });
+
   it("refuse timestamps below 0 or beyond 10^10 s (kvsim's latest time), naming the field", () => {
     expect(issue(() => parseMeasured(vllm("a", { queued_ts: -1 }), "r.jsonl"))).toBe("r.jsonl:1:- queued_ts: must be from 0 to 10^10 seconds (about 317 years) (got -1)");
     expect(issue(() => parseMeasured(vllm("a", { last_token_ts: 2 ** 53 }), "r.jsonl"))).toBe("r.jsonl:1:- last_token_ts: must be from 0 to 10^10 seconds (about 317 years) (got 9007199254740992)");

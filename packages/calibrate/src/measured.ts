@@ -3,7 +3,7 @@
  * they came from. Pure: the caller reads the file and passes its text.
  */
 import { pickupWaits, type PickupTimes } from "./pickup.js";
-import { duplicateKey, InputError, MAX_REQUEST_TOKENS, MAX_VIRTUAL_TIME_MS, type InputIssue } from "@kvsim/profile-schema";
+import { duplicateKey, InputError, jsonSyntaxError, MAX_REQUEST_TOKENS, MAX_VIRTUAL_TIME_MS, type InputIssue } from "@kvsim/profile-schema";
 
 /** The formats `parseMeasured` reads. */
 export type MeasuredFormat = "vllm-requests" | "vllm-bench" | "kvsim-requests";
@@ -98,8 +98,9 @@ function parseJsonLine(file: string, line: number, text: string): Record<string,
   let v: unknown;
   try {
     v = JSON.parse(text);
-  } catch (e) {
-    fail(file, [{ line, path: "", message: `is not valid JSON (${e instanceof Error ? e.message : String(e)})` }]);
+  } catch {
+    const err = jsonSyntaxError(text);
+    fail(file, [{ line, column: err.column, path: "", message: err.message }]);
   }
   if (v === null || typeof v !== "object" || Array.isArray(v)) fail(file, [{ line, path: "", message: "must be a JSON object" }]);
   // JSON.parse keeps the last of two equal keys; traces and specs refuse them, and so does this.
@@ -216,8 +217,10 @@ function parseVllmBench(text: string, file: string): MeasuredRun {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
-  } catch (e) {
-    fail(file, [{ line: 1, path: "", message: `is not valid JSON (${e instanceof Error ? e.message : String(e)})` }]);
+  } catch {
+    // JSON.parse's message quotes the text, newlines and all: say where instead.
+    const err = jsonSyntaxError(text);
+    fail(file, [{ line: err.line, column: err.column, path: "", message: err.message }]);
   }
   if (doc === null || typeof doc !== "object" || Array.isArray(doc)) fail(file, [{ path: "", message: "must be a JSON object (vllm bench serve --save-result --save-detailed)" }]);
   const dup = duplicateKey(text);
@@ -225,7 +228,7 @@ function parseVllmBench(text: string, file: string): MeasuredRun {
     const before = text.slice(0, dup.offset);
     const line = before.split("\n").length;
     const column = dup.offset - before.lastIndexOf("\n");
-    fail(file, [{ line, column, path: dup.key, message: `duplicate key (the first is at offset ${dup.firstOffset})` }]);
+    fail(file, [{ line, column, path: dup.key, message: "duplicate key (JSON.parse would keep the last)" }]);
   }
   const o = doc as Record<string, unknown>;
   const list = (key: string, required: boolean): unknown[] | undefined => {

@@ -3,7 +3,7 @@
  * replay of them can be compared with the run, with the prompts' token ids when they are known
  * (prefix caching is then replayed exactly).
  */
-import { InputError } from "@kvsim/profile-schema";
+import { duplicateKey, InputError, jsonSyntaxError } from "@kvsim/profile-schema";
 import type { MeasuredRun } from "./measured.js";
 
 /** The prompts of a run's workload, by request id. */
@@ -29,10 +29,13 @@ export function parsePromptTokens(text: string, file: string): PromptTokens {
     let o: unknown;
     try {
       o = JSON.parse(t);
-    } catch (e) {
-      throw new InputError(file, [{ line, path: "", message: `is not valid JSON (${e instanceof Error ? e.message : String(e)})` }]);
+    } catch {
+      const err = jsonSyntaxError(t);
+      throw new InputError(file, [{ line, column: err.column, path: "", message: err.message }]);
     }
     if (o === null || typeof o !== "object" || Array.isArray(o)) throw new InputError(file, [{ line, path: "", message: "must be a JSON object" }]);
+    const dup = duplicateKey(t);
+    if (dup !== undefined) throw new InputError(file, [{ line, column: dup.offset + 1, path: dup.key, message: `duplicate key (also at column ${dup.firstOffset + 1})` }]);
     const rec = o as Record<string, unknown>;
     const key = "input_tok_ids" in rec ? "input_tok_ids" : "input_token_ids";
     const ids = rec[key];

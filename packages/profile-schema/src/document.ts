@@ -147,6 +147,22 @@ function parseJson(text: string, file: string): LocatedDocument {
   };
 }
 
+/**
+ * Why `text` is not JSON, in one line, and where (1-based line and column of the first problem),
+ * for a caller whose JSON.parse failed: its message quotes the text, newlines and all. Deep nesting
+ * is named before jsonc-parser (which recurses per level) sees it.
+ */
+export function jsonSyntaxError(text: string): { message: string; line: number; column: number } {
+  const starts = lineStarts(text);
+  const deep = deepNestingOffset(text, MAX_NESTING_DEPTH);
+  if (deep !== undefined) return { message: tooDeep(undefined).message, ...positionOf(starts, deep) };
+  const errors: ParseError[] = [];
+  parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  const first = errors[0];
+  if (first === undefined) return { message: "malformed JSON", line: 1, column: 1 };
+  return { message: `malformed JSON: ${describeJsonError(printParseErrorCode(first.error))}`, ...positionOf(starts, first.offset) };
+}
+
 /** Plain words for a jsonc-parser error code. */
 export function describeJsonError(code: string): string {
   const words: Record<string, string> = {

@@ -93,6 +93,7 @@ export {
 export {
   parseDocumentText,
   itemsPast,
+  jsonSyntaxError,
   validateDocument,
   validateValue,
   formatForFile,
