@@ -160,7 +160,9 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
       : Math.round(modelDtype * (parts.embedding + parts.other + model.rotaryElements) + bytesOf.linear * parts.linear + bytesOf.experts * parts.experts);
   if (weights !== undefined) notes.push(`weights: ${n(Math.round(params))} parameters per rank + ${n(model.rotaryElements)} rotary cache elements, x their bytes = ${n(weights)} bytes`);
 
-  const activationPerToken = modelDtype * (2 * model.hidden + model.mixerWidth + 3 * model.ffnWidth);
+  // Widths that do not split evenly over the ranks (a width vLLM would refuse to shard) round up:
+  // the estimate is of bytes, which come whole.
+  const activationPerToken = Math.ceil(modelDtype * (2 * model.hidden + model.mixerWidth + 3 * model.ffnWidth));
   const samplerPerSequence = model.vocab * SAMPLER_BYTES_PER_VOCAB_ENTRY;
   notes.push(
     `activation estimate: ${n(activationPerToken)} B per batched token (2 x (2 x ${n(model.hidden)} hidden + ${n(model.mixerWidth)} mixer + 3 x ${n(model.ffnWidth)} MLP)) and ${n(samplerPerSequence)} B per sampled sequence (${n(model.vocab)} vocab x ${SAMPLER_BYTES_PER_VOCAB_ENTRY} B)`,
@@ -206,7 +208,21 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
     const key = outOfScale(config as Record<string, unknown>, root.read);
     refuse(key?.path ?? "architectures", `${key === undefined ? "with the config's sizes" : `${n(key.value)} is out of scale: with it`} ${tooLarge[0]} come to ${tooLarge[1]!.toExponential(2)} bytes per rank, more than kvsim holds exactly (2^53); no model is that large`);
   }
-  const profile = validateProfile({ ...value, model_shape: modelShape }, `${file} (derived profile)`);
+  let profile: Profile;
+  try {
+    profile = validateProfile({ ...value, model_shape: modelShape }, `${file} (derived profile)`);
+  } catch (e) {
+    // A derived figure out of its range comes from the config: name the field most out of scale.
+    if (!(e instanceof InputError)) throw e;
+    const key = outOfScale(config as Record<string, unknown>, root.read);
+    throw new InputError(
+      file,
+      e.issues.map((i) => ({
+        path: key?.path ?? "architectures",
+        message: `${key === undefined ? "" : `${n(key.value)} is out of scale: `}the derived ${i.path === "" ? "profile" : i.path} ${i.message.replace(/^[a-z_]+ must/, "must")}`,
+      })),
+    );
+  }
   return {
     profile,
     architecture,

@@ -2,7 +2,7 @@ import { InputError } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
 import { maxConfigInt } from "./config.js";
 import { profileFromHfConfig } from "./derive.js";
-import { llama8b, nemotronH } from "./test-configs.js";
+import { deepseekV3, llama8b, nemotronH } from "./test-configs.js";
 
 /** Issue 38: configs a fuzzer made, each refused naming the config key, never a crash. */
 const refusal = (config: unknown): string[] => {
@@ -41,6 +41,20 @@ describe("profile from-hf under hostile configs", () => {
     // hidden_size is 2^24 / 16384 = 1024 times its typical size; intermediate_size 2^24 / 65536 = 256.
     const [issue] = refusal({ ...llama8b, hidden_size: 2 ** 24, intermediate_size: 2 ** 24, num_attention_heads: 2 ** 14, num_key_value_heads: 2 ** 14 });
     expect(issue).toMatch(/^hidden_size: 16,777,216 is out of scale: with it the weights come to \d\.\d\de\+\d+ bytes per rank, more than kvsim holds exactly \(2\^53\)/);
+  });
+
+  it("a derived figure out of its range is blamed on the config key most out of scale, never on the derived profile", () => {
+    // MLA head dim = qk_nope_head_dim + qk_rope_head_dim = 128 + 2^24, past the shape's 2^24.
+    expect(refusal({ ...deepseekV3, qk_rope_head_dim: 2 ** 24 })).toEqual(["qk_rope_head_dim: 16,777,216 is out of scale: the derived model_shape.attention.head_dim must be at most 2^24 (got 16777344)"]);
+    // Top 2^24 of 256 experts.
+    expect(refusal({ ...deepseekV3, num_experts_per_tok: 2 ** 24 })).toEqual(["num_experts_per_tok: 16,777,216 is out of scale: the derived model_shape.moe.num_experts_per_tok must be at most num_experts"]);
+  });
+
+  it("an MLP width that does not split over the ranks gives an activation estimate rounded up to whole bytes", () => {
+    // Per rank at TP 8: mixer 32 / 8 = 4 query heads x 128 + 2 x (8 / 8 = 1 KV head) x 128 = 768;
+    // 2 bytes x (2 x 4096 hidden + 768 + 3 x 4097 / 8 = 1536.375) = 2 x 10,496.375 = 20,992.75, so 20,993.
+    const { profile } = profileFromHfConfig({ ...llama8b, intermediate_size: 4097 }, { tensorParallelSize: 8 });
+    expect(profile.memory?.activation_bytes_per_token).toBe(20_993);
   });
 
   it("an unknown torch_dtype or SSM cache dtype is refused naming its key", () => {
