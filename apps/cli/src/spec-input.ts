@@ -1,4 +1,4 @@
-import { parseDocumentText, type LocatedDocument, type Spec } from "@kvsim/profile-schema";
+import { describeBytes, InputError, MAX_DOCUMENT_BYTES, parseDocumentText, type LocatedDocument, type Spec } from "@kvsim/profile-schema";
 import { parseSetFlag, specWithOverrides, type SpecOverride } from "@kvsim/sweep";
 import { readText, UsageError, type CliIo } from "./io.js";
 
@@ -13,11 +13,31 @@ export const STDIN_SPEC = "<stdin>";
 /** `--set` is repeatable: commander collects every value in order. */
 export const collectSet = (value: string, previous: readonly string[] = []): string[] => [...previous, value];
 
-async function readStdin(io: StdinIo): Promise<string> {
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Reads standard input whole, as readText reads a file: at most MAX_DOCUMENT_BYTES (16 MiB; more
+ * is refused as soon as it arrives, without reading the rest: `- < /dev/zero` ends at once) and
+ * UTF-8 only. `limit` is for tests.
+ */
+export async function readStdin(io: StdinIo, limit = MAX_DOCUMENT_BYTES): Promise<string> {
   const input = io.stdin ?? process.stdin;
-  let text = "";
-  for await (const chunk of input) text += typeof chunk === "string" ? chunk : (chunk as Buffer).toString("utf8");
-  return text;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of input) {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : (chunk as Buffer);
+    size += bytes.length;
+    if (size > limit) {
+      if (input === process.stdin) process.stdin.destroy();
+      throw new InputError(STDIN_SPEC, [{ path: "", message: `cannot read standard input: it is more than the ${describeBytes(limit)} kvsim reads for a profile, spec or engine-args file` }]);
+    }
+    chunks.push(bytes);
+  }
+  try {
+    return utf8.decode(Buffer.concat(chunks, size));
+  } catch {
+    throw new InputError(STDIN_SPEC, [{ path: "", message: "cannot read standard input: it is not UTF-8 text" }]);
+  }
 }
 
 /** The text each document read by readDocument was parsed from (a run record hashes it). */

@@ -79,7 +79,10 @@ function metricValues(requests: readonly MeasuredRequest[], metric: CompareMetri
     else if (metric === "e2e") out.push(r.e2eMs);
     else if (metric === "tpot") {
       if (r.tpotMs !== null) out.push(r.tpotMs);
-    } else if (r.itlsMs !== undefined) out.push(...r.itlsMs);
+    } else if (r.itlsMs !== undefined) {
+      // One by one: spreading a request's gaps into push overflows the stack past ~100,000.
+      for (const g of r.itlsMs) out.push(g);
+    }
   }
   return out;
 }

@@ -16,6 +16,7 @@ import { clockStartFor, FIT_TARGETS, replayTiming, simulatedRun } from "./fit.js
 import type { MeasuredRun } from "./measured.js";
 import { nelderMead } from "./nelder-mead.js";
 import type { StageRun } from "./stage-summary.js";
+import { maxOf } from "./stats.js";
 import { stageMetrics, type StageComparison } from "./stage-workload.js";
 
 /** What one run's fit part is: measured requests (their workload's records), or stage summaries (the records stageWorkload built). */
@@ -202,7 +203,7 @@ function replayInput(run: CalibrationRun): { spec: Spec; specFile?: string; prof
 
 /** Virtual time after which a run's replay cannot change its fit part. */
 function capOf(d: CalibrationData): number {
-  if (d.kind === "requests") return Math.max(...d.fit.requests.map((r) => (r.arrivalMs ?? 0) + r.e2eMs)) * 1.5 + 1000;
+  if (d.kind === "requests") return maxOf(d.fit.requests.map((r) => (r.arrivalMs ?? 0) + r.e2eMs)) * 1.5 + 1000;
   const last = d.records.reduce((m, r) => Math.max(m, r.arrivalMs), 0);
   return last * 2 + 300_000;
 }

@@ -14,6 +14,7 @@ import type { MeasuredRequest, MeasuredRun } from "./measured.js";
 import { nelderMead } from "./nelder-mead.js";
 import { nonNegativeLeastSquares } from "./nnls.js";
 import { pickupWaits, type SimulatedClockStart } from "./pickup.js";
+import { maxOf } from "./stats.js";
 
 /** The `linear` timing's coefficients, in its units (ms per step, ms per sequence, µs per token). */
 export interface LinearCoefficients {
@@ -128,6 +129,21 @@ export function simulatedRun(records: readonly RequestRecord[], file = "<simulat
  * Requests outside the fit part are not seen, so late in the window the load is underestimated;
  * the simulation stage corrects the scale.
  */
+/** The most cells of the regression's load grid: 2^21, 5 ms cells over 2.9 hours (four arrays of doubles, 64 MiB). */
+export const MAX_REGRESSION_CELLS = 2 ** 21;
+/** The most cell visits the requests may make (each visits the cells of its own interval a few times). */
+export const MAX_REGRESSION_VISITS = 2 ** 26;
+
+/**
+ * The regression grid's cell, ms: 5, or wider when the run is so long (`endMs`, its last token) or
+ * its requests so long together (`sumE2eMs`) that 5 ms cells would cost more than
+ * MAX_REGRESSION_CELLS cells or MAX_REGRESSION_VISITS visits. Memory and time stay bounded
+ * whatever the measured timestamps say (one request of 2^53 s once asked for exabytes).
+ */
+export function regressionGridMs(endMs: number, sumE2eMs: number): number {
+  return Math.max(5, endMs / (MAX_REGRESSION_CELLS - 2), sumE2eMs / MAX_REGRESSION_VISITS);
+}
+
 export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number, experts?: Omit<ExpertsTerm, "all_experts_ms">): LinearCoefficients {
   const reqs = fit.requests.filter((r) => r.arrivalMs !== null);
   const tpots = reqs.map((r) => r.tpotMs).filter((t): t is number => t !== null).sort((a, b) => a - b);
@@ -136,8 +152,8 @@ export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number, e
     experts === undefined ? c : { ...c, experts: { num_experts: experts.num_experts, num_experts_per_tok: experts.num_experts_per_tok, all_experts_ms: allExpertsMs } };
   const fallback = withExperts({ step_ms: medianTpot, per_sequence_ms: 0, per_kv_token_us: 0, per_prompt_token_us: 0, per_cached_token_us: 0, prompt_step_ms: 0 }, 0);
   if (reqs.length < 2 || tpots.length < 2) return fallback;
-  const dt = 5;
-  const end = Math.max(...reqs.map((r) => r.arrivalMs! + r.e2eMs));
+  const end = maxOf(reqs.map((r) => r.arrivalMs! + r.e2eMs));
+  const dt = regressionGridMs(end, reqs.reduce((s, r) => s + r.e2eMs, 0));
   const n = Math.ceil(end / dt) + 2;
   const running = new Float64Array(n);
   const kv = new Float64Array(n);
@@ -166,7 +182,7 @@ export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number, e
   // Only the time before the fit part's last arrival is fully observed: every request running
   // then is in the fit part (later requests arrive later). Each row is the part of a request's
   // decode interval before it, its steps counted at the request's mean step time (its TPOT).
-  const cut = idx(Math.max(...reqs.map((r) => r.arrivalMs!)));
+  const cut = idx(maxOf(reqs.map((r) => r.arrivalMs!)));
   const build = (minShare: number) => {
     const rows: number[][] = [];
     const ys: number[] = [];
@@ -409,7 +425,7 @@ export async function fitTiming(input: FitInput): Promise<FitResult> {
     fitFrontend ? Number(Math.exp(theta[3]!).toPrecision(4)) : fit.format === "vllm-requests" ? null : undefined;
   const coefficientsAt = (theta: readonly number[]) => floored(roundCoefficients(scaled(start, Math.exp(theta[0]!), Math.exp(theta[1]!), Math.exp(theta[2]!))), floors);
   // Replays stop a while after the fit part's last measured token: later events cannot change it.
-  const lastMs = Math.max(...fit.requests.map((r) => (r.arrivalMs ?? 0) + r.e2eMs));
+  const lastMs = maxOf(fit.requests.map((r) => (r.arrivalMs ?? 0) + r.e2eMs));
   const cap = lastMs * 1.5 + 1000;
   let evaluations = 0;
   let best = Infinity;

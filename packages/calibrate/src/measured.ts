@@ -3,7 +3,7 @@
  * they came from. Pure: the caller reads the file and passes its text.
  */
 import { pickupWaits, type PickupTimes } from "./pickup.js";
-import { InputError, type InputIssue } from "@kvsim/profile-schema";
+import { duplicateKey, InputError, jsonSyntaxError, MAX_REQUEST_TOKENS, MAX_VIRTUAL_TIME_MS, type InputIssue } from "@kvsim/profile-schema";
 
 /** The formats `parseMeasured` reads. */
 export type MeasuredFormat = "vllm-requests" | "vllm-bench" | "kvsim-requests";
@@ -36,6 +36,8 @@ export interface MeasuredRun {
   readonly requests: readonly MeasuredRequest[];
   /** Requests the file lists that did not complete (failed, rejected): not compared. */
   readonly skipped: number;
+  /** Their ids, when the file names them (a prompts file may list them too). */
+  readonly skippedIds?: readonly string[];
   /** What this format cannot tell, in words (for help and reports). */
   readonly lacks: readonly string[];
 }
@@ -63,9 +65,32 @@ function num(file: string, line: number, obj: Record<string, unknown>, key: stri
   return v;
 }
 
+/**
+ * The latest timestamp a measured file may state, in seconds: 10^10 s (about 317 years, kvsim's
+ * latest virtual time). vLLM's timestamps are an engine's monotonic clock (seconds since boot) and
+ * a bench's are seconds too; a larger one is a unit mistake or damage, and would stretch the run.
+ */
+export const MAX_MEASURED_SECONDS = MAX_VIRTUAL_TIME_MS / 1000;
+
+/** A timestamp or duration in seconds: a finite number from 0 to MAX_MEASURED_SECONDS. */
+function seconds(file: string, line: number, obj: Record<string, unknown>, key: string, where = key): number {
+  const v = num(file, line, obj, key, where);
+  if (v < 0 || v > MAX_MEASURED_SECONDS) fail(file, [{ line, path: where, message: `must be from 0 to 10^10 seconds (about 317 years) (got ${v})` }]);
+  return v;
+}
+
+/** A time in ms in kvsim's records: a finite number from 0 to MAX_VIRTUAL_TIME_MS. */
+function millis(file: string, line: number, obj: Record<string, unknown>, key: string): number {
+  const v = num(file, line, obj, key);
+  if (v < 0 || v > MAX_VIRTUAL_TIME_MS) fail(file, [{ line, path: key, message: `must be from 0 to 10^13 ms (about 317 years) (got ${v})` }]);
+  return v;
+}
+
 function count(file: string, line: number, obj: Record<string, unknown>, key: string, min: number, where = key): number {
   const v = num(file, line, obj, key, where);
   if (!Number.isInteger(v) || v < min) fail(file, [{ line, path: where, message: `must be an integer of at least ${min} (got ${v})` }]);
+  // A trace written from the run (trace from-measured) must replay: kvsim's limit per request.
+  if (v > MAX_REQUEST_TOKENS) fail(file, [{ line, path: where, message: `must be at most 2^24 = ${MAX_REQUEST_TOKENS} tokens, kvsim's largest request (got ${v})` }]);
   return v;
 }
 
@@ -73,10 +98,14 @@ function parseJsonLine(file: string, line: number, text: string): Record<string,
   let v: unknown;
   try {
     v = JSON.parse(text);
-  } catch (e) {
-    fail(file, [{ line, path: "", message: `is not valid JSON (${e instanceof Error ? e.message : String(e)})` }]);
+  } catch {
+    const err = jsonSyntaxError(text);
+    fail(file, [{ line, column: err.column, path: "", message: err.message }]);
   }
   if (v === null || typeof v !== "object" || Array.isArray(v)) fail(file, [{ line, path: "", message: "must be a JSON object" }]);
+  // JSON.parse keeps the last of two equal keys; traces and specs refuse them, and so does this.
+  const dup = duplicateKey(text);
+  if (dup !== undefined) fail(file, [{ line, column: dup.offset + 1, path: dup.key, message: `duplicate key (also at column ${dup.firstOffset + 1})` }]);
   return v as Record<string, unknown>;
 }
 
@@ -127,10 +156,10 @@ function parseVllmRequests(text: string, file: string): MeasuredRun {
     const id = requestId(file, line, o);
     const input = count(file, line, o, "input_toks", 1);
     const output = count(file, line, o, "output_toks", 1);
-    const queued = num(file, line, o, "queued_ts");
-    const scheduled = num(file, line, o, "scheduled_ts");
-    const first = num(file, line, o, "first_token_ts");
-    const last = num(file, line, o, "last_token_ts");
+    const queued = seconds(file, line, o, "queued_ts");
+    const scheduled = seconds(file, line, o, "scheduled_ts");
+    const first = seconds(file, line, o, "first_token_ts");
+    const last = seconds(file, line, o, "last_token_ts");
     if (scheduled < queued) fail(file, [{ line, path: "scheduled_ts", message: `is before queued_ts (${scheduled} < ${queued})` }]);
     if (first < scheduled) fail(file, [{ line, path: "first_token_ts", message: `is before scheduled_ts: the request produced a token before it was scheduled (${first} < ${scheduled})` }]);
     if (last < first) fail(file, [{ line, path: "last_token_ts", message: `is before first_token_ts: the request finished before its first token (${last} < ${first})` }]);
@@ -146,6 +175,7 @@ function parseVllmRequests(text: string, file: string): MeasuredRun {
 function parseKvsimRequests(text: string, file: string): MeasuredRun {
   const requests: MeasuredRequest[] = [];
   let skipped = 0;
+  const skippedIds: string[] = [];
   // Every record's times that place an engine pickup (optional fields; absent, no pickup wait).
   const times: PickupTimes[] = [];
   /** For each request, its index in times. */
@@ -158,11 +188,12 @@ function parseKvsimRequests(text: string, file: string): MeasuredRun {
     if (o.status !== "completed") {
       if (typeof o.status !== "string") fail(file, [{ line, path: "status", message: "is required (completed, rejected, failed or in_flight)" }]);
       skipped++;
+      skippedIds.push(id);
       continue;
     }
-    const arrival = num(file, line, o, "arrival_ms");
+    const arrival = millis(file, line, o, "arrival_ms");
     const ttft = num(file, line, o, "ttft_ms");
-    const e2e = num(file, line, o, "e2e_ms");
+    const e2e = millis(file, line, o, "e2e_ms");
     const input = count(file, line, o, "input_tokens", 1);
     const output = count(file, line, o, "output_tokens", 1);
     if (ttft < 0) fail(file, [{ line, path: "ttft_ms", message: `must not be negative: the first token came before the request arrived (got ${ttft})` }]);
@@ -174,7 +205,7 @@ function parseKvsimRequests(text: string, file: string): MeasuredRun {
   // The waits need every record's step ends, so they are placed once all lines are read.
   const waits = pickupWaits(times);
   const withWaits = requests.map((r, j) => (times[timeIndex[j]!]!.admittedMs === null ? r : { ...r, pickupWaitMs: waits[timeIndex[j]!]! }));
-  return { format: "kvsim-requests", file, requests: byArrival(withWaits), skipped, lacks: MEASURED_FORMAT_LACKS["kvsim-requests"] };
+  return { format: "kvsim-requests", file, requests: byArrival(withWaits), skipped, skippedIds, lacks: MEASURED_FORMAT_LACKS["kvsim-requests"] };
 }
 
 /**
@@ -186,10 +217,19 @@ function parseVllmBench(text: string, file: string): MeasuredRun {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
-  } catch (e) {
-    fail(file, [{ line: 1, path: "", message: `is not valid JSON (${e instanceof Error ? e.message : String(e)})` }]);
+  } catch {
+    // JSON.parse's message quotes the text, newlines and all: say where instead.
+    const err = jsonSyntaxError(text);
+    fail(file, [{ line: err.line, column: err.column, path: "", message: err.message }]);
   }
   if (doc === null || typeof doc !== "object" || Array.isArray(doc)) fail(file, [{ path: "", message: "must be a JSON object (vllm bench serve --save-result --save-detailed)" }]);
+  const dup = duplicateKey(text);
+  if (dup !== undefined) {
+    const before = text.slice(0, dup.offset);
+    const line = before.split("\n").length;
+    const column = dup.offset - before.lastIndexOf("\n");
+    fail(file, [{ line, column, path: dup.key, message: "duplicate key (JSON.parse would keep the last)" }]);
+  }
   const o = doc as Record<string, unknown>;
   const list = (key: string, required: boolean): unknown[] | undefined => {
     const v = o[key];
@@ -210,35 +250,37 @@ function parseVllmBench(text: string, file: string): MeasuredRun {
   }
   const requests: MeasuredRequest[] = [];
   let skipped = 0;
+  const skippedIds: string[] = [];
   const field = (l: unknown[], key: string, i: number): Record<string, unknown> => ({ [`${key}[${i}]`]: l[i] });
   for (let i = 0; i < n; i++) {
     const err = errors?.[i];
     if (typeof err === "string" && err !== "") {
       skipped++;
+      skippedIds.push(`bench-${i}`);
       continue;
     }
     const output = count(file, 1, field(outputs, "output_lens", i), `output_lens[${i}]`, 0);
     if (output === 0) {
       skipped++;
+      skippedIds.push(`bench-${i}`);
       continue;
     }
     const input = count(file, 1, field(inputs, "input_lens", i), `input_lens[${i}]`, 1);
-    const ttft = num(file, 1, field(ttfts, "ttfts", i), `ttfts[${i}]`) * 1000;
-    if (ttft < 0) fail(file, [{ line: 1, path: `ttfts[${i}]`, message: `must not be negative (got ${ttft / 1000})` }]);
+    const ttft = seconds(file, 1, field(ttfts, "ttfts", i), `ttfts[${i}]`) * 1000;
     const gaps = itls[i];
     if (!Array.isArray(gaps)) fail(file, [{ line: 1, path: `itls[${i}]`, message: "must be a list of seconds between output tokens" }]);
     const itlsMs: number[] = [];
     for (let j = 0; j < gaps.length; j++) {
       const g = gaps[j] as unknown;
-      if (typeof g !== "number" || !Number.isFinite(g) || g < 0) fail(file, [{ line: 1, path: `itls[${i}][${j}]`, message: `must be a non-negative number of seconds (got ${JSON.stringify(g)})` }]);
+      if (typeof g !== "number" || !Number.isFinite(g) || g < 0 || g > MAX_MEASURED_SECONDS) fail(file, [{ line: 1, path: `itls[${i}][${j}]`, message: `must be a number of seconds from 0 to 10^10 (got ${JSON.stringify(g)})` }]);
       itlsMs.push(g * 1000);
     }
     const e2e = ttft + itlsMs.reduce((a, b) => a + b, 0);
-    const arrival = starts === undefined ? null : num(file, 1, field(starts, "start_times", i), `start_times[${i}]`) * 1000;
+    const arrival = starts === undefined ? null : seconds(file, 1, field(starts, "start_times", i), `start_times[${i}]`) * 1000;
     requests.push({ line: 1, requestId: `bench-${i}`, arrivalMs: arrival, inputTokens: input, outputTokens: output, ttftMs: ttft, e2eMs: e2e, tpotMs: tpot(ttft, e2e, output), itlsMs });
   }
   const lacks = MEASURED_FORMAT_LACKS["vllm-bench"].filter((l) => starts === undefined || !l.startsWith("arrival"));
-  return { format: "vllm-bench", file, requests: byArrival(requests), skipped, lacks };
+  return { format: "vllm-bench", file, requests: byArrival(requests), skipped, skippedIds, lacks };
 }
 
 /** Which format a file's text is in, from its first object's fields; undefined when none fits. */

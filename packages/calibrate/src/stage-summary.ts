@@ -3,7 +3,7 @@
  * mean and percentile TTFT and E2E, prompt and output lengths), as inference-perf's lifecycle
  * metrics give them. Many users have nothing finer. Pure: the caller reads the file.
  */
-import { InputError } from "@kvsim/profile-schema";
+import { duplicateKey, InputError, jsonSyntaxError } from "@kvsim/profile-schema";
 
 /** Mean and percentiles of one metric over a stage's successful requests; null when absent. */
 export interface StageDistribution {
@@ -146,8 +146,15 @@ export function parseStageSummary(text: string, file: string): StageRun {
   let doc: unknown;
   try {
     doc = JSON.parse(text);
-  } catch (e) {
-    fail(file, "", `is not valid JSON (${e instanceof Error ? e.message : String(e)})`);
+  } catch {
+    // JSON.parse's message quotes the text, newlines and all: say where instead.
+    const err = jsonSyntaxError(text);
+    throw new InputError(file, [{ line: err.line, column: err.column, path: "", message: err.message }]);
+  }
+  const dup = duplicateKey(text);
+  if (dup !== undefined) {
+    const before = text.slice(0, dup.offset);
+    throw new InputError(file, [{ line: before.split("\n").length, column: dup.offset - before.lastIndexOf("\n"), path: dup.key, message: "duplicate key (JSON.parse would keep the last)" }]);
   }
   const root = object(file, doc, "");
 

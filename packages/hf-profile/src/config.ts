@@ -1,7 +1,28 @@
 import type { InputIssue } from "@kvsim/profile-schema";
 
+/**
+ * The largest integer a config field may hold: 2^24 for a width, a head count, an expert count or
+ * a vocabulary or a window (the model shape's own bound, far beyond any model); 4096 for a layer
+ * count (a field named `num_hidden_layers` or ending in `_layers`); 2^30 for positions. Larger
+ * values are mistakes, and would make the derivation build per-layer lists of that length.
+ */
+export function maxConfigInt(key: string): number {
+  if (key === "num_hidden_layers" || key.endsWith("_layers")) return 4096;
+  if (key === "max_position_embeddings") return 2 ** 30;
+  return 2 ** 24;
+}
+
+const bound = (max: number): string => (max === 2 ** 24 ? "2^24" : max === 2 ** 30 ? "2^30" : String(max));
+
 /** A JSON object. */
 export type JsonObject = Readonly<Record<string, unknown>>;
+
+/** A value as JSON for a message, cut to 80 characters (a config list may hold a million entries). */
+export function shortJson(v: unknown): string {
+  // A config's values come from JSON; only a missing one (undefined) has no JSON text.
+  const text = v === undefined ? "undefined" : JSON.stringify(v);
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
 
 export const isObject = (v: unknown): v is JsonObject => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -37,7 +58,7 @@ export class ConfigReader {
     this.issues.push({ path: this.path(key), message });
   }
 
-  /** A required integer >= min (default 1). */
+  /** A required integer from min (default 1) to maxConfigInt(key). */
   int(key: string, min = 1): number {
     const v = this.obj[key];
     if (!this.has(key)) {
@@ -45,7 +66,12 @@ export class ConfigReader {
       return Number.NaN;
     }
     if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min) {
-      this.fail(key, `must be an integer >= ${min} (got ${JSON.stringify(v)})`);
+      this.fail(key, `must be an integer >= ${min} (got ${shortJson(v)})`);
+      return Number.NaN;
+    }
+    const max = maxConfigInt(key);
+    if (v > max) {
+      this.fail(key, `must be at most ${bound(max)} (got ${v}); no model is that large`);
       return Number.NaN;
     }
     return v;
@@ -64,7 +90,7 @@ export class ConfigReader {
       return Number.NaN;
     }
     if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
-      this.fail(key, `must be a number > 0 (got ${JSON.stringify(v)})`);
+      this.fail(key, `must be a number > 0 (got ${shortJson(v)})`);
       return Number.NaN;
     }
     return v;
@@ -78,7 +104,7 @@ export class ConfigReader {
     if (!this.has(key)) return undefined;
     const v = this.obj[key];
     if (typeof v !== "boolean") {
-      this.fail(key, `must be true or false (got ${JSON.stringify(v)})`);
+      this.fail(key, `must be true or false (got ${shortJson(v)})`);
       return undefined;
     }
     return v;
@@ -88,7 +114,7 @@ export class ConfigReader {
     if (!this.has(key)) return undefined;
     const v = this.obj[key];
     if (typeof v !== "string") {
-      this.fail(key, `must be a string (got ${JSON.stringify(v)})`);
+      this.fail(key, `must be a string (got ${shortJson(v)})`);
       return undefined;
     }
     return v;
@@ -106,7 +132,7 @@ export class ConfigReader {
     if (!this.has(key)) return undefined;
     const v = this.obj[key];
     if (!Array.isArray(v) || !v.every((x) => typeof x === "string")) {
-      this.fail(key, `must be a list of strings (got ${JSON.stringify(v)})`);
+      this.fail(key, `must be a list of strings (got ${shortJson(v)})`);
       return undefined;
     }
     return v;
@@ -116,8 +142,9 @@ export class ConfigReader {
   optInts(key: string, min = 0): number[] | undefined {
     if (!this.has(key)) return undefined;
     const v = this.obj[key];
-    if (!Array.isArray(v) || !v.every((x) => typeof x === "number" && Number.isSafeInteger(x) && x >= min)) {
-      this.fail(key, `must be a list of integers >= ${min} (got ${JSON.stringify(v)})`);
+    const max = 2 ** 24;
+    if (!Array.isArray(v) || !v.every((x) => typeof x === "number" && Number.isSafeInteger(x) && x >= min && x <= max)) {
+      this.fail(key, `must be a list of integers from ${min} to 2^24 (got ${shortJson(v)})`);
       return undefined;
     }
     return v as number[];
@@ -128,7 +155,7 @@ export class ConfigReader {
     const v = this.obj[key];
     if (v === undefined || v === null) return undefined;
     if (!isObject(v)) {
-      this.fail(key, `must be an object (got ${JSON.stringify(v)})`);
+      this.fail(key, `must be an object (got ${shortJson(v)})`);
       return undefined;
     }
     return new ConfigReader(v, this.path(key), this.issues, this.what, this.read);

@@ -1,6 +1,6 @@
 import { InputError, validateProfile, VllmVersionSchema, type InputIssue, type ModelShape, type Profile } from "@kvsim/profile-schema";
-import { ConfigReader, isObject } from "./config.js";
-import { ARCHITECTURES, dtypeBytes, KNOWN_ARCHITECTURES, visionTowerParts, type FamilyName, type ModelDescription } from "./families.js";
+import { ConfigReader, isObject, shortJson } from "./config.js";
+import { ARCHITECTURES, dtypeBytes, KNOWN_ARCHITECTURES, optDtype, visionTowerParts, type FamilyName, type ModelDescription } from "./families.js";
 import { layoutCache } from "./layout.js";
 
 /** KV cache dtypes as vLLM's `--kv-cache-dtype` spells them. */
@@ -71,6 +71,23 @@ function weightStorage(root: ConfigReader, dtype: number, notes: string[]): Weig
   return { bytes: undefined, shape: { weight_bytes: dtype, fp8_compute: false } };
 }
 
+/** The size of an ordinary large model per config field, to tell which field of a config is out of scale. */
+const TYPICAL_SIZE: Readonly<Record<string, number>> = { num_hidden_layers: 128, hidden_size: 16384, vocab_size: 262144, max_position_embeddings: 2 ** 21 };
+
+/** The numeric config field read (a path in `read`) whose value is largest against its typical size (default 65,536). */
+function outOfScale(config: Record<string, unknown>, read: ReadonlySet<string>): { path: string; value: number } | undefined {
+  let best: { path: string; value: number; ratio: number } | undefined;
+  for (const path of read) {
+    let v: unknown = config;
+    for (const k of path.split(".")) v = isObject(v) && Object.hasOwn(v, k) ? v[k] : undefined;
+    if (typeof v !== "number") continue;
+    const key = path.slice(path.lastIndexOf(".") + 1);
+    const ratio = v / (TYPICAL_SIZE[key] ?? (key.endsWith("_layers") ? 128 : 65536));
+    if (best === undefined || ratio > best.ratio) best = { path, value: v, ratio };
+  }
+  return best === undefined ? undefined : { path: best.path, value: best.value };
+}
+
 /** Config fields a family reads that do not describe the compute shape (they size caches and memory). */
 const NOT_SHAPE_FIELDS = new Set(["max_position_embeddings", "partial_rotary_factor"]);
 
@@ -98,9 +115,11 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
     refuse("architectures", `must list the model's architecture; kvsim knows: ${KNOWN_ARCHITECTURES.join(", ")}`);
   }
   const listed = names as string[];
-  const architecture = listed.find((a) => a in ARCHITECTURES);
+  // Own keys only: "constructor" or "__proto__" is no architecture, whatever Object.prototype has.
+  const architecture = listed.find((a) => Object.hasOwn(ARCHITECTURES, a));
   if (architecture === undefined) {
-    return refuse("architectures", `unknown architecture ${listed.map((a) => `"${a}"`).join(", ")}; kvsim knows: ${KNOWN_ARCHITECTURES.join(", ")}`);
+    const shown = listed.slice(0, 5).map((a) => shortJson(a)).join(", ");
+    return refuse("architectures", `unknown architecture ${shown}${listed.length > 5 ? ` and ${listed.length - 5} more` : ""}; kvsim knows: ${KNOWN_ARCHITECTURES.join(", ")}`);
   }
   const family = ARCHITECTURES[architecture]!;
   const root = new ConfigReader(config as Record<string, unknown>, "", issues, architecture);
@@ -108,7 +127,7 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
   if (cfg === undefined) return refuse("text_config", `is required to derive a profile for ${architecture}`);
 
   const notes: string[] = [];
-  const dtypeName = cfg.optString("torch_dtype") ?? cfg.optString("dtype") ?? root.optString("torch_dtype") ?? root.optString("dtype");
+  const dtypeName = optDtype(cfg, "torch_dtype") ?? optDtype(cfg, "dtype") ?? (cfg === root ? undefined : (optDtype(root, "torch_dtype") ?? optDtype(root, "dtype")));
   const dtype = dtypeBytes(dtypeName, 2);
   if (dtype === 4) notes.push("model dtype: float32 in the config; vLLM serves it in 16 bits by default, so 2 bytes");
   const modelDtype = 2;
@@ -141,7 +160,9 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
       : Math.round(modelDtype * (parts.embedding + parts.other + model.rotaryElements) + bytesOf.linear * parts.linear + bytesOf.experts * parts.experts);
   if (weights !== undefined) notes.push(`weights: ${n(Math.round(params))} parameters per rank + ${n(model.rotaryElements)} rotary cache elements, x their bytes = ${n(weights)} bytes`);
 
-  const activationPerToken = modelDtype * (2 * model.hidden + model.mixerWidth + 3 * model.ffnWidth);
+  // Widths that do not split evenly over the ranks (a width vLLM would refuse to shard) round up:
+  // the estimate is of bytes, which come whole.
+  const activationPerToken = Math.ceil(modelDtype * (2 * model.hidden + model.mixerWidth + 3 * model.ffnWidth));
   const samplerPerSequence = model.vocab * SAMPLER_BYTES_PER_VOCAB_ENTRY;
   notes.push(
     `activation estimate: ${n(activationPerToken)} B per batched token (2 x (2 x ${n(model.hidden)} hidden + ${n(model.mixerWidth)} mixer + 3 x ${n(model.ffnWidth)} MLP)) and ${n(samplerPerSequence)} B per sampled sequence (${n(model.vocab)} vocab x ${SAMPLER_BYTES_PER_VOCAB_ENTRY} B)`,
@@ -174,7 +195,34 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
     ...storage.shape,
     provenance: `kvsim profile from-hf: the whole model's shape from a ${architecture} config.json (${[...shapeFields, ...quantFields].join(", ")})`,
   };
-  const profile = validateProfile({ ...value, model_shape: modelShape }, `${file} (derived profile)`);
+  // Sizes that pass their own bounds can still multiply past what a double holds exactly: name
+  // the config field most out of scale, not the derived figure.
+  const byteFigures: [string, number | undefined][] = [
+    ["the weights", weights],
+    ["the activations per token", activationPerToken],
+    ["the sampler's bytes per sequence", samplerPerSequence],
+    ["the KV cache per token", layout.kind === "linear" ? layout.kvBytesPerToken : layout.pageSizeBytes],
+  ];
+  const tooLarge = byteFigures.find(([, v]) => v !== undefined && !(v <= Number.MAX_SAFE_INTEGER));
+  if (tooLarge !== undefined) {
+    const key = outOfScale(config as Record<string, unknown>, root.read);
+    refuse(key?.path ?? "architectures", `${key === undefined ? "with the config's sizes" : `${n(key.value)} is out of scale: with it`} ${tooLarge[0]} come to ${tooLarge[1]!.toExponential(2)} bytes per rank, more than kvsim holds exactly (2^53); no model is that large`);
+  }
+  let profile: Profile;
+  try {
+    profile = validateProfile({ ...value, model_shape: modelShape }, `${file} (derived profile)`);
+  } catch (e) {
+    // A derived figure out of its range comes from the config: name the field most out of scale.
+    if (!(e instanceof InputError)) throw e;
+    const key = outOfScale(config as Record<string, unknown>, root.read);
+    throw new InputError(
+      file,
+      e.issues.map((i) => ({
+        path: key?.path ?? "architectures",
+        message: `${key === undefined ? "" : `${n(key.value)} is out of scale: `}the derived ${i.path === "" ? "profile" : i.path} ${i.message.replace(/^[a-z_]+ must/, "must")}`,
+      })),
+    );
+  }
   return {
     profile,
     architecture,

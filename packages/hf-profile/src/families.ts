@@ -1,5 +1,5 @@
 import type { AttentionShape, ModelShape } from "@kvsim/profile-schema";
-import type { ConfigReader } from "./config.js";
+import { shortJson, type ConfigReader } from "./config.js";
 import type { LayerCache } from "./layout.js";
 import {
   addParts,
@@ -424,6 +424,17 @@ const deepseek: Family = {
 // ---------------------------------------------------------------------------------------------
 // Mamba and linear-attention hybrids
 
+/** The dtype names kvsim reads in a config (torch_dtype, dtype, mamba_ssm_cache_dtype), as HF configs and vLLM spell them. */
+export const DTYPE_NAMES: readonly string[] = ["float32", "fp32", "float16", "bfloat16", "half", "fp16", "bf16"];
+
+/** An optional dtype field, refused (located) when it names a dtype kvsim does not know. */
+export function optDtype(cfg: ConfigReader, key: string): string | undefined {
+  const name = cfg.optString(key);
+  if (name === undefined || DTYPE_NAMES.includes(name)) return name;
+  cfg.refuse(key, `unknown dtype ${shortJson(name)}; kvsim knows ${DTYPE_NAMES.join(", ")}`);
+  return undefined;
+}
+
 /** Bytes of a dtype name as HF configs and vLLM's cache dtypes spell them. */
 export function dtypeBytes(name: string | undefined, fallback: number): number {
   switch (name) {
@@ -507,8 +518,10 @@ const nemotronH: Family = {
   family: "hybrid",
   describe: (cfg, ctx) => {
     const c = common(cfg);
-    const pattern = cfg.string("hybrid_override_pattern");
-    if (pattern.length !== c.layers && pattern !== "") cfg.refuse("hybrid_override_pattern", `has ${pattern.length} layers, num_hidden_layers is ${c.layers}`);
+    const whole = cfg.string("hybrid_override_pattern");
+    if (whole.length !== c.layers && whole !== "") cfg.refuse("hybrid_override_pattern", `has ${whole.length} layers, num_hidden_layers is ${c.layers}`);
+    // A pattern longer than any layer count is refused above; its first characters still say what they are.
+    const pattern = whole.slice(0, 4096);
     const chars = pattern.split("").filter((ch) => ch.length === 1); // the pattern is ASCII
     const bad = chars.find((ch) => !"M*-E".includes(ch));
     if (bad !== undefined) cfg.refuse("hybrid_override_pattern", `has "${bad}"; kvsim knows M (Mamba-2), * (attention), - (MLP) and E (MoE)`);
@@ -518,7 +531,7 @@ const nemotronH: Family = {
     const mHeadDim = cfg.int("mamba_head_dim");
     const m = { dInner: heads * mHeadDim, groups: cfg.int("n_groups"), stateSize: cfg.int("ssm_state_size"), heads, headDim: mHeadDim, convKernel: cfg.int("conv_kernel") };
     // NemotronHForCausalLMConfig: the SSM state dtype is the config's mamba_ssm_cache_dtype, float32 when absent.
-    const ssmBytes = dtypeBytes(cfg.optString("mamba_ssm_cache_dtype"), 4);
+    const ssmBytes = dtypeBytes(optDtype(cfg, "mamba_ssm_cache_dtype"), 4);
     const state = mamba2State(cfg, ctx, m, ssmBytes, { heads: "mamba_num_heads", groups: "n_groups" });
     const b = new Builder();
     const count = (ch: string) => chars.filter((x) => x === ch).length;

@@ -3,7 +3,7 @@ import { isMap, isSeq, LineCounter, parseDocument as parseYamlDocument, visit, t
 import type { z } from "zod";
 import { formatPath, InputError, type InputIssue } from "./errors.js";
 import { deepNestingOffset, deepValuePath } from "./json-text.js";
-import { MAX_NESTING_DEPTH } from "./limits.js";
+import { MAX_JSON_ITEMS, MAX_NESTING_DEPTH, MAX_YAML_ITEMS } from "./limits.js";
 
 export type DocumentFormat = "json" | "yaml";
 
@@ -63,8 +63,31 @@ function positionOf(starts: readonly number[], offset: number): { line: number; 
   return { line: lo + 1, column: offset - starts[lo]! + 1 };
 }
 
+/**
+ * The offset at which `text` passes `max` commas (and, with `lines`, line breaks too), or undefined.
+ * One pass over the characters, before a parser builds a node for each value.
+ */
+export function itemsPast(text: string, max: number, lines: boolean): number | undefined {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x2c || (lines && c === 0x0a)) {
+      if (++n > max) return i;
+    }
+  }
+  return undefined;
+}
+
+const tooManyItems = (what: string, max: number, at: { line: number; column: number } | undefined): InputIssue => ({
+  path: "",
+  message: `has more than ${max.toLocaleString("en-US")} ${what}; a spec, profile or grid has a few hundred, and kvsim stops here rather than spend gigabytes parsing it${what === "lines and commas" ? " (a larger table parses far cheaper as JSON)" : ""}`,
+  ...(at ?? {}),
+});
+
 function parseJson(text: string, file: string): LocatedDocument {
   const starts = lineStarts(text);
+  const many = itemsPast(text, MAX_JSON_ITEMS, false);
+  if (many !== undefined) throw new InputError(file, [tooManyItems("values (commas)", MAX_JSON_ITEMS, positionOf(starts, many))]);
   // jsonc-parser recurses once per level: refuse deep nesting before it can overflow the stack.
   const deep = deepNestingOffset(text, MAX_NESTING_DEPTH);
   if (deep !== undefined) throw new InputError(file, [tooDeep(positionOf(starts, deep))]);
@@ -124,6 +147,22 @@ function parseJson(text: string, file: string): LocatedDocument {
   };
 }
 
+/**
+ * Why `text` is not JSON, in one line, and where (1-based line and column of the first problem),
+ * for a caller whose JSON.parse failed: its message quotes the text, newlines and all. Deep nesting
+ * is named before jsonc-parser (which recurses per level) sees it.
+ */
+export function jsonSyntaxError(text: string): { message: string; line: number; column: number } {
+  const starts = lineStarts(text);
+  const deep = deepNestingOffset(text, MAX_NESTING_DEPTH);
+  if (deep !== undefined) return { message: tooDeep(undefined).message, ...positionOf(starts, deep) };
+  const errors: ParseError[] = [];
+  parseTree(text, errors, { disallowComments: true, allowTrailingComma: false, allowEmptyContent: false });
+  const first = errors[0];
+  if (first === undefined) return { message: "malformed JSON", line: 1, column: 1 };
+  return { message: `malformed JSON: ${describeJsonError(printParseErrorCode(first.error))}`, ...positionOf(starts, first.offset) };
+}
+
 /** Plain words for a jsonc-parser error code. */
 export function describeJsonError(code: string): string {
   const words: Record<string, string> = {
@@ -154,6 +193,8 @@ const MAX_YAML_ALIASES = 100;
 const STACK_OVERFLOW = "Maximum call stack size exceeded";
 
 function parseYaml(text: string, file: string): LocatedDocument {
+  const many = itemsPast(text, MAX_YAML_ITEMS, true);
+  if (many !== undefined) throw new InputError(file, [tooManyItems("lines and commas", MAX_YAML_ITEMS, positionOf(lineStarts(text.slice(0, many + 1)), many))]);
   const lineCounter = new LineCounter();
   // Integers come back as bigint so that one beyond 2^53 can be told from its rounded double.
   const doc = parseYamlDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: false, intAsBigInt: true });

@@ -92,6 +92,8 @@ export {
 } from "./geometry.js";
 export {
   parseDocumentText,
+  itemsPast,
+  jsonSyntaxError,
   validateDocument,
   validateValue,
   formatForFile,
@@ -160,6 +162,8 @@ export {
   MAX_SYNTHETIC_REQUESTS,
   MAX_NESTING_DEPTH,
   MAX_DOCUMENT_BYTES,
+  MAX_YAML_ITEMS,
+  MAX_JSON_ITEMS,
   MAX_JSONL_LINE_BYTES,
   MAX_CSV_LINE_BYTES,
   describeBytes,

@@ -53,6 +53,16 @@ export const MAX_SYNTHETIC_REQUESTS = 1_000_000;
  */
 export const MAX_NESTING_DEPTH = 64;
 
+/**
+ * The most lines and commas (an upper bound on its values) a YAML profile, spec, grid or
+ * engine-args document may have: 100,000. Real ones have hundreds; the YAML parser spends some
+ * 3 KB and 25 µs on each, so a 16 MiB list of five million items would take gigabytes.
+ */
+export const MAX_YAML_ITEMS = 100_000;
+
+/** The same bound for a JSON document, counting its commas: 1,000,000 (JSON parses some 50 times cheaper). */
+export const MAX_JSON_ITEMS = 1_000_000;
+
 /** The largest profile, spec or engine-args file kvsim reads: 16 MiB. */
 export const MAX_DOCUMENT_BYTES = 16 * 2 ** 20;
 

@@ -44,4 +44,6 @@ export {
   type TimeSeries,
   type WorkerSeries,
   type DeploymentSeries,
+  MAX_SERIES_VALUES,
+  TooManySamples,
 } from "./timeseries.js";

@@ -79,6 +79,33 @@ export const DEFAULT_START_MS = 10;
 export const MAX_ADAPTIVE_SAMPLES = 4096;
 
 /**
+ * The most values a time series with a fixed interval may hold (2^24: 128 MiB as doubles, about
+ * as much again as the arrays and the CSV it becomes): rows of samples times the deployment's
+ * columns (8, plus 5 and 2 per cache group for each worker). An adaptive sampler never comes near.
+ */
+export const MAX_SERIES_VALUES = 2 ** 24;
+
+/**
+ * A fixed sample interval too short for the run: it needs more than MAX_SERIES_VALUES values. Thrown
+ * from inside the replay, which then stops; the caller names the interval (kvsim: --sample-ms).
+ */
+export class TooManySamples extends Error {
+  override readonly name = "TooManySamples";
+  constructor(
+    /** The interval asked for, ms. */
+    readonly sampleMs: number,
+    /** Samples taken when the limit was met. */
+    readonly samples: number,
+    /** Virtual time the samples reached, ms (the run was not over). */
+    readonly reachedMs: number,
+    /** Values per sample for this deployment. */
+    readonly columns: number,
+  ) {
+    super(`a sample every ${sampleMs} ms takes more than ${samples} samples of ${columns} values (the limit is ${MAX_SERIES_VALUES} values) before ${reachedMs} ms of a run that is not over`);
+  }
+}
+
+/**
  * A decode run's pages as the rank recorded them (vllm-scheduler's `DecodeRunPages`): rows of a
  * time, then `used` per group, then `cached` per group: one per sample time before the start of the
  * run's last step, then one with the pages after the run. Read while the run is in flight, never kept.
@@ -346,6 +373,7 @@ export class Sampler {
   private full(): void {
     if (this.count === this.compactAt) this.compact();
     else {
+      if (this.data.length * 2 > MAX_SERIES_VALUES) throw new TooManySamples(this.interval, this.count, this.data[(this.count - 1) * this.stride + TIME]!, this.stride);
       const grown = new Float64Array(this.data.length * 2);
       grown.set(this.data);
       this.data = grown;

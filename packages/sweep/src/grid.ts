@@ -1,7 +1,7 @@
 import { dirname, resolve } from "node:path";
 import { InputError, SpecSchema, zodIssues, type InputIssue, type LocatedDocument } from "@kvsim/profile-schema";
 import { z } from "zod";
-import { parseSpecPath, resolvePathValues, routerAsMapping, setAt, type PathKey, type SpecOverride } from "./overrides.js";
+import { parseSpecPath, resolvePathValues, routerAsMapping, setAt, shownText, specPathTooLong, type PathKey, type SpecOverride } from "./overrides.js";
 
 /** The most points one grid may expand to. */
 export const MAX_GRID_POINTS = 100_000;
@@ -88,6 +88,11 @@ export function parseGrid(doc: LocatedDocument): Grid {
   const axes: { zip: string | undefined; paths: GridPath[] }[] = [];
   const zips = new Map<string, { zip: string; paths: GridPath[] }>();
   for (const [key, raw] of entries) {
+    const long = specPathTooLong(key);
+    if (long !== undefined) {
+      issues.push({ path: shownText(key), message: long, ...where([key]) });
+      continue;
+    }
     const path = parseSpecPath(key);
     const { line } = where([key]) as { line?: number };
     if (path === undefined) {

@@ -50,8 +50,25 @@ export class SpecInputError extends InputError {
 
 const KEY = /^[A-Za-z_$][A-Za-z0-9_$-]*$/;
 
-/** Parses `a.b[2].c` into its keys; undefined when it is not such a path. */
+/** The most keys a spec path may have (the deepest spec field is six keys deep) and its longest text. */
+export const MAX_SPEC_PATH_KEYS = 64;
+export const MAX_SPEC_PATH_CHARS = 1024;
+
+/** Why `text` is too long to be a spec path, or undefined when it is not (checked in one pass, before any parsing). */
+export function specPathTooLong(text: string): string | undefined {
+  if (text.length > MAX_SPEC_PATH_CHARS) return `is ${text.length} characters long; a spec path has at most ${MAX_SPEC_PATH_CHARS}`;
+  let keys = 1;
+  for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) === 0x2e || text.charCodeAt(i) === 0x5b) keys++;
+  if (keys > MAX_SPEC_PATH_KEYS) return `has ${keys} keys; a spec path has at most ${MAX_SPEC_PATH_KEYS} (the deepest spec field is six keys deep)`;
+  return undefined;
+}
+
+/** A path or flag as messages show it: cut to 80 characters, so a megabyte of it is not printed back. */
+export const shownText = (text: string): string => (text.length > 80 ? `${text.slice(0, 60)}... (${text.length} characters)` : text);
+
+/** Parses `a.b[2].c` into its keys; undefined when it is not such a path (or too long to be one, see specPathTooLong). */
 export function parseSpecPath(text: string): PathKey[] | undefined {
+  if (specPathTooLong(text) !== undefined) return undefined;
   const keys: PathKey[] = [];
   for (const part of text.split(".")) {
     const m = /^([^[\]]*)((?:\[\d+\])*)$/.exec(part);
@@ -74,10 +91,12 @@ const PATH_FIELDS: readonly (readonly string[])[] = [["profile"], ["prefill", "p
  * working folder for a flag). Throws InputError naming the flag.
  */
 export function parseSetFlag(flag: string, baseDir: string = process.cwd()): SpecOverride {
-  const source = `--set ${flag}`;
+  const source = `--set ${shownText(flag)}`;
   const eq = flag.indexOf("=");
   if (eq < 0) throw new InputError(source, [{ path: "", message: "expected <path>=<value>, e.g. engine.max_num_seqs=128" }]);
   const pathText = flag.slice(0, eq).trim();
+  const long = specPathTooLong(pathText);
+  if (long !== undefined) throw new InputError(source, [{ path: "", message: `the path ${long}` }]);
   const path = parseSpecPath(pathText);
   if (path === undefined) throw new InputError(source, [{ path: "", message: `"${pathText}" is not a spec path (keys joined by dots, e.g. prefill.engine.num_gpu_blocks)` }]);
   const text = flag.slice(eq + 1);

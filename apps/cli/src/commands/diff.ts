@@ -1,7 +1,20 @@
-import { InputError, parseDocumentText } from "@kvsim/profile-schema";
+import { formatPath, InputError, parseDocumentText } from "@kvsim/profile-schema";
 import { diffReports, type MetricChange } from "@kvsim/sweep";
 import { readText, UsageError, type CliIo } from "../io.js";
 import type { RegisterCommand } from "./index.js";
+
+/** The path to the first number in `value` that is not finite (JSON's 1e400 reads as Infinity), or undefined. */
+function nonFinitePath(value: unknown): PropertyKey[] | undefined {
+  const stack: { v: unknown; path: PropertyKey[] }[] = [{ v: value, path: [] }];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    const { v, path } = item;
+    if (typeof v === "number" && !Number.isFinite(v)) return path;
+    if (v === null || typeof v !== "object") continue;
+    const entries: [PropertyKey, unknown][] = Array.isArray(v) ? v.map((x: unknown, i) => [i, x]) : Object.entries(v);
+    for (let i = entries.length - 1; i >= 0; i--) stack.push({ v: entries[i]![1], path: [...path, entries[i]![0]] });
+  }
+  return undefined;
+}
 
 function readReport(file: string): Record<string, unknown> {
   const doc = parseDocumentText(readText(file), file, "json");
@@ -9,6 +22,8 @@ function readReport(file: string): Record<string, unknown> {
   if (v === null || typeof v !== "object" || Array.isArray(v) || !("digest" in v)) {
     throw new InputError(file, [{ path: "", message: "is not a kvsim report (a JSON object with a digest, as written by kvsim replay --report)" }]);
   }
+  const bad = nonFinitePath(v);
+  if (bad !== undefined) throw new InputError(file, [{ path: formatPath(bad), message: "is not a finite number (1e400 and the like overflow a double; kvsim writes none)", ...(doc.locate(bad) ?? {}) }]);
   return v;
 }
 

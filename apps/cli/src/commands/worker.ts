@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import type { SweepRow } from "@kvsim/sweep";
 import { numberOption, UsageError, type CliIo } from "../io.js";
 import { defaultJobs, poolExecutor } from "../sweep/executor.js";
+import { localJobs } from "../sweep/jobs.js";
 import type { RegisterCommand } from "./index.js";
 
 interface WorkerFlags {
@@ -33,7 +34,8 @@ const describeRow = (row: SweepRow | undefined): string =>
  * line on stderr per point started and done.
  */
 export async function workerCommand(io: CliIo, flags: WorkerFlags, stop: Promise<string> = untilSignal()): Promise<number> {
-  const jobs = flags.jobs === undefined ? defaultJobs() : numberOption("--jobs", flags.jobs, { integer: true, min: 1 });
+  // No more threads than cores, nor than the address-space limit holds (see localJobs).
+  const jobs = localJobs(flags.jobs === undefined ? defaultJobs() : numberOption("--jobs", flags.jobs, { integer: true, min: 1 }), undefined, undefined, undefined, true).jobs;
   const lockDurationMs = numberOption("--lock-ms", flags.lockMs, { integer: true, min: 100 });
   const stalledIntervalMs = numberOption("--stalled-ms", flags.stalledMs, { integer: true, min: 100 });
   const { startWorker, checkQueueUrl, QueueError } = await import("@kvsim/sweep-queue");

@@ -2,7 +2,7 @@ import { extname } from "node:path";
 import { performance } from "node:perf_hooks";
 import { stringify as csvStringify } from "csv-stringify/sync";
 import { readTrace, RouterSchema, type Profile, type Router, type Spec } from "@kvsim/profile-schema";
-import { runReplay, timeSeriesRecords, timeSeriesTable, withWallTime, type ReplayReport, type ReplayResult, type RequestRecord, type TimeSeries } from "@kvsim/replay-engine";
+import { MAX_SERIES_VALUES, runReplay, timeSeriesRecords, timeSeriesTable, TooManySamples, withWallTime, type ReplayReport, type ReplayResult, type RequestRecord, type TimeSeries } from "@kvsim/replay-engine";
 import { renderReplayHtml, type ChartAssets } from "@kvsim/report-html";
 import { chartAssets } from "../html-assets.js";
 import { checkOutputs, numberOption, RunError, UsageError, writeOutputs } from "../io.js";
@@ -183,6 +183,13 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
         progress.update(fraction, p.terminal, p.nowMs);
       },
     });
+  } catch (e) {
+    if (e instanceof TooManySamples) {
+      throw new UsageError(
+        `--sample-ms ${opts.sampleMs}: the run had ${e.samples.toLocaleString("en-US")} samples of ${e.columns} values at ${e.reachedMs} ms and was not over; kvsim keeps at most ${MAX_SERIES_VALUES.toLocaleString("en-US")} values of a time series: give a longer interval, or leave --sample-ms out (the interval then adapts to the run)`,
+      );
+    }
+    throw e;
   } finally {
     progress.stop();
     traceFile?.close();

@@ -23,6 +23,8 @@ export interface PointExecutor {
 /** The default of --jobs: every core. */
 export const defaultJobs = (): number => availableParallelism();
 
+
+
 /** One point at a time, in this thread. */
 export function inlineExecutor(): PointExecutor {
   return { parallelism: 1, run: (task) => runPoint(task, fileHost), close: () => Promise.resolve() };

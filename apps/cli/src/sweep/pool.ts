@@ -28,7 +28,17 @@ export class PointPool {
     readonly tasksPerThread: number,
   ) {
     const { filename, execArgv } = workerEntry();
-    this.pool = new Piscina<WorkerTask, SweepRow | null>({ filename, execArgv, minThreads: threads, maxThreads: threads, concurrentTasksPerWorker: tasksPerThread, idleTimeout: 1000 });
+    // A 64 MiB code range instead of V8's default reservation of several hundred: a point's code
+    // needs a few MiB, and each thread then reserves about 160 MiB of address space, not 600.
+    this.pool = new Piscina<WorkerTask, SweepRow | null>({
+      filename,
+      execArgv,
+      minThreads: threads,
+      maxThreads: threads,
+      concurrentTasksPerWorker: tasksPerThread,
+      idleTimeout: 1000,
+      resourceLimits: { codeRangeSizeMb: 64 },
+    });
     this.pool.on("message", (m: unknown) => {
       if (m !== WORKER_LOADED) return;
       this.loaded = Math.min(threads, this.loaded + 1);

@@ -3,9 +3,17 @@ import { sweepThreadsToPrestart } from "./prestart.js";
 
 describe("worker threads started before the CLI loads", () => {
   it("are started for a local grid sweep on several cores: --jobs minus one, or every core but one", () => {
-    expect(sweepThreadsToPrestart(["sweep", "--grid", "g.yaml"], 4)).toBe(3);
-    expect(sweepThreadsToPrestart(["sweep", "--spec", "s.yaml", "--grid=g.yaml", "--jobs", "2"], 8)).toBe(1);
-    expect(sweepThreadsToPrestart(["sweep", "--grid", "g.yaml", "--jobs=6"], 2)).toBe(5);
+    const unlimited = Number.POSITIVE_INFINITY;
+    expect(sweepThreadsToPrestart(["sweep", "--grid", "g.yaml"], 4, unlimited)).toBe(3);
+    expect(sweepThreadsToPrestart(["sweep", "--spec", "s.yaml", "--grid=g.yaml", "--jobs", "2"], 8, unlimited)).toBe(1);
+    expect(sweepThreadsToPrestart(["sweep", "--grid", "g.yaml", "--jobs=6"], 8, unlimited)).toBe(5);
+  });
+
+  it("are never more than the cores, nor than the address-space limit leaves room for", () => {
+    // --jobs 9999 on 2 cores: 2 jobs, one worker thread (it once started 9,998).
+    expect(sweepThreadsToPrestart(["sweep", "--grid", "g.yaml", "--jobs", "9999"], 2, Number.POSITIVE_INFINITY)).toBe(1);
+    // Under ulimit -v 4 GiB on 64 cores: (4 GiB - 1.5 GiB) / 512 MiB = 2560 / 512 = 5 threads.
+    expect(sweepThreadsToPrestart(["sweep", "--grid", "g.yaml", "--jobs", "64"], 64, 4 * 2 ** 30)).toBe(5);
   });
 
   it("are not started for anything else, nor for a --jobs the CLI refuses", () => {
@@ -20,8 +28,8 @@ describe("worker threads started before the CLI loads", () => {
       ["sweep", "--grid", "g.yaml", "--jobs", "two"],
       ["sweep", "--grid", "g.yaml", "--jobs"],
     ];
-    for (const argv of none) expect({ argv, threads: sweepThreadsToPrestart(argv, 4) }).toEqual({ argv, threads: 0 });
+    for (const argv of none) expect({ argv, threads: sweepThreadsToPrestart(argv, 4, Number.POSITIVE_INFINITY) }).toEqual({ argv, threads: 0 });
     // One core: no worker thread.
-    expect(sweepThreadsToPrestart(["sweep", "--grid", "g.yaml"], 1)).toBe(0);
+    expect(sweepThreadsToPrestart(["sweep", "--grid", "g.yaml"], 1, Number.POSITIVE_INFINITY)).toBe(0);
   });
 });

@@ -20,6 +20,7 @@ import {
   slaPercentiles,
   SpecInputError,
   DEFAULT_RATE_TOLERANCE,
+  type Grid,
   type GridPoint,
   type PointTask,
   type Probe,
@@ -31,12 +32,13 @@ import {
 } from "@kvsim/sweep";
 import { renderSweepHtml, type ChartAssets } from "@kvsim/report-html";
 import { chartAssets } from "../html-assets.js";
-import { checkOutputs, InvalidInputs, numberOption, readText, UsageError, writeOutputs } from "../io.js";
+import { checkOutputs, InvalidInputs, numberOption, readText, regularFileSize, UsageError, writeOutputs } from "../io.js";
 import { checkSpec, fromInputError, printWarnings, SpecCheckCache, type CheckedSpec } from "../spec-check.js";
 import { defaultSpecPath } from "../replay/examples.js";
 import { parseSetFlags, readDocument, type StdinIo } from "../spec-input.js";
 import { defaultJobs, localExecutor, type PointExecutor } from "./executor.js";
 import { checkedHash } from "./host.js";
+import { localJobs } from "./jobs.js";
 import { createSweepProgress } from "./progress.js";
 import { formatSearchTable, formatSweepTable, type SearchOutcome } from "./table.js";
 
@@ -155,11 +157,15 @@ function parseOptions(opts: SweepOptions) {
 }
 
 /** Opens the executor: the queue, a pool of worker threads, or this thread for --jobs 1. */
-async function openExecutor(io: StdinIo, opts: SweepOptions, jobs: number): Promise<{ executor: PointExecutor; sweepId?: string; describe: string }> {
+async function openExecutor(io: StdinIo, opts: SweepOptions, asked: number, points?: number): Promise<{ executor: PointExecutor; sweepId?: string; describe: string }> {
   if (opts.queue === undefined) {
+    // No more jobs than points, cores and the address-space limit allow: each job past the
+    // first is a worker thread, which costs its memory even when it has nothing to run.
+    const { jobs, why } = localJobs(asked, points);
+    const capped = why !== undefined && opts.jobs !== undefined ? `; --jobs ${asked} capped by ${why}` : "";
     // A grid starts its worker threads now, so they load while the inputs are read; a search
     // starts them when a second point waits (a single max-rate search probes one rate at a time).
-    return { executor: localExecutor(jobs, { eager: opts.find === undefined }), describe: `${jobs} job${jobs === 1 ? "" : "s"}` };
+    return { executor: localExecutor(jobs, { eager: opts.find === undefined }), describe: `${jobs} job${jobs === 1 ? "" : "s"}${capped}` };
   }
   // BullMQ loads only for --queue: nothing else needs Redis.
   const { SweepQueue, checkQueueUrl, QueueError, SWEEP_ID } = await import("@kvsim/sweep-queue");
@@ -206,10 +212,12 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
   );
   // The charting library is read before any point runs: a broken install fails first.
   const assets = opts.html === undefined ? undefined : chartAssets();
-  // The local executor opens first: its worker threads load while the inputs are read.
-  const local = opts.queue === undefined ? await openExecutor(io, opts, jobs) : undefined;
+  // The grid first (a small file): a local grid sweep starts no more threads than it has points.
+  const grid = opts.grid === undefined ? undefined : parseGrid(parseDocumentText(readText(opts.grid), opts.grid));
+  // The local executor opens next: its worker threads load while the spec and its inputs are read.
+  const local = opts.queue === undefined ? await openExecutor(io, opts, jobs, opts.find === undefined ? grid?.size : undefined) : undefined;
   try {
-    return await sweepWith(io, opts, { sla, jobs, tolerance, maxWorkers, assets, local });
+    return await sweepWith(io, opts, { sla, jobs, tolerance, maxWorkers, assets, local, grid });
   } finally {
     await local?.executor.close();
   }
@@ -218,7 +226,15 @@ export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<num
 async function sweepWith(
   io: StdinIo,
   opts: SweepOptions,
-  { sla, jobs, tolerance, maxWorkers, assets, local }: ReturnType<typeof parseOptions> & { assets: ChartAssets | undefined; local: Awaited<ReturnType<typeof openExecutor>> | undefined },
+  {
+    sla,
+    jobs,
+    tolerance,
+    maxWorkers,
+    assets,
+    local,
+    grid,
+  }: ReturnType<typeof parseOptions> & { assets: ChartAssets | undefined; local: Awaited<ReturnType<typeof openExecutor>> | undefined; grid: Grid | undefined },
 ): Promise<number> {
   const sets = parseSetFlags(opts.set);
   const doc = await readDocument(io, opts.spec ?? defaultSpecPath());
@@ -230,8 +246,11 @@ async function sweepWith(
     if (e instanceof SpecInputError) throw new InvalidInputs(fromInputError(e));
     throw e;
   }
-  const grid = opts.grid === undefined ? undefined : parseGrid(parseDocumentText(readText(opts.grid), opts.grid));
   if (grid !== undefined) checkGridPaths(grid, applyOverrides(doc.value, sets));
+  // The base spec must be valid on its own, its trace readable, as for kvsim replay: a missing
+  // trace refuses the sweep (exit 2) rather than every point of it (exit 0).
+  const baseTrace = builder.spec([]).workload.trace;
+  if (baseTrace !== undefined) regularFileSize(baseTrace, "the trace");
   const points: GridPoint[] = grid === undefined ? [{ index: 0, settings: {}, overrides: [] }] : expandGrid(grid);
 
   const started = performance.now();
