@@ -377,6 +377,11 @@ describe("what the table tells a new user: a cutoff, rejection reasons, saturati
     expect(r.code).toBe(0);
     // Both prompts (20 and 30 tokens) reach max_model_len 10, as vLLM rejects them: one group of 2.
     expect(r.stdout).toContain("\nrejected: 2 x prompt of # tokens reaches max_model_len # (e.g. prompt of 20 tokens reaches max_model_len 10)\n");
+    // No request completed: one line says so, the latency cells are "-", the JSON has null.
+    expect(r.stdout).toContain("\nno request completed: the latencies below have no sample (- here, null in the JSON report)\n");
+    expect(r.stdout).toMatch(/\nTTFT +- +- +- +-\n/);
+    const json = JSON.parse((await kvsim("replay", "--spec", path("mml.yaml"), "--format", "json")).stdout) as Record<string, unknown>;
+    expect([json["p90_ttft_ms"], json["mean_e2e_ms"], json["median_itl_ms"], json["p99_e2el_ms"], json["completed_requests"]]).toEqual([null, null, null, null, 0]);
   });
   it("warns when the run is saturated, with the offered and served rates", async () => {
     // 2 sequences at a time, 20 tokens of 20 ms each: about 2 / (10 + 19 x 20 ms) = 5 req/s served against 50 offered.
@@ -386,7 +391,7 @@ describe("what the table tells a new user: a cutoff, rejection reasons, saturati
     );
     const r = await kvsim("replay", "--spec", spec);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/\nwarning: saturated: requests arrive at [\d.]+ req\/s but are served at [\d.]+ req\/s, and the mean TTFT grew from [\d,.]+ ms \(first quarter of arrivals\) to [\d,.]+ ms \(last quarter\): the queue does not drain\n/);
+    expect(r.stdout).toMatch(/\nwarning: saturated: requests arrive at [\d.]+ req\/s but complete at [\d.]+ req\/s while they arrive \(request throughput over the whole run: [\d.]+ req\/s\), and the mean TTFT grew from [\d,.]+ ms \(first quarter of arrivals\) to [\d,.]+ ms \(last quarter\): the queue does not drain\n/);
   });
   it("--percentiles picks the columns and adds vLLM's p<N> keys to the JSON; bad lists are usage errors", async () => {
     const table = await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", "95,50");
@@ -398,6 +403,13 @@ describe("what the table tells a new user: a cutoff, rejection reasons, saturati
       expect([r.code, r.stdout]).toEqual([2, ""]);
       expect(r.stderr).toMatch(/^error: --percentiles /);
     }
+    // Fractions are refused with the percentiles they likely mean: 0.9 x 100 = 90, 0.99 x 100 = 99.
+    const fractions = await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", "0.9,0.99");
+    expect([fractions.code, fractions.stdout]).toEqual([2, ""]);
+    expect(fractions.stderr).toContain("not fractions");
+    expect(fractions.stderr).toContain("--percentiles 90,99\n");
+    // p1 alone is a percentile (all values <= 1 but none a fraction below 1).
+    expect((await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", "1")).code).toBe(0);
   });
   it("transfer refuses a destination holding more tokens than the prompt", async () => {
     expect(await kvsim("transfer", "--profile", path("glm.json"), "--prompt-tokens", "100", "--destination-cached-tokens", "101")).toEqual({

@@ -182,6 +182,11 @@ export function parsePercentiles(text: string): number[] {
     return v;
   });
   if (new Set(values).size !== values.length) throw new UsageError(`--percentiles lists a percentile twice: "${text}"`);
+  // 0.9,0.99 are fractions, not percentiles: read as percentiles they would be near the minimum.
+  if (values.every((v) => v <= 1) && values.some((v) => v < 1)) {
+    const hint = values.map((v) => String(Math.round(v * 100 * 1e9) / 1e9)).join(",");
+    throw new UsageError(`--percentiles takes percentiles from 0 to 100, not fractions: "${text}" would report p${values[0]} (near the minimum); for the ${text.includes(",") ? "percentiles" : "percentile"} you likely mean, write --percentiles ${hint}`);
+  }
   return values.sort((a, b) => a - b);
 }
 
