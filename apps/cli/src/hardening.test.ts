@@ -364,6 +364,17 @@ describe("what the table tells a new user: a cutoff, rejection reasons, saturati
       `workload: { trace: ./${trace}, format: kvsim }`,
       ...extra,
     ].join("\n");
+  it("warns, in validate and replay, when a Mooncake trace's 20 requests arrive within 1.9 ms (seconds read as ms)", async () => {
+    // Timestamps 0, 0.1, ..., 1.9: 19 gaps over 1.9 ms, 10,000 req/s.
+    const lines = Array.from({ length: 20 }, (_, i) => JSON.stringify({ timestamp: i / 10, input_length: 8, output_length: 2, hash_ids: [i] }));
+    write("secs.jsonl", `${lines.join("\n")}\n`);
+    const spec = write("secs.yaml", traceSpec("secs.jsonl", ["engine: { num_gpu_blocks: 64, block_size: 4 }"]).replace("format: kvsim", "format: mooncake"));
+    const warning = `warning: ${path("secs.jsonl")}: the trace's 20 requests arrive within 1.9 ms (10,000 req/s); Mooncake's timestamp is in milliseconds: if its times are seconds, multiply them by 1,000 (or set workload.speedup to 0.001)\n`;
+    const checked = await kvsim("validate", spec);
+    expect([checked.code, checked.stderr]).toEqual([0, warning]);
+    const r = await kvsim("replay", "--spec", spec);
+    expect([r.code, r.stderr]).toEqual([0, warning]);
+  });
   it("says how many requests a max_virtual_time_ms cutoff left out", async () => {
     // Arrivals at 0 and 5,000 ms; the first completes at 10 + 2 + 2 = 14 ms, the second never arrives before 1,000 ms.
     write("two.jsonl", '{"request_id":"a","arrival_ms":0,"input_tokens":8,"output_tokens":2}\n{"request_id":"b","arrival_ms":5000,"input_tokens":8,"output_tokens":2}\n');

@@ -1,7 +1,7 @@
 import { extname } from "node:path";
 import { performance } from "node:perf_hooks";
 import { stringify as csvStringify } from "csv-stringify/sync";
-import { readTrace, RouterSchema, type Profile, type Router, type Spec } from "@kvsim/profile-schema";
+import { ArrivalSpan, arrivalSpanWarning, readTrace, RouterSchema, type Profile, type Router, type Spec } from "@kvsim/profile-schema";
 import { runReplay, timeSeriesRecords, timeSeriesTable, withWallTime, type ReplayReport, type ReplayResult, type RequestRecord, type TimeSeries } from "@kvsim/replay-engine";
 import { renderReplayHtml, type ChartAssets } from "@kvsim/report-html";
 import { chartAssets } from "../html-assets.js";
@@ -117,6 +117,8 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
   const synthetic = spec.workload.synthetic?.requests;
   const progress = createProgress(io, { quiet: opts.quiet === true, ...(synthetic === undefined ? {} : { totalRequests: synthetic }) });
   const started = performance.now();
+  // Counts the trace's arrivals as they stream past: times likely in the wrong unit get a warning.
+  const arrivals = new ArrivalSpan();
   let result;
   try {
     result = await runReplay({
@@ -128,7 +130,10 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
       ...(opts.html === undefined ? {} : { quantiles: HTML_QUANTILES }),
       ...(traceFile === undefined || trace === undefined
         ? {}
-        : { records: readTrace(traceFile.lines, { format: spec.workload.format ?? "kvsim", file: trace, traceBlockSize: spec.workload.trace_block_size, speedup: spec.workload.speedup }), traceFile: trace }),
+        : {
+            records: arrivals.watch(readTrace(traceFile.lines, { format: spec.workload.format ?? "kvsim", file: trace, traceBlockSize: spec.workload.trace_block_size, speedup: spec.workload.speedup })),
+            traceFile: trace,
+          }),
       onProgress: (p) => {
         const fraction = synthetic !== undefined ? p.terminal / synthetic : traceFile !== undefined && traceFile.size > 0 ? traceFile.bytesRead() / traceFile.size : 0;
         progress.update(fraction, p.terminal, p.nowMs);
@@ -139,6 +144,8 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
     traceFile?.close();
   }
   const wallMs = performance.now() - started;
+  const spanWarning = trace === undefined ? undefined : arrivalSpanWarning(spec.workload.format ?? "kvsim", arrivals.count, arrivals.spanMs);
+  if (spanWarning !== undefined) io.err(`warning: ${shown(trace!)}: ${spanWarning}\n`);
   if (!result.ok) {
     const stuck = result.stuck.map((s) => `\n  request ${s.request_id}: ${s.where} (${s.why})`).join("");
     throw new RunError(`${result.reason}${stuck}`);
