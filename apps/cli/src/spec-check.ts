@@ -282,9 +282,15 @@ export function checkSpec(doc: LocatedDocument, overrides: readonly SpecOverride
  * Reads a spec (a file, or standard input for `-`), applies `--set` overrides and runs the shared
  * checks; throws InvalidInputs listing every problem, as `kvsim validate` prints them.
  */
-export async function loadCheckedSpec(io: StdinIo, file: string, sets: readonly string[] | undefined): Promise<CheckedSpec> {
-  const overrides = parseSetFlags(sets);
+export async function loadCheckedSpec(
+  io: StdinIo,
+  file: string,
+  sets: readonly string[] | undefined,
+  /** Overrides decided from the document itself, applied before `sets` (calibrate's stand-in timing). */
+  prepare?: (doc: LocatedDocument) => readonly SpecOverride[],
+): Promise<CheckedSpec> {
   const doc = await readDocument(io, file);
+  const overrides = [...(prepare?.(doc) ?? []), ...parseSetFlags(sets)];
   let checked: CheckedSpec;
   try {
     checked = checkSpec(doc, overrides);
