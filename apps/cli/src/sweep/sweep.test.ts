@@ -233,6 +233,9 @@ describe("kvsim diff", () => {
     // TTFT 12 -> 22: +10, 10 / 12 = +83.3%. Preemptions stay 0: +0, 0.0%.
     expect(r.stdout).toMatch(/\nmean_ttft_ms +12 +22 +\+10 +\+83\.3%\n/);
     expect(r.stdout).toMatch(/\npreemptions +0 +0 +0 +0\.0%\n/);
+    // vLLM's names of the same figures are folded into one row each, and named once below the table.
+    expect(r.stdout).not.toMatch(/\nmedian_ttft_ms |\nmean_e2el_ms /);
+    expect(r.stdout).toContain("median_* = p50_*, *_e2el_ms = *_e2e_ms)\n");
     const json = JSON.parse((await run("diff", path("a.json"), path("b.json"), "--format", "json")).stdout) as { same_digest: boolean; metrics: { metric: string; change: number }[] };
     expect(json.same_digest).toBe(false);
     expect(json.metrics.find((m) => m.metric === "mean_e2e_ms")?.change).toBe(10);
