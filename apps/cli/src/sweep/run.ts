@@ -374,8 +374,20 @@ async function search(
 ): Promise<Omit<SearchOutcome, "settings" | "rows">> {
   if (find === "max-rate") {
     const variable = rateVariable(spec);
-    const r = await findMaxRate(variable.start, async (x) => ({ meets: meetsSla((await evaluate({ [variable.path]: x })).report, sla) }), { tolerance: options.tolerance });
-    return { variable: variable.path, answer: r.answer, failing: r.failing, probes: r.probes, tolerance: options.tolerance };
+    // The arrival rate each probe offered (req/s): a speedup is a factor, the user asks for a rate.
+    const offered = new Map<number, number | null>();
+    const r = await findMaxRate(
+      variable.start,
+      async (x) => {
+        const row = await evaluate({ [variable.path]: x });
+        offered.set(x, row.report?.saturation?.offered_rps ?? null);
+        return { meets: meetsSla(row.report, sla) };
+      },
+      { tolerance: options.tolerance },
+    );
+    // rate_per_s is a rate already; a trace's speedup gives the rate its requests arrived at.
+    const rps = (x: number | null) => (x === null ? null : variable.path === "workload.speedup" ? (offered.get(x) ?? null) : x);
+    return { variable: variable.path, answer: r.answer, answer_rps: rps(r.answer), failing: r.failing, failing_rps: rps(r.failing), probes: r.probes, tolerance: options.tolerance };
   }
   const goodput = (row: SweepRow) => row.report?.goodput_rps;
   if (spec.topology.kind === "aggregated") {

@@ -183,9 +183,16 @@ describe("kvsim sweep --find", () => {
       [7.438, false],
     ]);
     expect([s.answer, s.failing]).toEqual([7.375, 7.438]);
+    // In requests per second: 2 requests 100 / s ms apart offer 1 / (100 / s) per ms = 10 s req/s:
+    // 73.75 at 7.375, 74.38 at 7.438.
+    const rates = out.searches[0] as unknown as { answer_rps: number; failing_rps: number };
+    expect(rates.answer_rps).toBeCloseTo(73.75, 9);
+    expect(rates.failing_rps).toBeCloseTo(74.38, 9);
     expect(out.rows.map((x) => x.settings["workload.speedup"])).toEqual(s.probes.map((p) => p.candidate));
     const table = await run("sweep", "--spec", path("spec.yaml"), "--find", "max-rate", "--sla", "p99_ttft_ms<=12.5", "--jobs", "1");
-    expect(table.stdout).toContain("answer: workload.speedup = 7.375 meets the SLA; 7.438 does not (tolerance 1.0%)");
+    expect(table.stdout).toContain("answer: 73.75 req/s (workload.speedup 7.375) meets the SLA; 74.38 req/s (speedup 7.438) does not (tolerance 1.0%)");
+    // The rows show the offered rate beside the served one.
+    expect(table.stdout).toMatch(/\npoint +workload\.speedup +status +offered req\/s +done +p99_ttft_ms +served req\/s +sla/);
   });
 
   it("min-workers finds the fewest aggregated workers: four requests at once need four", async () => {
