@@ -60,6 +60,8 @@ export interface SweepOptions {
   readonly sweepId?: string;
   readonly queueName?: string;
   readonly queuePrefix?: string;
+  /** `--cancel --sweep-id <id> --queue <url>`: cancel a queued sweep instead of running one. */
+  readonly cancel?: boolean;
 }
 
 /**
@@ -154,6 +156,39 @@ function parseOptions(opts: SweepOptions) {
   return { sla, jobs, tolerance, maxWorkers };
 }
 
+/** The flags a cancel takes: where the queue is and which sweep; nothing that runs points. */
+const CANCEL_ALONE = ["spec", "set", "grid", "out", "csv", "html", "jobs", "find", "sla", "tolerance", "maxWorkers"] as const;
+
+/**
+ * `kvsim sweep --cancel --sweep-id <id> --queue <url>`: removes the sweep's points from the queue
+ * (those no worker took, and the finished ones), and marks it cancelled so workers skip any of its
+ * points they take; the points running now finish on their workers.
+ */
+async function cancelCommand(io: StdinIo, opts: SweepOptions): Promise<number> {
+  if (opts.sweepId === undefined || opts.queue === undefined) throw new UsageError("--cancel needs --sweep-id <id> and --queue <url> (the sweep's id and queue, as kvsim sweep --queue printed them)");
+  const extra = CANCEL_ALONE.filter((k) => opts[k] !== undefined).map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+  if (extra.length > 0) throw new UsageError(`--cancel runs nothing: drop ${extra.join(", ")}`);
+  const { cancelSweep, checkQueueUrl, QueueError, SWEEP_ID } = await import("@kvsim/sweep-queue");
+  if (!SWEEP_ID.test(opts.sweepId)) throw new UsageError(`--sweep-id must be 1 to 64 letters, digits, _ or -, got "${opts.sweepId}"`);
+  let outcome;
+  try {
+    checkQueueUrl(opts.queue);
+    outcome = await cancelSweep({ url: opts.queue, ...(opts.queueName === undefined ? {} : { queueName: opts.queueName }), ...(opts.queuePrefix === undefined ? {} : { prefix: opts.queuePrefix }) }, opts.sweepId);
+  } catch (e) {
+    if (e instanceof QueueError) throw new UsageError(e.message);
+    throw e;
+  }
+  const points = (n: number) => `${n} point${n === 1 ? "" : "s"}`;
+  if (opts.format === "json") {
+    io.out(`${JSON.stringify({ sweep_id: opts.sweepId, cancelled: true, removed_waiting: outcome.waiting, removed_finished: outcome.finished, running: outcome.running }, null, 2)}\n`);
+  } else {
+    io.out(
+      `sweep ${opts.sweepId} cancelled on ${opts.queue}: ${points(outcome.waiting)} no worker had taken and ${points(outcome.finished)} finished removed; ${points(outcome.running)} running (their workers finish them); workers skip any other point of it (running --sweep-id ${opts.sweepId} again takes the cancel back)\n`,
+    );
+  }
+  return 0;
+}
+
 /** Opens the executor: the queue, a pool of worker threads, or this thread for --jobs 1. */
 async function openExecutor(io: StdinIo, opts: SweepOptions, jobs: number): Promise<{ executor: PointExecutor; sweepId?: string; describe: string }> {
   if (opts.queue === undefined) {
@@ -195,6 +230,7 @@ async function openExecutor(io: StdinIo, opts: SweepOptions, jobs: number): Prom
  * an SLA. Output files are checked before anything runs and written whole after it.
  */
 export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<number> {
+  if (opts.cancel === true) return cancelCommand(io, opts);
   const { sla, jobs, tolerance, maxWorkers } = parseOptions(opts);
   checkOutputs(
     [

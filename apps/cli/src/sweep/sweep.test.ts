@@ -155,6 +155,16 @@ describe("kvsim sweep over a grid", () => {
   });
 });
 
+describe("kvsim sweep --cancel", () => {
+  it("needs --sweep-id and --queue, and runs nothing else", async () => {
+    const missing = await run("sweep", "--cancel", "--sweep-id", "abc");
+    expect([missing.code, missing.stdout]).toEqual([2, ""]);
+    expect(missing.stderr).toContain("--cancel needs --sweep-id <id> and --queue <url>");
+    const extra = await run("sweep", "--cancel", "--sweep-id", "abc", "--queue", "redis://127.0.0.1:6379/0", "--grid", "g.yaml", "--max-workers", "3");
+    expect([extra.code, extra.stderr]).toEqual([2, "error: --cancel runs nothing: drop --grid, --max-workers\n"]);
+  });
+});
+
 describe("kvsim sweep --find", () => {
   it("max-rate brackets and bisects the speedup to the rate where b's TTFT stays within 12.5 ms", async () => {
     // b arrives at t = 100 / s ms. a's passes end at 12 and 14; with one sequence, b arriving
