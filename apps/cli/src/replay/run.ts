@@ -10,7 +10,7 @@ import { openTrace } from "../lines.js";
 import { loadCheckedSpec, shown } from "../spec-check.js";
 import { documentText, parseSetFlags, type StdinIo } from "../spec-input.js";
 import { defaultSpecPath } from "./examples.js";
-import { createProgress } from "./progress.js";
+import { createProgress, traceFraction } from "./progress.js";
 import { runRecord, type RunRecord } from "./run-record.js";
 import { formatReportTable, type RunSummary } from "./table.js";
 
@@ -115,10 +115,20 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
   const trace = spec.workload.trace;
   const traceFile = trace === undefined ? undefined : openTrace(trace, spec.workload.format ?? "kvsim");
   const synthetic = spec.workload.synthetic?.requests;
-  const progress = createProgress(io, { quiet: opts.quiet === true, ...(synthetic === undefined ? {} : { totalRequests: synthetic }) });
+  const progress = createProgress(io, { quiet: opts.quiet === true, ...(synthetic === undefined ? { trace: traceFile !== undefined } : { totalRequests: synthetic }) });
+  const fraction = (terminal: number) =>
+    synthetic !== undefined ? terminal / synthetic : traceFile !== undefined ? traceFraction(traceFile.bytesRead(), traceFile.size, arrivals.count, terminal) : 0;
   const started = performance.now();
   // Counts the trace's arrivals as they stream past: times likely in the wrong unit get a warning.
   const arrivals = new ArrivalSpan();
+  let terminal = 0;
+  // The trace is parsed as the replay pulls it: the progress line counts the requests read.
+  async function* reporting<T>(records: AsyncIterable<T>): AsyncGenerator<T> {
+    for await (const r of records) {
+      if (progress.active) progress.read(arrivals.count, fraction(terminal));
+      yield r;
+    }
+  }
   let result;
   try {
     result = await runReplay({
@@ -131,12 +141,14 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
       ...(traceFile === undefined || trace === undefined
         ? {}
         : {
-            records: arrivals.watch(readTrace(traceFile.lines, { format: spec.workload.format ?? "kvsim", file: trace, traceBlockSize: spec.workload.trace_block_size, speedup: spec.workload.speedup })),
+            records: reporting(arrivals.watch(readTrace(traceFile.lines, { format: spec.workload.format ?? "kvsim", file: trace, traceBlockSize: spec.workload.trace_block_size, speedup: spec.workload.speedup }))),
             traceFile: trace,
           }),
+      // Drawn after every finished request (the engine's default is every 256: a small run sat at 0%).
+      ...(progress.active ? { progressEvery: 1 } : {}),
       onProgress: (p) => {
-        const fraction = synthetic !== undefined ? p.terminal / synthetic : traceFile !== undefined && traceFile.size > 0 ? traceFile.bytesRead() / traceFile.size : 0;
-        progress.update(fraction, p.terminal, p.nowMs);
+        terminal = p.terminal;
+        progress.update(fraction(p.terminal), p.terminal, p.nowMs);
       },
     });
   } finally {
