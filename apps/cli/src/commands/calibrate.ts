@@ -101,7 +101,8 @@ function yamlText(value: unknown): string {
   return doc.toString({ lineWidth: 0 });
 }
 
-const specText = (out: string, doc: Record<string, unknown>): string => (out.endsWith(".json") ? `${JSON.stringify(doc, null, 2)}\n` : yamlText(doc));
+/** A spec as written to `out`: JSON for a .json name, else YAML. */
+export const specText = (out: string, doc: Record<string, unknown>): string => (out.endsWith(".json") ? `${JSON.stringify(doc, null, 2)}\n` : yamlText(doc));
 
 const fmt = (v: number | null, digits = 2): string => (v === null ? "-" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
 const pct = (v: number | null): string => (v === null ? "-" : `${v >= 0 ? "+" : ""}${(v * 100).toFixed(1)}%`);
