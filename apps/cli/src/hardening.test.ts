@@ -392,7 +392,7 @@ describe("what the table tells a new user: a cutoff, rejection reasons, saturati
     expect(r.stdout).toContain("\nno request completed: the latencies below have no sample (- here, null in the JSON report)\n");
     expect(r.stdout).toMatch(/\nTTFT +- +- +- +-\n/);
     const json = JSON.parse((await kvsim("replay", "--spec", path("mml.yaml"), "--format", "json")).stdout) as Record<string, unknown>;
-    expect([json["p90_ttft_ms"], json["mean_e2e_ms"], json["median_itl_ms"], json["p99_e2el_ms"], json["completed_requests"]]).toEqual([null, null, null, null, 0]);
+    expect([json.p90_ttft_ms, json.mean_e2e_ms, json.median_itl_ms, json.p99_e2el_ms, json.completed_requests]).toEqual([null, null, null, null, 0]);
   });
   it("warns when the run is saturated, with the offered and served rates", async () => {
     // 2 sequences at a time, 20 tokens of 20 ms each: about 2 / (10 + 19 x 20 ms) = 5 req/s served against 50 offered.

@@ -43,7 +43,7 @@ describe("a spec from a run's meta.json", () => {
     expect(d.notes).toEqual(["async_scheduling: not recorded in the run, vLLM's default (on) assumed", "scheduler_reserve_full_isl: not recorded in the run, vLLM's default (on) assumed"]);
     // No pool and no GPU: the note says how to get one; the timing falls back to the profile's tables.
     const { spec, notes } = specFromVllm(d, { profile: "./p.json" });
-    expect(spec["timing"]).toEqual({ type: "profile" });
+    expect(spec.timing).toEqual({ type: "profile" });
     expect(notes.some((n) => n.startsWith("num_gpu_blocks: not recorded, and no GPU"))).toBe(true);
   });
 
@@ -85,7 +85,7 @@ describe("a spec from vllm serve arguments", () => {
     const d = deploymentFromServeArgs(["--cuda-graph-sizes", "8", "2", "4", "--data-parallel-size", "2", "--enable-expert-parallel", "--scheduler-reserve-full-isl", "--no-async-scheduling", "--num-gpu-blocks-override", "500"]);
     expect(d.engine).toMatchObject({ num_gpu_blocks: 500, cudagraph_capture_sizes: [2, 4, 8], data_parallel_size: 2, enable_expert_parallel: true, async_scheduling: false, scheduler_reserve_full_isl: true });
     const eager = deploymentFromServeArgs(["--enforce-eager", "--cuda-graph-sizes", "1", "2"]);
-    expect([eager.engine["cudagraph_capture_sizes"], eager.engine["cuda_graph_memory_gib"]]).toEqual([undefined, 0]);
+    expect([eager.engine.cudagraph_capture_sizes, eager.engine.cuda_graph_memory_gib]).toEqual([undefined, 0]);
   });
 
   it("refuses bad values naming the flag", () => {

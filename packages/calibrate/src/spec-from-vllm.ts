@@ -73,9 +73,9 @@ export function deploymentFromMeta(meta: unknown, file: string): VllmDeployment 
     }
     return v;
   };
-  if (!isRecord(meta["engine_kwargs"])) issues.push({ path: "engine_kwargs", message: "is required: the engine arguments of the run (max_num_seqs, max_num_batched_tokens, ...)" });
-  const model = typeof meta["model"] === "string" ? meta["model"] : typeof at(meta, "engine_kwargs.model") === "string" ? (at(meta, "engine_kwargs.model") as string) : undefined;
-  const vllmVersion = typeof meta["vllm_version"] === "string" ? meta["vllm_version"] : undefined;
+  if (!isRecord(meta.engine_kwargs)) issues.push({ path: "engine_kwargs", message: "is required: the engine arguments of the run (max_num_seqs, max_num_batched_tokens, ...)" });
+  const model = typeof meta.model === "string" ? meta.model : typeof at(meta, "engine_kwargs.model") === "string" ? (at(meta, "engine_kwargs.model") as string) : undefined;
+  const vllmVersion = typeof meta.vllm_version === "string" ? meta.vllm_version : undefined;
   const tp = num("engine_kwargs.tensor_parallel_size") ?? num("resolved_config.parallel_config.tensor_parallel_size") ?? 1;
   const dp = num("engine_kwargs.data_parallel_size") ?? num("resolved_config.parallel_config.data_parallel_size") ?? 1;
   const blocks = num("kv_cache.num_gpu_blocks") ?? num("resolved_config.cache_config.num_gpu_blocks");
@@ -88,7 +88,7 @@ export function deploymentFromMeta(meta: unknown, file: string): VllmDeployment 
     notes.push(`${name}: not recorded in the run, vLLM's default (on) assumed`);
     return true;
   };
-  const engine: Record<string, unknown> = {
+  const all: Record<string, unknown> = {
     ...(blocks === undefined ? {} : { num_gpu_blocks: blocks }),
     block_size: num("kv_cache.block_size") ?? num("resolved_config.cache_config.block_size") ?? 16,
     max_num_batched_tokens: num("engine_kwargs.max_num_batched_tokens") ?? num("resolved_config.scheduler_config.max_num_batched_tokens"),
@@ -104,7 +104,7 @@ export function deploymentFromMeta(meta: unknown, file: string): VllmDeployment 
     ...(blocks === undefined && utilization !== undefined ? { gpu_memory_utilization: utilization } : {}),
     ...(eager ? { cuda_graph_memory_gib: 0 } : {}),
   };
-  for (const k of Object.keys(engine)) if (engine[k] === undefined) delete engine[k];
+  const engine = Object.fromEntries(Object.entries(all).filter(([, v]) => v !== undefined));
   if (issues.length > 0) throw new InputError(file, issues);
   const deviceName = typeof at(meta, "hardware.device_name") === "string" ? (at(meta, "hardware.device_name") as string) : undefined;
   const gpu = deviceName === undefined ? undefined : gpuForDevice(deviceName);
@@ -235,8 +235,8 @@ export function deploymentFromServeArgs(argv: readonly string[]): VllmDeployment
         issues.push({ path: "--compilation-config", message: `must be JSON, e.g. '{"cudagraph_capture_sizes": [1, 2, 4, 8]}' (got ${JSON.stringify(v)})` });
         continue;
       }
-      const sizes = isRecord(parsed) ? parsed["cudagraph_capture_sizes"] : undefined;
-      if (sizes !== undefined) set["cudagraph_capture_sizes"] = sizes;
+      const sizes = isRecord(parsed) ? parsed.cudagraph_capture_sizes : undefined;
+      if (sizes !== undefined) set.cudagraph_capture_sizes = sizes;
       continue;
     }
     if (name === "cuda-graph-sizes" || name === "cudagraph-capture-sizes") {
@@ -245,7 +245,7 @@ export function deploymentFromServeArgs(argv: readonly string[]): VllmDeployment
       while (inline === undefined && args[i + 1] !== undefined && !args[i + 1]!.startsWith("-")) values.push(...args[++i]!.split(/[\s,]+/));
       const sizes = values.filter((v) => v !== "").map(Number);
       if (sizes.length === 0 || !sizes.every((s) => Number.isSafeInteger(s) && s > 0)) issues.push({ path: `--${name}`, message: `must list positive whole numbers (got ${JSON.stringify(values.join(" "))})` });
-      else set["cudagraph_capture_sizes"] = [...new Set(sizes)].sort((a, b) => a - b);
+      else set.cudagraph_capture_sizes = [...new Set(sizes)].sort((a, b) => a - b);
       continue;
     }
     const negated = name.startsWith("no-") && SERVE_FLAGS[name.slice(3)]?.kind === "bool";
@@ -270,30 +270,30 @@ export function deploymentFromServeArgs(argv: readonly string[]): VllmDeployment
     else set[flag.key] = n;
   }
   if (issues.length > 0) throw new InputError(file, issues);
-  const eager = set["enforce_eager"] === true;
-  delete set["enforce_eager"];
-  const dp = typeof set["data_parallel_size"] === "number" ? set["data_parallel_size"] : 1;
+  const eager = set.enforce_eager === true;
+  delete set.enforce_eager;
+  const dp = typeof set.data_parallel_size === "number" ? set.data_parallel_size : 1;
   const defaulted = (key: string): boolean => {
     if (typeof set[key] === "boolean") return set[key];
     notes.push(`${key}: not given, vLLM's default (on) assumed`);
     return true;
   };
   const engine: Record<string, unknown> = {
-    ...(set["num_gpu_blocks"] === undefined ? {} : { num_gpu_blocks: set["num_gpu_blocks"] }),
-    block_size: set["block_size"] ?? 16,
+    ...(set.num_gpu_blocks === undefined ? {} : { num_gpu_blocks: set.num_gpu_blocks }),
+    block_size: set.block_size ?? 16,
     ...pick(set, ["max_num_batched_tokens", "max_num_seqs", "max_model_len"]),
-    enable_prefix_caching: set["enable_prefix_caching"] ?? true,
-    enable_chunked_prefill: set["enable_chunked_prefill"] ?? true,
+    enable_prefix_caching: set.enable_prefix_caching ?? true,
+    enable_chunked_prefill: set.enable_chunked_prefill ?? true,
     ...pick(set, ["long_prefill_token_threshold"]),
     async_scheduling: defaulted("async_scheduling"),
     scheduler_reserve_full_isl: defaulted("scheduler_reserve_full_isl"),
     ...(eager ? {} : pick(set, ["cudagraph_capture_sizes"])),
-    ...(dp > 1 ? { data_parallel_size: dp, enable_expert_parallel: set["enable_expert_parallel"] ?? false } : {}),
+    ...(dp > 1 ? { data_parallel_size: dp, enable_expert_parallel: set.enable_expert_parallel ?? false } : {}),
     ...pick(set, ["gpu_memory_utilization"]),
     ...(eager ? { cuda_graph_memory_gib: 0 } : {}),
   };
   for (const k of ["max_num_batched_tokens", "max_num_seqs"]) if (engine[k] === undefined) notes.push(`${k}: not given, kvsim's default (vLLM's: 8192 tokens and 256 sequences for vllm serve)`);
-  if (set["enable_expert_parallel"] === true && dp <= 1) notes.push("--enable-expert-parallel without --data-parallel-size: kvsim models expert parallelism across data-parallel ranks only");
+  if (set.enable_expert_parallel === true && dp <= 1) notes.push("--enable-expert-parallel without --data-parallel-size: kvsim models expert parallelism across data-parallel ranks only");
   if (ignored.length > 0) notes.push(`not modelled, left out: ${ignored.join(", ")}`);
   return { source: "serve-args", model, vllmVersion: undefined, tensorParallelSize: tp, engine, gpu: undefined, deviceName: undefined, notes };
 }
@@ -332,13 +332,13 @@ export function specFromVllm(d: VllmDeployment, opts: SpecFromVllmOptions): { sp
     );
   }
   // The GPU goes in the engine when the roofline prices steps on it, or when it sizes the pool.
-  const sized = d.engine["num_gpu_blocks"] === undefined;
-  const engine = { ...d.engine, ...(gpu !== undefined && (timing["type"] === "roofline" || sized) ? { gpu } : {}) };
+  const sized = d.engine.num_gpu_blocks === undefined;
+  const engine = { ...d.engine, ...(gpu !== undefined && (timing.type === "roofline" || sized) ? { gpu } : {}) };
   if (sized) {
     notes.push(
       gpu === undefined
         ? "num_gpu_blocks: not recorded, and no GPU to size the pool from its memory as vLLM does: give --gpu, or set num_gpu_blocks from vLLM's log line \"GPU KV cache size: N tokens\" (N / block_size); kvsim's default is 16384"
-        : `num_gpu_blocks: not recorded: sized from ${gpu}'s memory as vLLM does (gpu_memory_utilization ${String(d.engine["gpu_memory_utilization"] ?? 0.9)}, the profile's weights); vLLM's log line "GPU KV cache size: N tokens" gives the real one (N / block_size)`,
+        : `num_gpu_blocks: not recorded: sized from ${gpu}'s memory as vLLM does (gpu_memory_utilization ${typeof d.engine.gpu_memory_utilization === "number" ? d.engine.gpu_memory_utilization : 0.9}, the profile's weights); vLLM's log line "GPU KV cache size: N tokens" gives the real one (N / block_size)`,
     );
   }
   const workload =

@@ -25,7 +25,7 @@ describe("arrivalSpanWarning", () => {
   it("ArrivalSpan counts records and their span as they stream past", async () => {
     const span = new ArrivalSpan();
     const records = (async function* () {
-      for (const t of [5, 7, 12]) yield { line: 1, arrivalMs: t, inputTokens: 1, outputTokens: 1 };
+      for (const t of [5, 7, 12]) yield await Promise.resolve({ line: 1, arrivalMs: t, inputTokens: 1, outputTokens: 1 });
     })();
     const seen: number[] = [];
     for await (const r of span.watch(records)) seen.push(r.arrivalMs);

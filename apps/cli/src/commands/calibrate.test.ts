@@ -73,7 +73,7 @@ describe("kvsim calibrate", () => {
     };
     writeFileSync(path("tables.yaml"), JSON.stringify(specFor({ type: "profile" })));
     const noTiming: Record<string, unknown> = { ...specFor(null) };
-    delete noTiming["timing"];
+    delete noTiming.timing;
     writeFileSync(path("none.yaml"), JSON.stringify(noTiming));
     // replay still refuses the profile timing (the profile has no forward_pass tables) ...
     expect(await runCli(["replay", "--spec", path("tables.yaml")], captureIo())).toBe(2);

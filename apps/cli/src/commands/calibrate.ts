@@ -220,8 +220,8 @@ function parseOptions(opts: CalibrateOptions): Parsed {
  */
 export function standInTiming(doc: LocatedDocument): SpecOverride[] {
   const value = doc.value;
-  const timing = value !== null && typeof value === "object" ? (value as Record<string, unknown>)["timing"] : undefined;
-  const type = timing !== null && typeof timing === "object" ? (timing as Record<string, unknown>)["type"] : undefined;
+  const timing = value !== null && typeof value === "object" ? (value as Record<string, unknown>).timing : undefined;
+  const type = timing !== null && typeof timing === "object" ? (timing as Record<string, unknown>).type : undefined;
   if (type === "linear" || type === "roofline") return [];
   return [{ path: ["timing"], value: { type: "fixed", prefill_ms: 1, decode_ms: 1 }, source: `${doc.file} (timing, replaced by the fit)` }];
 }

@@ -35,10 +35,10 @@ describe("kvsim spec from-vllm", () => {
     expect(await runCli(["spec", "from-vllm", path("meta.json"), "--profile", path("profile.json"), "--trace", path("trace.jsonl"), "--out", path("spec.yaml")], io)).toBe(0);
     const spec = parseYaml(readFileSync(path("spec.yaml"), "utf8")) as Record<string, Record<string, unknown>>;
     // Paths relative to the spec's folder; the run's settings where the spec keeps them.
-    expect([spec["profile"], spec["workload"]]).toEqual(["./profile.json", { trace: "./trace.jsonl", format: "kvsim" }]);
-    expect(spec["engine"]).toMatchObject({ num_gpu_blocks: 500, max_num_seqs: 32, max_num_batched_tokens: 1024, async_scheduling: true, scheduler_reserve_full_isl: false });
+    expect([spec.profile, spec.workload]).toEqual(["./profile.json", { trace: "./trace.jsonl", format: "kvsim" }]);
+    expect(spec.engine).toMatchObject({ num_gpu_blocks: 500, max_num_seqs: 32, max_num_batched_tokens: 1024, async_scheduling: true, scheduler_reserve_full_isl: false });
     // An unknown accelerator: no roofline; the notes say so.
-    expect(spec["timing"]).toEqual({ type: "profile" });
+    expect(spec.timing).toEqual({ type: "profile" });
     expect(io.stdout).toContain('note: hardware.device_name "Some Accelerator 9000" is no GPU kvsim knows');
     // The profile has no forward_pass tables, so replay refuses the profile timing; calibrate takes it as a start.
     expect(await runCli(["validate", path("spec.yaml")], captureIo())).toBe(2);
@@ -50,8 +50,8 @@ describe("kvsim spec from-vllm", () => {
     const args = ["spec", "from-vllm", "--out", path("serve.yaml"), "--gpu", "H100-SXM", "--", "vllm", "serve", "test/model", "--max-num-seqs", "128", "--tensor-parallel-size", "2", "--async-scheduling", "--swap-space", "4"];
     expect(await runCli(args, io)).toBe(0);
     const spec = parseYaml(readFileSync(path("serve.yaml"), "utf8")) as Record<string, Record<string, unknown>>;
-    expect(spec["engine"]).toMatchObject({ max_num_seqs: 128, async_scheduling: true, scheduler_reserve_full_isl: true, gpu: "H100-SXM" });
-    expect(spec["timing"]).toEqual({ type: "roofline" });
+    expect(spec.engine).toMatchObject({ max_num_seqs: 128, async_scheduling: true, scheduler_reserve_full_isl: true, gpu: "H100-SXM" });
+    expect(spec.timing).toEqual({ type: "roofline" });
     expect(io.stdout).toContain("(test/model, TP 2)");
     expect(io.stdout).toContain("note: not modelled, left out: --swap-space\n");
     expect(io.stdout).toContain("note: profile: ./profile.json is a placeholder: write it with kvsim profile from-hf <the model's config.json> --tp 2");
@@ -60,7 +60,7 @@ describe("kvsim spec from-vllm", () => {
   it("--timing linear writes a linear timing at 0 for calibrate to fit", async () => {
     const io = captureIo();
     expect(await runCli(["spec", "from-vllm", path("meta.json"), "--timing", "linear", "--out", path("lin.yaml")], io)).toBe(0);
-    expect((parseYaml(readFileSync(path("lin.yaml"), "utf8")) as Record<string, unknown>)["timing"]).toEqual({ type: "linear" });
+    expect((parseYaml(readFileSync(path("lin.yaml"), "utf8")) as Record<string, unknown>).timing).toEqual({ type: "linear" });
     expect(io.stdout).toContain("note: timing: linear with every term 0, a start for kvsim calibrate");
   });
 

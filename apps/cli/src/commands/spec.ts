@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { deploymentFromMeta, deploymentFromServeArgs, specFromVllm, type VllmDeployment } from "@kvsim/calibrate";
-import { gpuDatasheet, InputError, parseDocumentText, parseProfile, TraceFormatSchema, type TraceFormat } from "@kvsim/profile-schema";
+import { gpuDatasheet, parseDocumentText, parseProfile, TraceFormatSchema } from "@kvsim/profile-schema";
 import { checkOutputs, readText, UsageError, writeOutputs, type CliIo } from "../io.js";
 import { specText } from "./calibrate.js";
 import type { RegisterCommand } from "./index.js";
@@ -61,12 +61,12 @@ export function specFromVllmCommand(io: CliIo, source: readonly string[], flags:
   if (flags.trace !== undefined && !existsSync(flags.trace)) throw new UsageError(`--trace ${flags.trace}: no such file`);
   const { spec, notes: more } = specFromVllm(d, {
     profile: flags.profile === undefined ? "./profile.json" : fromSpec(flags.out, flags.profile),
-    ...(flags.trace === undefined ? {} : { trace: fromSpec(flags.out, flags.trace), format: format.data as TraceFormat }),
+    ...(flags.trace === undefined ? {} : { trace: fromSpec(flags.out, flags.trace), format: format.data }),
     ...(flags.gpu === undefined ? {} : { gpu: gpuDatasheet(flags.gpu)!.name }),
     ...(flags.timing === undefined ? {} : { timing: { type: flags.timing } }),
   });
   if (flags.timing === "linear") notes.push("timing: linear with every term 0, a start for kvsim calibrate (fit it before replaying)");
-  if (flags.timing === "roofline" && (spec["engine"] as Record<string, unknown>)["gpu"] === undefined) throw new UsageError(`--timing roofline needs the GPU: ${d.deviceName === undefined ? "the source names none" : `"${d.deviceName}" is no GPU kvsim knows`}; give --gpu (kvsim gpus lists them)`);
+  if (flags.timing === "roofline" && (spec.engine as Record<string, unknown>).gpu === undefined) throw new UsageError(`--timing roofline needs the GPU: ${d.deviceName === undefined ? "the source names none" : `"${d.deviceName}" is no GPU kvsim knows`}; give --gpu (kvsim gpus lists them)`);
   writeOutputs([{ flag: "--out", path: flags.out, text: specText(flags.out, spec) }], flags.force);
   const from = d.source === "meta" ? source[0]! : "the vllm serve arguments";
   const what = [d.model ?? "model ?", `TP ${d.tensorParallelSize}`, ...(d.vllmVersion === undefined ? [] : [`vLLM ${d.vllmVersion}`]), ...(d.deviceName === undefined ? [] : [d.deviceName])].join(", ");
