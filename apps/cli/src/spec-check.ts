@@ -289,8 +289,10 @@ export async function loadCheckedSpec(
   /** Overrides decided from the document itself, applied before `sets` (calibrate's stand-in timing). */
   prepare?: (doc: LocatedDocument) => readonly SpecOverride[],
 ): Promise<CheckedSpec> {
+  // A malformed --set is refused before any file is read.
+  const flags = parseSetFlags(sets);
   const doc = await readDocument(io, file);
-  const overrides = [...(prepare?.(doc) ?? []), ...parseSetFlags(sets)];
+  const overrides = [...(prepare?.(doc) ?? []), ...flags];
   let checked: CheckedSpec;
   try {
     checked = checkSpec(doc, overrides);
