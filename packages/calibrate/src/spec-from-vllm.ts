@@ -99,7 +99,9 @@ export function deploymentFromMeta(meta: unknown, file: string): VllmDeployment 
     ...(threshold === undefined || threshold === 0 ? {} : { long_prefill_token_threshold: threshold }),
     async_scheduling: defaulted(bool("resolved_config.scheduler_config.async_scheduling"), "async_scheduling"),
     scheduler_reserve_full_isl: defaulted(bool("resolved_config.scheduler_config.scheduler_reserve_full_isl"), "scheduler_reserve_full_isl"),
-    ...(!eager && Array.isArray(sizes) && sizes.length > 0 && sizes.every((s) => Number.isSafeInteger(s) && (s as number) > 0) ? { cudagraph_capture_sizes: sizes } : {}),
+    ...(!eager && Array.isArray(sizes) && sizes.length > 0 && sizes.every((s) => Number.isSafeInteger(s) && (s as number) > 0)
+      ? { cudagraph_capture_sizes: [...new Set(sizes as number[])].sort((a, b) => a - b) }
+      : {}),
     ...(dp > 1 ? { data_parallel_size: dp, enable_expert_parallel: bool("engine_kwargs.enable_expert_parallel") ?? bool("resolved_config.parallel_config.enable_expert_parallel") ?? false } : {}),
     ...(blocks === undefined && utilization !== undefined ? { gpu_memory_utilization: utilization } : {}),
     ...(eager ? { cuda_graph_memory_gib: 0 } : {}),

@@ -26,7 +26,8 @@ function fromSpec(out: string, path: string): string {
 /** A meta.json (one argument naming an existing .json file), or vllm serve arguments. */
 function readDeployment(source: readonly string[]): VllmDeployment {
   const first = source[0]!;
-  if (source.length === 1 && first.toLowerCase().endsWith(".json") && !first.startsWith("-")) {
+  // One argument that is a file, or names a .json one: a meta.json; anything else: vllm serve arguments.
+  if (source.length === 1 && !first.startsWith("-") && (existsSync(first) || first.toLowerCase().endsWith(".json"))) {
     if (!existsSync(first)) throw new UsageError(`${first}: no such file (give a run's meta.json, or vllm serve arguments)`);
     return deploymentFromMeta(parseDocumentText(readText(first), first, "json").value, first);
   }
