@@ -12,10 +12,12 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const cli = join(repo, "apps/cli/dist/cli.js");
+// The spec of a run, as `kvsim spec from-vllm` writes it (built with the CLI).
+const { deploymentFromMeta, specFromVllm } = await import(pathToFileURL(join(repo, "packages/calibrate/dist/index.js")).href);
 
 const args = process.argv.slice(2);
 const markdown = args.includes("--markdown");
@@ -62,40 +64,29 @@ function peerErrors(file) {
   return out;
 }
 
-function specFor(meta, work, trace) {
-  const k = meta.engine_kwargs;
-  const rc = meta.resolved_config ?? {};
-  const kv = meta.kv_cache ?? {};
+/**
+ * The spec a user gets from `kvsim spec from-vllm <meta.json> --profile profile.json --trace ...`
+ * (the same package function), with a linear profile written here (the fitted timing prices steps,
+ * the profile only sizes the KV cache) and a timing calibrate starts from.
+ */
+function specFor(meta, work, trace, metaFile) {
   const model = meta.model;
   const bytes = KV_BYTES_PER_TOKEN[model];
   if (bytes === undefined) throw new Error(`no KV size known for ${model}: add it to KV_BYTES_PER_TOKEN`);
-  writeFileSync(join(work, "profile.json"), JSON.stringify({ schema_version: 1, model, vllm_version: meta.vllm_version, tensor_parallel_size: k.tensor_parallel_size, kv_bytes_per_token: bytes }));
-  const dp = k.data_parallel_size ?? 1;
-  const engine = {
-    num_gpu_blocks: kv.num_gpu_blocks ?? ASSUMED_BLOCKS,
-    block_size: kv.block_size ?? rc.cache_config?.block_size ?? 16,
-    max_num_batched_tokens: k.max_num_batched_tokens,
-    max_num_seqs: k.max_num_seqs,
-    ...(k.max_model_len ? { max_model_len: k.max_model_len } : {}),
-    enable_prefix_caching: kv.enable_prefix_caching ?? rc.cache_config?.enable_prefix_caching ?? true,
-    enable_chunked_prefill: true,
-    // vLLM 0.19's defaults when the resolved config is not recorded: both on.
-    async_scheduling: rc.scheduler_config?.async_scheduling ?? true,
-    scheduler_reserve_full_isl: rc.scheduler_config?.scheduler_reserve_full_isl ?? true,
-    ...(rc.compilation_config?.cudagraph_capture_sizes ? { cudagraph_capture_sizes: rc.compilation_config.cudagraph_capture_sizes } : {}),
-    ...(dp > 1 ? { data_parallel_size: dp, enable_expert_parallel: Boolean(k.enable_expert_parallel) } : {}),
-  };
-  const spec = {
-    version: 1,
-    profile: "./profile.json",
-    topology: { kind: "aggregated", workers: 1 },
-    engine,
-    timing: EXPERTS[model] === undefined ? { type: "fixed", prefill_ms: 10, decode_ms: 10 } : { type: "linear", experts: EXPERTS[model] },
-    workload: { trace: `./${basename(trace)}`, format: "kvsim" },
-  };
+  const d = deploymentFromMeta(meta, metaFile);
+  writeFileSync(join(work, "profile.json"), JSON.stringify({ schema_version: 1, model, vllm_version: meta.vllm_version, tensor_parallel_size: d.tensorParallelSize, kv_bytes_per_token: bytes }));
+  const timing = EXPERTS[model] === undefined ? { type: "fixed", prefill_ms: 10, decode_ms: 10 } : { type: "linear", experts: EXPERTS[model] };
+  const { spec } = specFromVllm(d, { profile: "./profile.json", trace: `./${basename(trace)}`, format: "kvsim", timing });
+  // A run that does not record its pool gets an assumed one (stated in the output), not one sized
+  // from the GPU's memory: the linear profile has no weights to subtract.
+  const assumedBlocks = spec.engine.num_gpu_blocks === undefined;
+  if (assumedBlocks) {
+    const { gpu: _gpu, gpu_memory_utilization: _utilization, ...engine } = spec.engine;
+    spec.engine = { num_gpu_blocks: ASSUMED_BLOCKS, ...engine };
+  }
   const file = join(work, "spec.json");
   writeFileSync(file, `${JSON.stringify(spec, null, 2)}\n`);
-  return { file, assumedBlocks: kv.num_gpu_blocks === undefined };
+  return { file, assumedBlocks };
 }
 
 /** Sorted numbers -> how many are <= x. */
@@ -197,7 +188,7 @@ try {
     const prompts = meta.dataset_path ? join(runsDir, basename(meta.dataset_path)) : undefined;
     const trace = join(work, "trace.jsonl");
     kvsim(["trace", "from-measured", "--measured", requests, ...(prompts && existsSync(prompts) ? ["--prompts", prompts] : []), "--out", trace, "--force"]);
-    const { file, assumedBlocks } = specFor(meta, work, trace);
+    const { file, assumedBlocks } = specFor(meta, work, trace, metaFile);
     const started = Date.now();
     const cal = JSON.parse(kvsim(["calibrate", "--spec", file, "--measured", requests, "--out", join(work, "calibrated.yaml"), "--force", "--format", "json"]));
     const wallS = (Date.now() - started) / 1000;

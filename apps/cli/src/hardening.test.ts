@@ -364,6 +364,17 @@ describe("what the table tells a new user: a cutoff, rejection reasons, saturati
       `workload: { trace: ./${trace}, format: kvsim }`,
       ...extra,
     ].join("\n");
+  it("warns, in validate and replay, when a Mooncake trace's 20 requests arrive within 1.9 ms (seconds read as ms)", async () => {
+    // Timestamps 0, 0.1, ..., 1.9: 19 gaps over 1.9 ms, 10,000 req/s.
+    const lines = Array.from({ length: 20 }, (_, i) => JSON.stringify({ timestamp: i / 10, input_length: 8, output_length: 2, hash_ids: [i] }));
+    write("secs.jsonl", `${lines.join("\n")}\n`);
+    const spec = write("secs.yaml", traceSpec("secs.jsonl", ["engine: { num_gpu_blocks: 64, block_size: 4 }"]).replace("format: kvsim", "format: mooncake"));
+    const warning = `warning: ${path("secs.jsonl")}: the trace's 20 requests arrive within 1.9 ms (10,000 req/s); Mooncake's timestamp is in milliseconds: if its times are seconds, multiply them by 1,000 (or set workload.speedup to 0.001)\n`;
+    const checked = await kvsim("validate", spec);
+    expect([checked.code, checked.stderr]).toEqual([0, warning]);
+    const r = await kvsim("replay", "--spec", spec);
+    expect([r.code, r.stderr]).toEqual([0, warning]);
+  });
   it("says how many requests a max_virtual_time_ms cutoff left out", async () => {
     // Arrivals at 0 and 5,000 ms; the first completes at 10 + 2 + 2 = 14 ms, the second never arrives before 1,000 ms.
     write("two.jsonl", '{"request_id":"a","arrival_ms":0,"input_tokens":8,"output_tokens":2}\n{"request_id":"b","arrival_ms":5000,"input_tokens":8,"output_tokens":2}\n');
@@ -377,6 +388,11 @@ describe("what the table tells a new user: a cutoff, rejection reasons, saturati
     expect(r.code).toBe(0);
     // Both prompts (20 and 30 tokens) reach max_model_len 10, as vLLM rejects them: one group of 2.
     expect(r.stdout).toContain("\nrejected: 2 x prompt of # tokens reaches max_model_len # (e.g. prompt of 20 tokens reaches max_model_len 10)\n");
+    // No request completed: one line says so, the latency cells are "-", the JSON has null.
+    expect(r.stdout).toContain("\nno request completed: the latencies below have no sample (- here, null in the JSON report)\n");
+    expect(r.stdout).toMatch(/\nTTFT +- +- +- +-\n/);
+    const json = JSON.parse((await kvsim("replay", "--spec", path("mml.yaml"), "--format", "json")).stdout) as Record<string, unknown>;
+    expect([json.p90_ttft_ms, json.mean_e2e_ms, json.median_itl_ms, json.p99_e2el_ms, json.completed_requests]).toEqual([null, null, null, null, 0]);
   });
   it("warns when the run is saturated, with the offered and served rates", async () => {
     // 2 sequences at a time, 20 tokens of 20 ms each: about 2 / (10 + 19 x 20 ms) = 5 req/s served against 50 offered.
@@ -386,7 +402,7 @@ describe("what the table tells a new user: a cutoff, rejection reasons, saturati
     );
     const r = await kvsim("replay", "--spec", spec);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/\nwarning: saturated: requests arrive at [\d.]+ req\/s but are served at [\d.]+ req\/s, and the mean TTFT grew from [\d,.]+ ms \(first quarter of arrivals\) to [\d,.]+ ms \(last quarter\): the queue does not drain\n/);
+    expect(r.stdout).toMatch(/\nwarning: saturated: requests arrive at [\d.]+ req\/s but complete at [\d.]+ req\/s while they arrive \(request throughput over the whole run: [\d.]+ req\/s\), and the mean TTFT grew from [\d,.]+ ms \(first quarter of arrivals\) to [\d,.]+ ms \(last quarter\): the queue does not drain\n/);
   });
   it("--percentiles picks the columns and adds vLLM's p<N> keys to the JSON; bad lists are usage errors", async () => {
     const table = await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", "95,50");
@@ -398,6 +414,13 @@ describe("what the table tells a new user: a cutoff, rejection reasons, saturati
       expect([r.code, r.stdout]).toEqual([2, ""]);
       expect(r.stderr).toMatch(/^error: --percentiles /);
     }
+    // Fractions are refused with the percentiles they likely mean: 0.9 x 100 = 90, 0.99 x 100 = 99.
+    const fractions = await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", "0.9,0.99");
+    expect([fractions.code, fractions.stdout]).toEqual([2, ""]);
+    expect(fractions.stderr).toContain("not fractions");
+    expect(fractions.stderr).toContain("--percentiles 90,99\n");
+    // p1 alone is a percentile (all values <= 1 but none a fraction below 1).
+    expect((await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", "1")).code).toBe(0);
   });
   it("transfer refuses a destination holding more tokens than the prompt", async () => {
     expect(await kvsim("transfer", "--profile", path("glm.json"), "--prompt-tokens", "100", "--destination-cached-tokens", "101")).toEqual({

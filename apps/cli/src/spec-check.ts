@@ -215,9 +215,17 @@ function pairPath(spec: Spec): string {
  * Reads a spec (a file, or standard input for `-`), applies `--set` overrides and runs the shared
  * checks; throws InvalidInputs listing every problem, as `kvsim validate` prints them.
  */
-export async function loadCheckedSpec(io: StdinIo, file: string, sets: readonly string[] | undefined): Promise<CheckedSpec> {
-  const overrides = parseSetFlags(sets);
+export async function loadCheckedSpec(
+  io: StdinIo,
+  file: string,
+  sets: readonly string[] | undefined,
+  /** Overrides decided from the document itself, applied before `sets` (calibrate's stand-in timing). */
+  prepare?: (doc: LocatedDocument) => readonly SpecOverride[],
+): Promise<CheckedSpec> {
+  // A malformed --set is refused before any file is read.
+  const flags = parseSetFlags(sets);
   const doc = await readDocument(io, file);
+  const overrides = [...(prepare?.(doc) ?? []), ...flags];
   let checked: CheckedSpec;
   try {
     checked = checkSpec(doc, overrides);

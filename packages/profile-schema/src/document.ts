@@ -4,6 +4,7 @@ import type { z } from "zod";
 import { formatPath, InputError, type InputIssue } from "./errors.js";
 import { deepNestingOffset, deepValuePath } from "./json-text.js";
 import { MAX_JSON_ITEMS, MAX_NESTING_DEPTH, MAX_YAML_ITEMS } from "./limits.js";
+import { knownKeysAt, suggestSimilar } from "./suggest.js";
 
 export type DocumentFormat = "json" | "yaml";
 
@@ -362,22 +363,35 @@ export function renderValue(v: unknown): string {
 }
 
 /** Turns zod issues into located input issues, naming the offending value where there is one. */
-export function zodIssues(error: z.ZodError, locate?: LocatedDocument["locate"]): InputIssue[] {
+export function zodIssues(error: z.ZodError, locate?: LocatedDocument["locate"], known?: KnownKeys): InputIssue[] {
   const out: InputIssue[] = [];
-  collectIssues(error.issues, [], out, locate);
+  collectIssues(error.issues, [], out, locate, known);
   return out;
+}
+
+/** The schema and the value it checked: an unknown key is told the known key it likely meant. */
+export interface KnownKeys {
+  readonly schema: z.core.$ZodType;
+  readonly root: unknown;
+}
+
+/** `unknown key`, with `(did you mean max_num_seqs?)` when a known key at that place is close. */
+function unknownKeyMessage(path: readonly PropertyKey[], key: string, known: KnownKeys | undefined): string {
+  if (known === undefined) return "unknown key";
+  const near = suggestSimilar(key, knownKeysAt(known.schema, known.root, path.slice(0, -1)));
+  return near.length === 0 ? "unknown key" : `unknown key (did you mean ${near.slice(0, 3).join(" or ")}?)`;
 }
 
 /** True when a union branch failed because the input has another type altogether. */
 const wrongType = (branch: readonly z.core.$ZodIssue[]): boolean => branch.some((i) => i.path.length === 0 && i.code === "invalid_type");
 
-function collectIssues(issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[], out: InputIssue[], locate: LocatedDocument["locate"] | undefined): void {
+function collectIssues(issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[], out: InputIssue[], locate: LocatedDocument["locate"] | undefined, known?: KnownKeys): void {
   for (const issue of issues) {
     const base = [...prefix, ...issue.path];
     if (issue.code === "unrecognized_keys") {
       for (const key of issue.keys) {
         const path = [...base, key];
-        out.push({ path: formatPath(path), message: "unknown key", ...(locate?.(path) ?? {}) });
+        out.push({ path: formatPath(path), message: unknownKeyMessage(path, key, known), ...(locate?.(path) ?? {}) });
       }
       continue;
     }
@@ -386,7 +400,7 @@ function collectIssues(issues: readonly z.core.$ZodIssue[], prefix: readonly Pro
       // branch, that branch's own problems say far more than "matched no option".
       const fitting = issue.errors.filter((branch) => !wrongType(branch));
       if (fitting.length === 1) {
-        collectIssues(fitting[0]!, base, out, locate);
+        collectIssues(fitting[0]!, base, out, locate, known);
         continue;
       }
     }
@@ -409,13 +423,13 @@ export function validateDocument<S extends z.ZodType>(schema: S, doc: LocatedDoc
   if (result.success && doc.issues.length === 0) return result.data;
   // A reading issue explains its field better than the schema's view of the rounded value.
   const taken = new Set(doc.issues.map((i) => i.path));
-  const schemaIssues = result.success ? [] : zodIssues(result.error, (p) => doc.locate(p)).filter((i) => !taken.has(i.path));
+  const schemaIssues = result.success ? [] : zodIssues(result.error, (p) => doc.locate(p), { schema, root: doc.value }).filter((i) => !taken.has(i.path));
   throw new InputError(doc.file, [...doc.issues, ...schemaIssues]);
 }
 
 /** Validates an already-parsed value (an inline object, say); issues carry paths but no lines. */
 export function validateValue<S extends z.ZodType>(schema: S, value: unknown, file: string): z.output<S> {
   const result = schema.safeParse(value, { reportInput: true });
-  if (!result.success) throw new InputError(file, zodIssues(result.error));
+  if (!result.success) throw new InputError(file, zodIssues(result.error, undefined, { schema, root: value }));
   return result.data;
 }

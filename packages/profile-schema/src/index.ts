@@ -98,6 +98,7 @@ export {
   validateValue,
   formatForFile,
   zodIssues,
+  type KnownKeys,
   type DocumentFormat,
   type LocatedDocument,
 } from "./document.js";
@@ -184,6 +185,8 @@ export {
   type TraceReadOptions,
   type TraceLineOptions,
 } from "./trace.js";
+export { editDistance, suggestSimilar, knownKeysAt } from "./suggest.js";
+export { ArrivalSpan, arrivalSpanWarning, ARRIVAL_SPAN_MIN_REQUESTS, ARRIVAL_SPAN_MIN_MEAN_GAP_MS } from "./arrival-span.js";
 export { checkPdGate, checkPdTopology, handoffLayoutIssues, fullAttentionBlockSize, PD_VLLM_VERSIONS, type PdRole, type PdGateProblem } from "./pd-gate.js";
 export { parseBandwidth, bandwidthSchema } from "./bandwidth.js";
 export { profileJsonSchema, specJsonSchema, PROFILE_SCHEMA_ID, SPEC_SCHEMA_ID, type JsonSchema } from "./json-schema.js";

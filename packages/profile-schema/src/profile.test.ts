@@ -47,7 +47,8 @@ describe("ProfileSchema", () => {
     expect(refusal({ ...grouped(), colour: "red" })).toStrictEqual(["colour: unknown key"]);
     const p = grouped();
     p.kv_cache_groups[1] = { ...p.kv_cache_groups[1]!, ...{ windw: 3 } };
-    expect(refusal(p)).toStrictEqual(["kv_cache_groups[1].windw: unknown key"]);
+    // "windw" is 2 edits from the group's "kind" (w->k, drop the last w) and keeps 3 of its 5 letters: suggested.
+    expect(refusal(p)).toStrictEqual(["kv_cache_groups[1].windw: unknown key (did you mean kind?)"]);
   });
   it("refuses duplicate group names, naming the later one", () => {
     const p = grouped();

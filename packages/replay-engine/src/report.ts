@@ -104,10 +104,10 @@ export interface DataParallelReport {
 }
 
 /** vLLM's per-metric summary keys the report adds: median_ttft_ms, std_itl_ms, mean_e2el_ms, ... */
-export type VllmSummaryKeys = Readonly<Partial<Record<`${"median" | "std"}_${MetricName}_ms` | "mean_e2el_ms", number>>>;
+export type VllmSummaryKeys = Readonly<Partial<Record<`${"median" | "std"}_${MetricName}_ms` | "mean_e2el_ms", number | null>>>;
 
 /** p<P>_<metric>_ms for every requested percentile P (vLLM's key form: p95, p99.9), `e2e` and `e2el` both. */
-export type PercentileKeys = Readonly<Record<`p${number}_${MetricName}_ms`, number | undefined>>;
+export type PercentileKeys = Readonly<Record<`p${number}_${MetricName}_ms`, number | null | undefined>>;
 
 /** The replay summary (docs/rules/formats.md §4). Virtual-time metrics only; the CLI adds the wall-clock ones. */
 export interface ReplayReport extends VllmSummaryKeys, PercentileKeys {
@@ -126,22 +126,23 @@ export interface ReplayReport extends VllmSummaryKeys, PercentileKeys {
   readonly request_throughput_rps: number;
   readonly input_throughput_tok_s: number;
   readonly output_throughput_tok_s: number;
-  readonly mean_ttft_ms: number;
-  readonly p50_ttft_ms: number;
-  readonly p90_ttft_ms: number;
-  readonly p99_ttft_ms: number;
-  readonly mean_tpot_ms: number;
-  readonly p50_tpot_ms: number;
-  readonly p90_tpot_ms: number;
-  readonly p99_tpot_ms: number;
-  readonly mean_itl_ms: number;
-  readonly p50_itl_ms: number;
-  readonly p90_itl_ms: number;
-  readonly p99_itl_ms: number;
-  readonly mean_e2e_ms: number;
-  readonly p50_e2e_ms: number;
-  readonly p90_e2e_ms: number;
-  readonly p99_e2e_ms: number;
+  /** Latencies over the completed requests; null (every one) when no request completed. */
+  readonly mean_ttft_ms: number | null;
+  readonly p50_ttft_ms: number | null;
+  readonly p90_ttft_ms: number | null;
+  readonly p99_ttft_ms: number | null;
+  readonly mean_tpot_ms: number | null;
+  readonly p50_tpot_ms: number | null;
+  readonly p90_tpot_ms: number | null;
+  readonly p99_tpot_ms: number | null;
+  readonly mean_itl_ms: number | null;
+  readonly p50_itl_ms: number | null;
+  readonly p90_itl_ms: number | null;
+  readonly p99_itl_ms: number | null;
+  readonly mean_e2e_ms: number | null;
+  readonly p50_e2e_ms: number | null;
+  readonly p90_e2e_ms: number | null;
+  readonly p99_e2e_ms: number | null;
   /** Sum of reused tokens over sum of input tokens, over completed requests. */
   readonly prefix_cache_reused_ratio: number;
   /** Preemptions over every rank. */
@@ -478,13 +479,15 @@ export class MetricsCollector {
       itl: this.itl.distribution(),
       e2e: summarize(samples.e2e),
     };
+    // No request completed: latencies have no sample, so they are null (not a flattering 0).
+    const none = this.completed === 0;
     const d = (name: keyof typeof dists) => {
       const dist: Distribution = dists[name];
       return {
-        [`mean_${name}_ms`]: dist.mean,
-        [`p50_${name}_ms`]: dist.p50,
-        [`p90_${name}_ms`]: dist.p90,
-        [`p99_${name}_ms`]: dist.p99,
+        [`mean_${name}_ms`]: none ? null : dist.mean,
+        [`p50_${name}_ms`]: none ? null : dist.p50,
+        [`p90_${name}_ms`]: none ? null : dist.p90,
+        [`p99_${name}_ms`]: none ? null : dist.p99,
       };
     };
     const body = {
@@ -531,10 +534,10 @@ export class MetricsCollector {
       const at = name === "itl" ? this.itl.percentiles(this.percentiles) : percentilesOf(samples[name], this.percentiles);
       const names: MetricName[] = name === "e2e" ? ["e2e", "e2el"] : [name];
       for (const m of names) {
-        vllm[`mean_${m}_ms`] = dist.mean;
-        vllm[`median_${m}_ms`] = dist.p50;
-        vllm[`std_${m}_ms`] = dist.std;
-        this.percentiles.forEach((p, i) => (vllm[percentileKey(p, m)] = at[i]!));
+        vllm[`mean_${m}_ms`] = none ? null : dist.mean;
+        vllm[`median_${m}_ms`] = none ? null : dist.p50;
+        vllm[`std_${m}_ms`] = none ? null : dist.std;
+        this.percentiles.forEach((p, i) => (vllm[percentileKey(p, m)] = none ? null : at[i]!));
       }
     }
     const derived = {

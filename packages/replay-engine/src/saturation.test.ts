@@ -47,6 +47,27 @@ describe("SaturationMonitor", () => {
     expect(c.saturated).toBe(true);
   });
 
+  it("a heavy overload where nothing completes before the last arrival is saturated, served 0 req/s", () => {
+    // One request every 5,000 ms under arrivals every 100 ms: request i finishes at 5,000 (i + 1),
+    // so none is done by the last arrival (3,900 < 5,000); TTFT_i = 5,000 (i + 1) - 100 i = 4,900 i + 5,000.
+    const c = run(arrivals(40, 100).map((a, i) => ({ arrival: a, first: 5000 * (i + 1), done: 5000 * (i + 1) })));
+    expect(c.offered_rps).toBeCloseTo(10, 12);
+    // 0 completions over the 3,900 ms arrival window.
+    expect(c.served_rps).toBe(0);
+    // First quarter: requests 0..9, mean 4,900 x 4.5 + 5,000 = 27,050; last: 30..39, 4,900 x 34.5 + 5,000 = 174,050.
+    expect(c.ttft_first_quarter_ms).toBeCloseTo(27050, 9);
+    expect(c.ttft_last_quarter_ms).toBeCloseTo(174050, 9);
+    expect(c.saturated).toBe(true);
+  });
+
+  it("one completion before the last arrival counts over the arrival window", () => {
+    // One request every 3,000 ms: request 0 done at 3,000 <= 3,900, request 1 at 6,000 is not.
+    // Served: 1 completion over 3,900 ms = 0.2564 req/s.
+    const c = run(arrivals(40, 100).map((a, i) => ({ arrival: a, first: 3000 * (i + 1), done: 3000 * (i + 1) })));
+    expect(c.served_rps).toBeCloseTo((1 / 3900) * 1000, 12);
+    expect(c.saturated).toBe(true);
+  });
+
   it("gives no verdict on fewer than 20 arrivals or when all arrive at once", () => {
     const few = run(arrivals(19, 100).map((a, i) => ({ arrival: a, first: 200 * (i + 1), done: 200 * (i + 1) })));
     expect(few.saturated).toBe(false);

@@ -6,7 +6,11 @@ export interface SaturationCheck {
   readonly offered_rps: number | null;
   /**
    * Completion rate while requests were still arriving: (completions by the last arrival - 1) /
-   * (last arrival - first completion); null when fewer than 2 requests completed by then.
+   * (last arrival - first completion) when at least 2 completed by then; with 0 or 1 completed,
+   * that count over the arrival window (last arrival - first arrival), so a heavy overload where
+   * nothing completes before the last arrival reads 0, not "unknown". Null only when the arrival
+   * window is empty. Not the report's request_throughput_rps, which is completions over the whole
+   * run (the drain after the last arrival included).
    */
   readonly served_rps: number | null;
   /** Mean TTFT of the completed requests that arrived in the first and in the last quarter of the arrival window. */
@@ -63,7 +67,9 @@ export class SaturationMonitor {
     const span = this.lastArrival - first;
     const offered = this.arrivals >= 2 && span > 0 ? ((this.arrivals - 1) / span) * 1000 : null;
     const servedSpan = this.firstCompletion === undefined ? 0 : this.lastArrival - this.firstCompletion;
-    const served = this.completedByLastArrival >= 2 && servedSpan > 0 ? ((this.completedByLastArrival - 1) / servedSpan) * 1000 : null;
+    const done = this.completedByLastArrival;
+    // Fewer than 2 completions have no interval between them: count them over the arrival window.
+    const served = done >= 2 && servedSpan > 0 ? ((done - 1) / servedSpan) * 1000 : span > 0 ? (done / span) * 1000 : null;
     const early = span > 0 ? this.meanTtft(first, first + span / 4) : null;
     const late = span > 0 ? this.meanTtft(this.lastArrival - span / 4, this.lastArrival) : null;
     const saturated =

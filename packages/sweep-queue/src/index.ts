@@ -2,6 +2,9 @@ export {
   SweepQueue,
   startWorker,
   removeQueue,
+  cancelSweep,
+  DEFAULT_LOCK_MS,
+  DEFAULT_STALLED_MS,
   jobIdFor,
   checkQueueUrl,
   pingRedis,
@@ -13,4 +16,5 @@ export {
   type QueueTarget,
   type PointJob,
   type WorkerOptions,
+  type CancelOutcome,
 } from "./queue.js";

@@ -18,6 +18,18 @@ export const DEFAULT_PREFIX = "kvsim";
 export const KEEP_RESULTS_S = 7 * 24 * 3600;
 /** How often a waiting sweep re-reads the state of its pending points, besides the queue's events. */
 const RECONCILE_MS = 2000;
+/**
+ * A point's lock (BullMQ renews it at half, from the worker's event loop, which the points'
+ * worker threads leave free). Points take seconds: a dead worker's point should be back on the
+ * queue within seconds too, not after BullMQ's 30 s lock and 30 s stalled check.
+ */
+export const DEFAULT_LOCK_MS = 10_000;
+/** How often a worker looks for points whose worker died (their lock expired). */
+export const DEFAULT_STALLED_MS = 5_000;
+
+/** The Redis key that marks a sweep cancelled (workers skip its points). */
+const cancelKey = (t: QueueTarget, sweepId: string) => `${names(t).prefix}:${names(t).name}:cancelled:${sweepId}`;
+const sweepOfJob = (jobId: string): string => jobId.split(".", 1)[0]!;
 
 /** A bad queue URL or an unreachable Redis. */
 export class QueueError extends Error {
@@ -86,6 +98,7 @@ const asRow = (value: unknown): SweepRow => (typeof value === "string" ? (JSON.p
 export class SweepQueue {
   private readonly pending = new Map<string, { resolve: (row: SweepRow) => void; task: PointTask }>();
   private reconciling = false;
+  private readonly resumed = new Set<string>();
   private readonly timer: NodeJS.Timeout;
   /** Points this sweep found already done (a restart), and points it added. */
   readonly counts = { reused: 0, added: 0 };
@@ -93,6 +106,8 @@ export class SweepQueue {
   private constructor(
     private readonly queue: Queue,
     private readonly events: QueueEvents,
+    private readonly target: QueueTarget,
+    private readonly redis: Redis,
   ) {
     events.on("completed", ({ jobId, returnvalue }) => {
       this.settle(jobId, asRow(returnvalue));
@@ -112,7 +127,7 @@ export class SweepQueue {
     const queue = new Queue(name, { connection, prefix });
     const events = new QueueEvents(name, { connection, prefix });
     await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
-    return new SweepQueue(queue, events);
+    return new SweepQueue(queue, events, target, new Redis(target.url, { maxRetriesPerRequest: null }));
   }
 
   private settle(jobId: string, row: SweepRow): void {
@@ -125,7 +140,14 @@ export class SweepQueue {
   /** Reads the state of the job, settling it when it is done, retrying it when it failed. */
   private async check(jobId: string): Promise<void> {
     const job = await Job.fromId<PointJob, SweepRow>(this.queue, jobId);
-    if (job === undefined) return;
+    if (job === undefined) {
+      // Removed from the queue: by kvsim sweep --cancel, while this sweep waited for it.
+      const p = this.pending.get(jobId);
+      if (p !== undefined && (await this.redis.exists(cancelKey(this.target, sweepOfJob(jobId)))) === 1) {
+        this.settle(jobId, badRow(p.task.point, p.task.settings, "failed", `the sweep was cancelled (kvsim sweep --cancel --sweep-id ${sweepOfJob(jobId)})`, 0));
+      }
+      return;
+    }
     const state = await job.getState();
     if (state === "completed") this.settle(jobId, asRow(job.returnvalue));
     else if (state === "failed") await job.retry("failed");
@@ -145,6 +167,11 @@ export class SweepQueue {
 
   /** Runs one point on the queue: adds its job (unless it exists) and resolves with its row. */
   async run(sweepId: string, task: PointTask): Promise<SweepRow> {
+    // Running a sweep id again takes back an earlier cancel of it.
+    if (!this.resumed.has(sweepId)) {
+      this.resumed.add(sweepId);
+      await this.redis.del(cancelKey(this.target, sweepId));
+    }
     const jobId = jobIdFor(sweepId, task);
     const row = new Promise<SweepRow>((resolve) => this.pending.set(jobId, { resolve, task }));
     const existing = await Job.fromId(this.queue, jobId);
@@ -166,6 +193,44 @@ export class SweepQueue {
     clearInterval(this.timer);
     await this.events.close();
     await this.queue.close();
+    this.redis.disconnect();
+  }
+}
+
+/** What `cancelSweep` did: points removed before any worker took them, finished points removed, points running (their workers discard them). */
+export interface CancelOutcome {
+  readonly waiting: number;
+  readonly finished: number;
+  readonly running: number;
+}
+
+/**
+ * Cancels a sweep on the queue: marks it cancelled (workers skip any of its points they take;
+ * a sweep waiting for them ends with those points failed), removes its points that no worker
+ * took yet, and its finished ones (so a restart with the same id runs them again). A point
+ * running now cannot be removed (its worker holds the lock): its worker finishes it, and it is
+ * counted in `running`.
+ */
+export async function cancelSweep(target: QueueTarget, sweepId: string): Promise<CancelOutcome> {
+  await pingRedis(target.url);
+  const { name, prefix } = names(target);
+  const queue = new Queue(name, { connection: { url: target.url, maxRetriesPerRequest: null }, prefix });
+  const redis = new Redis(target.url, { maxRetriesPerRequest: null });
+  try {
+    await redis.set(cancelKey(target, sweepId), "1", "EX", KEEP_RESULTS_S);
+    const ofSweep = (jobs: readonly { id?: string | undefined }[]) => jobs.map((j) => j.id).filter((id): id is string => id !== undefined && sweepOfJob(id) === sweepId);
+    const remove = async (ids: readonly string[]) => {
+      let n = 0;
+      for (const id of ids) n += await queue.remove(id);
+      return n;
+    };
+    const waiting = await remove(ofSweep(await queue.getJobs(["waiting", "wait", "delayed", "prioritized", "waiting-children"])));
+    const finished = await remove(ofSweep(await queue.getJobs(["completed", "failed"])));
+    const running = ofSweep(await queue.getJobs(["active"])).length;
+    return { waiting, finished, running };
+  } finally {
+    redis.disconnect();
+    await queue.close();
   }
 }
 
@@ -184,14 +249,14 @@ export async function removeQueue(target: QueueTarget): Promise<void> {
 export interface WorkerOptions {
   /** Points this worker runs at once. */
   readonly concurrency: number;
-  /** How long a point's lock lasts without renewal (BullMQ renews it at half). Default 30,000 ms. */
+  /** How long a point's lock lasts without renewal (BullMQ renews it at half). Default DEFAULT_LOCK_MS (10,000 ms). */
   readonly lockDurationMs?: number;
-  /** How often this worker looks for points whose worker died. Default 30,000 ms. */
+  /** How often this worker looks for points whose worker died. Default DEFAULT_STALLED_MS (5,000 ms). */
   readonly stalledIntervalMs?: number;
   /** How often a point may stall (its worker died) before it fails. Default 3. */
   readonly maxStalledCount?: number;
-  /** Called when a point starts and ends. */
-  readonly onPoint?: (event: { readonly kind: "started" | "done"; readonly jobId: string; readonly attempt: number; readonly row?: SweepRow }) => void;
+  /** Called when a point starts, ends, or is skipped (its sweep was cancelled). */
+  readonly onPoint?: (event: { readonly kind: "started" | "done" | "skipped"; readonly jobId: string; readonly attempt: number; readonly row?: SweepRow; readonly reason?: string }) => void;
 }
 
 /**
@@ -202,9 +267,17 @@ export interface WorkerOptions {
 export async function startWorker(target: QueueTarget, run: (task: PointTask) => Promise<SweepRow>, options: WorkerOptions): Promise<{ close(): Promise<void> }> {
   await pingRedis(target.url);
   const { name, prefix } = names(target);
+  const client = new Redis(target.url, { maxRetriesPerRequest: null });
+  const isCancelledBy = async (sweepId: string) => (await client.exists(cancelKey(target, sweepId))) === 1;
   const worker = new Worker<PointJob, SweepRow>(
     name,
     async (job) => {
+      const sweepId = job.data.sweepId;
+      if (await isCancelledBy(sweepId)) {
+        const reason = `sweep ${sweepId} was cancelled (kvsim sweep --cancel)`;
+        options.onPoint?.({ kind: "skipped", jobId: job.id ?? "?", attempt: job.attemptsStarted, reason });
+        return badRow(job.data.task.point, job.data.task.settings, "failed", `skipped: ${reason}`, 0);
+      }
       options.onPoint?.({ kind: "started", jobId: job.id ?? "?", attempt: job.attemptsStarted });
       const row = await run(job.data.task);
       options.onPoint?.({ kind: "done", jobId: job.id ?? "?", attempt: job.attemptsStarted, row });
@@ -214,11 +287,16 @@ export async function startWorker(target: QueueTarget, run: (task: PointTask) =>
       connection: { url: target.url, maxRetriesPerRequest: null },
       prefix,
       concurrency: options.concurrency,
-      lockDuration: options.lockDurationMs ?? 30_000,
-      stalledInterval: options.stalledIntervalMs ?? 30_000,
+      lockDuration: options.lockDurationMs ?? DEFAULT_LOCK_MS,
+      stalledInterval: options.stalledIntervalMs ?? DEFAULT_STALLED_MS,
       maxStalledCount: options.maxStalledCount ?? 3,
     },
   );
   await worker.waitUntilReady();
-  return { close: () => worker.close() };
+  return {
+    close: async () => {
+      await worker.close();
+      client.disconnect();
+    },
+  };
 }

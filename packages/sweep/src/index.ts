@@ -16,4 +16,4 @@ export {
   type MinWorkersResult,
   type WorkerCounts,
 } from "./search.js";
-export { diffReports, type ReportDiff, type MetricChange, type SettingChange } from "./diff.js";
+export { diffReports, canonicalMetric, type ReportDiff, type MetricChange, type SettingChange } from "./diff.js";

@@ -108,7 +108,8 @@ describe("a spec with overrides", () => {
     expect(e.file).toBe("--set engine.max_num_seqs=0");
     expect(e.message).toBe("--set engine.max_num_seqs=0: engine.max_num_seqs: must be at least 1 (got 0)");
     const unknown = thrown(() => specWithOverrides(doc(), [set("engine.max_num_seq=3")]));
-    expect(unknown.message).toBe("--set engine.max_num_seq=3: engine.max_num_seq: unknown key");
+    // One letter from engine.max_num_seqs: suggested.
+    expect(unknown.message).toBe("--set engine.max_num_seq=3: engine.max_num_seq: unknown key (did you mean max_num_seqs?)");
     const workers = thrown(() => specWithOverrides(doc(), [set("topology.decode.workers=two")]));
     expect(workers.message).toMatch(/^--set topology\.decode\.workers=two: topology\.decode\.workers: /);
   });

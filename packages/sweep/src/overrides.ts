@@ -199,7 +199,7 @@ export function specWithOverrides(doc: LocatedDocument, overrides: readonly Spec
   if (result.success && doc.issues.length === 0) return resolveSpecPaths(result.data, doc.file);
   const sources: SourcedIssue[] = doc.issues.map((issue) => ({ file: doc.file, issue }));
   if (!result.success) {
-    for (const issue of zodIssues(result.error)) {
+    for (const issue of zodIssues(result.error, undefined, { schema: SpecSchema, root: value })) {
       if (taken.has(issue.path)) continue;
       const keys = issue.path === "" ? [] : (parseSpecPath(issue.path) ?? []);
       // The last override that set this field (or a mapping above it) owns the problem.

@@ -54,6 +54,29 @@ describe("report diffs", () => {
     expect(d.sameDigest).toBe(false);
   });
 
+  it("fold the same figure under vLLM's names into one row, unless the values differ", () => {
+    const a = { p50_ttft_ms: 10, median_ttft_ms: 10, mean_e2e_ms: 30, mean_e2el_ms: 30, p50_e2el_ms: 25, median_e2el_ms: 25, completed: 4, completed_requests: 4, digest: "x" };
+    // b's median_ttft_ms (11) is not its p50 (12): kept as a row of its own.
+    const b = { p50_ttft_ms: 12, median_ttft_ms: 11, mean_e2e_ms: 33, mean_e2el_ms: 33, p50_e2el_ms: 20, median_e2el_ms: 20, completed: 4, completed_requests: 4, digest: "y" };
+    expect(diffReports(a, b).metrics).toEqual([
+      // 12 - 10 = 2, 2 / 10 = 0.2.
+      { metric: "p50_ttft_ms", a: 10, b: 12, change: 2, relative: 0.2 },
+      // 11 - 10 = 1, 1 / 10 = 0.1.
+      { metric: "median_ttft_ms", a: 10, b: 11, change: 1, relative: 0.1 },
+      // 33 - 30 = 3, 3 / 30 = 0.1.
+      { metric: "mean_e2e_ms", a: 30, b: 33, change: 3, relative: 0.1, aliases: ["mean_e2el_ms"] },
+      // No p50_e2e_ms in the reports: the first of the group heads it; 20 - 25 = -5, -5 / 25 = -0.2.
+      { metric: "p50_e2el_ms", a: 25, b: 20, change: -5, relative: -0.2, aliases: ["median_e2el_ms"] },
+      // kvsim's name heads the row, at the place of the group's first member (vLLM's completed).
+      { metric: "completed_requests", a: 4, b: 4, change: 0, relative: 0, aliases: ["completed"] },
+    ]);
+  });
+
+  it("compare a latency that is null (no request completed) as a metric without a value", () => {
+    const d = diffReports({ p90_ttft_ms: null, digest: "x" }, { p90_ttft_ms: 5, digest: "y" });
+    expect([d.metrics, d.settings]).toEqual([[{ metric: "p90_ttft_ms", a: null, b: 5, change: null, relative: null }], []]);
+  });
+
   it("list the other fields that differ, and metrics only one side has", () => {
     const a = { run: { spec: "a.yaml", settings: { "engine.max_num_seqs": 64, router: "kv_aware" } }, goodput_rps: 2 };
     const b = { run: { spec: "b.yaml", settings: { "engine.max_num_seqs": 128, router: "kv_aware" } } };

@@ -65,6 +65,25 @@ describe("kvsim calibrate", () => {
     expect(await run("a.yaml")).toEqual(await run("b.yaml"));
   });
 
+  it("takes any timing as the starting point: timing { type: profile } on a profile without tables, or none, fits as the fixed one does", async () => {
+    const fitted = async (spec: string, name: string) => {
+      const io = captureIo();
+      expect(await runCli(["calibrate", "--spec", spec, "--measured", path("measured.jsonl"), "--out", path("out", name), "--max-evaluations", "6", "--format", "json"], io)).toBe(0);
+      return (JSON.parse(io.stdout) as { coefficients: unknown }).coefficients;
+    };
+    writeFileSync(path("tables.yaml"), JSON.stringify(specFor({ type: "profile" })));
+    const noTiming: Record<string, unknown> = { ...specFor(null) };
+    delete noTiming.timing;
+    writeFileSync(path("none.yaml"), JSON.stringify(noTiming));
+    // replay still refuses the profile timing (the profile has no forward_pass tables) ...
+    expect(await runCli(["replay", "--spec", path("tables.yaml")], captureIo())).toBe(2);
+    // ... but the fit starts from a regression on the measured run, never from the spec's timing:
+    // the same coefficients as from the fixed timing.
+    const fixed = await fitted(path("spec.yaml"), "f.yaml");
+    expect(await fitted(path("tables.yaml"), "t.yaml")).toEqual(fixed);
+    expect(await fitted(path("none.yaml"), "n.yaml")).toEqual(fixed);
+  });
+
   it("a bad measured file or ids that are not the workload's exit 2 naming file, line and field, and write nothing", async () => {
     const lines = readFileSync(path("measured.jsonl"), "utf8").trim().split("\n");
     const broken = [...lines];

@@ -27,7 +27,8 @@ import {
   type StageComparison,
   type StageRun,
 } from "@kvsim/calibrate";
-import { readTrace, type Profile, type Spec, type TraceRecord } from "@kvsim/profile-schema";
+import { readTrace, type LocatedDocument, type Profile, type Spec, type TraceRecord } from "@kvsim/profile-schema";
+import type { SpecOverride } from "@kvsim/sweep";
 import { checkOutputs, readText, RunError, UsageError, writeOutputs, type CliIo } from "../io.js";
 import { openTrace } from "../lines.js";
 import { loadCheckedSpec, type CheckedSpec } from "../spec-check.js";
@@ -100,7 +101,8 @@ function yamlText(value: unknown): string {
   return doc.toString({ lineWidth: 0 });
 }
 
-const specText = (out: string, doc: Record<string, unknown>): string => (out.endsWith(".json") ? `${JSON.stringify(doc, null, 2)}\n` : yamlText(doc));
+/** A spec as written to `out`: JSON for a .json name, else YAML. */
+export const specText = (out: string, doc: Record<string, unknown>): string => (out.endsWith(".json") ? `${JSON.stringify(doc, null, 2)}\n` : yamlText(doc));
 
 const fmt = (v: number | null, digits = 2): string => (v === null ? "-" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
 const pct = (v: number | null): string => (v === null ? "-" : `${v >= 0 ? "+" : ""}${(v * 100).toFixed(1)}%`);
@@ -209,6 +211,21 @@ function parseOptions(opts: CalibrateOptions): Parsed {
   return { specs, measured, outs, fraction, maxEvaluations, maxStageSeconds };
 }
 
+/**
+ * Calibrate replaces the spec's timing, so any timing is a starting point: one that is neither
+ * linear (whose `experts` term the fit keeps) nor roofline (fitted as such), or none at all, is
+ * checked as a fixed stand-in, so `timing: { type: profile }` on a profile without forward_pass
+ * tables (profile from-hf writes those) is not refused. The linear fit starts from a regression
+ * on the measured run, never from the spec's timing.
+ */
+export function standInTiming(doc: LocatedDocument): SpecOverride[] {
+  const value = doc.value;
+  const timing = value !== null && typeof value === "object" ? (value as Record<string, unknown>).timing : undefined;
+  const type = timing !== null && typeof timing === "object" ? (timing as Record<string, unknown>).type : undefined;
+  if (type === "linear" || type === "roofline") return [];
+  return [{ path: ["timing"], value: { type: "fixed", prefill_ms: 1, decode_ms: 1 }, source: `${doc.file} (timing, replaced by the fit)` }];
+}
+
 /** `kvsim calibrate`: fits the spec's timing (linear or roofline) to measured runs and writes the spec with it. */
 export async function calibrateCommand(io: StdinIo & CliIo, opts: CalibrateOptions): Promise<number> {
   const p = parseOptions(opts);
@@ -218,7 +235,7 @@ export async function calibrateCommand(io: StdinIo & CliIo, opts: CalibrateOptio
   );
   const started = performance.now();
   const checked: CheckedSpec[] = [];
-  for (const s of p.specs) checked.push(await loadCheckedSpec(io, s, undefined));
+  for (const s of p.specs) checked.push(await loadCheckedSpec(io, s, undefined, standInTiming));
   const specOf = (i: number) => checked[p.specs.length === 1 ? 0 : i]!;
   const measured = p.measured.map(readMeasuredAny);
   const roofline = checked.some((c) => c.spec.timing.type === "roofline");

@@ -50,6 +50,19 @@ describe("kvsim compare", () => {
     expect(io.stderr).toContain(`${path("bad.jsonl")}:2: last_token_ts: is required`);
   });
 
+  it("refuses the two files swapped, naming what each holds", async () => {
+    const io = captureIo();
+    expect(await runCli(["compare", "--measured", path("sim.jsonl"), "--requests", path("measured.jsonl")], io)).toBe(2);
+    expect(io.stdout).toBe("");
+    expect(io.stderr).toContain(`--requests ${path("measured.jsonl")} holds vLLM per-request stats (a measured run), but --requests takes the simulated side`);
+    expect(io.stderr).toContain(`the two files look swapped, try --measured ${path("measured.jsonl")} --requests ${path("sim.jsonl")}`);
+    // A measured file on both sides is refused too (no swap to suggest).
+    const both = captureIo();
+    expect(await runCli(["compare", "--measured", path("measured.jsonl"), "--requests", path("measured.jsonl")], both)).toBe(2);
+    expect(both.stderr).toContain("but --requests takes the simulated side");
+    expect(both.stderr).not.toContain("swapped");
+  });
+
   it("refuses both selections at once and a missing --requests", async () => {
     const io = captureIo();
     expect(await runCli(["compare", "--measured", path("measured.jsonl"), "--requests", path("sim.jsonl"), "--from-request", "1", "--after-ms", "5"], io)).toBe(2);

@@ -1,4 +1,4 @@
-import { clockStartFor, compareRuns, fromEnginePickup, parseMeasured, selectRequests, type CompareSelection, type Comparison, type CompareValue, type MeasuredRun } from "@kvsim/calibrate";
+import { clockStartFor, compareRuns, detectMeasuredFormat, fromEnginePickup, parseMeasured, selectRequests, type CompareSelection, type Comparison, type CompareValue, type MeasuredFormat, type MeasuredRun } from "@kvsim/calibrate";
 import { renderCompareHtml, type CompareSamples } from "@kvsim/report-html";
 import { chartAssets } from "../html-assets.js";
 import { checkOutputs, readText, UsageError, writeOutputs, type CliIo } from "../io.js";
@@ -101,6 +101,23 @@ function compareSamples(measured: MeasuredRun, simulated: MeasuredRun, selection
   return { ttft: { measured: m.ttft, simulated: s.ttft }, tpot: { measured: m.tpot, simulated: s.tpot }, itl: { measured: m.itl, simulated: s.itl }, e2e: { measured: m.e2e, simulated: s.e2e } };
 }
 
+const FORMAT_WORDS: Readonly<Record<MeasuredFormat, string>> = {
+  "vllm-requests": "vLLM per-request stats (a measured run)",
+  "vllm-bench": "a vllm bench serve JSON (a measured run)",
+  "kvsim-requests": "kvsim replay --requests records (a simulated run)",
+};
+
+/**
+ * --requests must be kvsim's records (the simulated side); a measured vLLM file there is refused,
+ * and named a swap when --measured holds kvsim's records. Files of no known format fall through to
+ * the parser's located message.
+ */
+function checkSides(measuredFile: string, measured: MeasuredFormat | undefined, requestsFile: string, requests: MeasuredFormat | undefined): void {
+  if (requests === undefined || requests === "kvsim-requests") return;
+  const swapped = measured === "kvsim-requests" ? `; --measured ${measuredFile} holds ${FORMAT_WORDS[measured]}: the two files look swapped, try --measured ${requestsFile} --requests ${measuredFile}` : "";
+  throw new UsageError(`--requests ${requestsFile} holds ${FORMAT_WORDS[requests]}, but --requests takes the simulated side (kvsim replay --requests records)${swapped}`);
+}
+
 /** `kvsim compare`: a measured run against a simulated one, request by request id. */
 export function compareCommand(io: CliIo, opts: CompareOptions): number {
   if (opts.format !== "table" && opts.format !== "json") throw new UsageError(`--format must be table or json, got "${opts.format}"`);
@@ -109,8 +126,11 @@ export function compareCommand(io: CliIo, opts: CompareOptions): number {
   const selection = parseSelection(opts);
   checkOutputs([{ flag: "--html", path: opts.html }], opts.force === true);
   const assets = opts.html === undefined ? undefined : chartAssets();
-  const measured = readMeasured(opts.measured);
-  const read = readMeasured(opts.requests);
+  const measuredText = readText(opts.measured);
+  const requestsText = readText(opts.requests);
+  checkSides(opts.measured, detectMeasuredFormat(measuredText), opts.requests, detectMeasuredFormat(requestsText));
+  const measured = parseMeasured(measuredText, opts.measured);
+  const read = parseMeasured(requestsText, opts.requests);
   // Against vLLM's per-request stats, a simulated request's clock starts at the engine's pickup.
   const simulated = read.format === "kvsim-requests" && clockStartFor(measured) === "engine-pickup" ? fromEnginePickup(read) : read;
   const c = compareRuns(measured, simulated, selection);

@@ -1,5 +1,5 @@
 import { formatPath, InputError, parseDocumentText } from "@kvsim/profile-schema";
-import { diffReports, type MetricChange } from "@kvsim/sweep";
+import { canonicalMetric, diffReports, type MetricChange } from "@kvsim/sweep";
 import { readText, UsageError, type CliIo } from "../io.js";
 import type { RegisterCommand } from "./index.js";
 
@@ -37,6 +37,17 @@ function table(rows: readonly (readonly string[])[]): string {
   return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd()).join("\n");
 }
 
+/** The alias rules behind folded names, each once: `median_* = p50_*`, `*_e2el_ms = *_e2e_ms`, `completed = completed_requests`. */
+function aliasRules(aliases: readonly string[]): string[] {
+  const rules = new Set<string>();
+  for (const a of aliases) {
+    if (a.startsWith("median_")) rules.add("median_* = p50_*");
+    if (a.endsWith("_e2el_ms")) rules.add("*_e2el_ms = *_e2e_ms");
+    if (!a.startsWith("median_") && !a.endsWith("_e2el_ms")) rules.add(`${a} = ${canonicalMetric(a)}`);
+  }
+  return [...rules];
+}
+
 /** `kvsim diff <a> <b>`: every metric side by side with its change, then the settings that differ. */
 export function diffCommand(io: CliIo, fileA: string, fileB: string, format: string): number {
   if (format !== "table" && format !== "json") throw new UsageError(`--format must be table or json, got "${format}"`);
@@ -47,6 +58,8 @@ export function diffCommand(io: CliIo, fileA: string, fileB: string, format: str
   }
   const row = (m: MetricChange) => [m.metric, fmt(m.a), fmt(m.b), signed(m.change), pct(m.relative)];
   const lines = [`kvsim diff: a = ${fileA}, b = ${fileB}${d.sameDigest ? " (the same digest)" : ""}`, "", table([["metric", "a", "b", "b - a", "change"], ...d.metrics.map(row)])];
+  const rules = aliasRules(d.metrics.flatMap((m) => m.aliases ?? []));
+  if (rules.length > 0) lines.push(`(one row per figure; the same figures under other names: ${rules.join(", ")})`);
   lines.push("");
   const shown = (v: unknown): string => {
     if (v === undefined) return "(absent)";

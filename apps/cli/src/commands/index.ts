@@ -26,6 +26,7 @@ const COMMANDS: readonly { readonly name: string; readonly load: () => Promise<R
   { name: "compare", load: async () => (await import("./compare.js")).registerCompare },
   { name: "calibrate", load: async () => (await import("./calibrate.js")).registerCalibrate },
   { name: "trace", load: async () => (await import("./trace.js")).registerTrace },
+  { name: "spec", load: async () => (await import("./spec.js")).registerSpec },
 ];
 
 /**

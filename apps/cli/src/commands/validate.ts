@@ -8,6 +8,8 @@ import {
   parsePath,
   ProfileSchema,
   readTrace,
+  ArrivalSpan,
+  arrivalSpanWarning,
   resolveEngine,
   validateDocument,
   type LocatedDocument,
@@ -57,17 +59,19 @@ function validateProfileDocument(io: CliIo, doc: LocatedDocument): number {
 }
 
 /** Streams a trace file through readTrace (line by line) and counts its requests. */
-async function countTraceRequests(path: string, format: TraceFormat, traceBlockSize: number, speedup: number): Promise<number> {
+async function countTraceRequests(io: CliIo, path: string, format: TraceFormat, traceBlockSize: number, speedup: number): Promise<number> {
   const file = shown(path);
   const trace = openTrace(path, format, file);
-  let n = 0;
+  const span = new ArrivalSpan();
   try {
-    const records = readTrace(trace.lines, { format, file, traceBlockSize, speedup });
-    while ((await records.next()).done !== true) n++;
+    const records = span.watch(readTrace(trace.lines, { format, file, traceBlockSize, speedup }));
+    while ((await records.next()).done !== true);
   } finally {
     trace.close();
   }
-  return n;
+  const warning = arrivalSpanWarning(format, span.count, span.spanMs);
+  if (warning !== undefined) io.err(`warning: ${file}: ${warning}\n`);
+  return span.count;
 }
 
 /** `; prefill pool 4115 pages from GPU memory, ...` for the roles whose engine sized its pool from memory. */
@@ -96,7 +100,7 @@ async function validateSpecDocument(io: CliIo, doc: LocatedDocument, overrides: 
   const { trace, synthetic, format } = spec.workload;
   if (trace !== undefined && format !== undefined) {
     try {
-      const n = await countTraceRequests(trace, format, spec.workload.trace_block_size, spec.workload.speedup);
+      const n = await countTraceRequests(io, trace, format, spec.workload.trace_block_size, spec.workload.speedup);
       workload = `trace ${shown(trace)} (${plural(n, "request")})`;
     } catch (e) {
       if (!(e instanceof InputError)) throw e;

@@ -53,7 +53,8 @@ export async function workerCommand(io: CliIo, flags: WorkerFlags, stop: Promise
         lockDurationMs,
         stalledIntervalMs,
         onPoint: (e) => {
-          io.err(`worker ${name}: point ${e.jobId} ${e.kind}${e.kind === "started" ? ` (attempt ${e.attempt})` : ` (${describeRow(e.row)})`}\n`);
+          const what = e.kind === "started" ? ` (attempt ${e.attempt})` : e.kind === "skipped" ? `: ${e.reason ?? ""}` : ` (${describeRow(e.row)})`;
+          io.err(`worker ${name}: point ${e.jobId} ${e.kind}${what}\n`);
         },
       },
     );
@@ -78,7 +79,8 @@ export const registerWorker: RegisterCommand = (program, ctx) => {
     .option("--jobs <n>", "points run at once, each in a worker thread (default: every core)")
     .option("--queue-name <name>", "the queue's name (default kvsim-sweep)")
     .option("--queue-prefix <prefix>", "the Redis key prefix (default kvsim)")
-    .option("--lock-ms <ms>", "how long a point's lock lasts without renewal; a dead worker's point is retried after it", "30000")
-    .option("--stalled-ms <ms>", "how often to look for points whose worker died", "30000")
+    // The queue package's DEFAULT_LOCK_MS and DEFAULT_STALLED_MS (it loads only when a worker starts).
+    .option("--lock-ms <ms>", "how long a point's lock lasts without renewal (renewed at half); a dead worker's point is retried after it", "10000")
+    .option("--stalled-ms <ms>", "how often to look for points whose worker died", "5000")
     .action(ctx.run((flags: WorkerFlags) => workerCommand(ctx.io, flags)));
 };

@@ -2,13 +2,27 @@ import { SingleBar } from "cli-progress";
 import type { CliIo } from "../io.js";
 import { progressStream } from "../progress-stream.js";
 
-/** A progress display: `update` as the replay advances, `stop` before printing results. */
+/** A progress display: `update` as the replay advances, `read` as trace records are read, `stop` before printing results. */
 export interface Progress {
+  /** Whether anything is drawn (the replay asks for progress after every request only then). */
+  readonly active: boolean;
   update(fraction: number, terminal: number, nowMs: number): void;
+  /** Trace requests read so far (the trace is parsed as the replay goes). */
+  read(requests: number, fraction: number): void;
   stop(): void;
 }
 
-const NONE: Progress = { update: () => undefined, stop: () => undefined };
+const NONE: Progress = { active: false, update: () => undefined, read: () => undefined, stop: () => undefined };
+
+/**
+ * The done share of a trace replay: the share of the file read times the share of the requests
+ * read so far that finished. A trace small enough to be read at once then shows finished over
+ * total requests, instead of jumping to 100% when its bytes are in.
+ */
+export function traceFraction(bytesRead: number, size: number, read: number, terminal: number): number {
+  if (size <= 0 || read <= 0) return 0;
+  return Math.min(1, bytesRead / size) * Math.min(1, terminal / read);
+}
 
 /** What one progress line shows. */
 export interface ProgressState {
@@ -18,6 +32,8 @@ export interface ProgressState {
   readonly terminal: number;
   /** The total when known (a synthetic workload); a trace shows the share of it read. */
   readonly totalRequests: number | undefined;
+  /** A trace's requests read so far (undefined for a synthetic workload). */
+  readonly read?: number;
   readonly virtualMs: number;
   readonly elapsedMs: number;
 }
@@ -39,7 +55,14 @@ const int = (v: number) => v.toLocaleString("en-US", { maximumFractionDigits: 0 
  */
 export function progressLine(s: ProgressState, columns: number): string {
   const f = Math.min(1, Math.max(0, Number.isFinite(s.fraction) ? s.fraction : 0));
-  const done = s.totalRequests === undefined ? `${Math.floor(f * 100)}% of trace, ${int(s.terminal)} requests` : `${int(s.terminal)}/${int(s.totalRequests)} requests`;
+  const done =
+    s.totalRequests !== undefined
+      ? `${int(s.terminal)}/${int(s.totalRequests)} requests`
+      : s.read === undefined
+        ? `${Math.floor(f * 100)}% of trace, ${int(s.terminal)} requests`
+        : s.read === 0
+          ? "starting: reading the trace"
+          : `${Math.floor(f * 100)}%, ${int(s.read)} requests read, ${int(s.terminal)} done`;
   const eta = f > 0 && f < 1 ? clock((s.elapsedMs * (1 - f)) / f) : f >= 1 ? "0:00" : "--";
   const virtual = `${(s.virtualMs / 1000).toFixed(1)} s virtual`;
   const elapsed = `elapsed ${clock(s.elapsedMs)}`;
@@ -55,10 +78,10 @@ export function progressLine(s: ProgressState, columns: number): string {
  * and `quiet` is off. It writes through `io.err`, so the CLI's injected output is the only sink.
  * `totalRequests`: the synthetic workload's size, when known.
  */
-export function createProgress(io: CliIo, opts: { readonly quiet?: boolean; readonly totalRequests?: number } = {}): Progress {
+export function createProgress(io: CliIo, opts: { readonly quiet?: boolean; readonly totalRequests?: number; readonly trace?: boolean } = {}): Progress {
   if (!io.stderrIsTTY || opts.quiet === true) return NONE;
   const stream = progressStream(io);
-  let state: ProgressState = { fraction: 0, terminal: 0, totalRequests: opts.totalRequests, virtualMs: 0, elapsedMs: 0 };
+  let state: ProgressState = { fraction: 0, terminal: 0, totalRequests: opts.totalRequests, virtualMs: 0, elapsedMs: 0, ...(opts.trace === true ? { read: 0 } : {}) };
   const started = Date.now();
   const bar = new SingleBar({
     stream,
@@ -70,8 +93,13 @@ export function createProgress(io: CliIo, opts: { readonly quiet?: boolean; read
   });
   bar.start(1000, 0);
   return {
+    active: true,
     update(fraction, terminal, nowMs) {
       state = { ...state, fraction, terminal, virtualMs: nowMs };
+      bar.update(Math.round(Math.min(1, Math.max(0, fraction)) * 1000));
+    },
+    read(requests, fraction) {
+      state = { ...state, read: requests, fraction };
       bar.update(Math.round(Math.min(1, Math.max(0, fraction)) * 1000));
     },
     stop() {

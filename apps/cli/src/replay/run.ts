@@ -1,7 +1,7 @@
 import { extname } from "node:path";
 import { performance } from "node:perf_hooks";
 import { stringify as csvStringify } from "csv-stringify/sync";
-import { readTrace, RouterSchema, type Profile, type Router, type Spec } from "@kvsim/profile-schema";
+import { ArrivalSpan, arrivalSpanWarning, readTrace, RouterSchema, type Profile, type Router, type Spec } from "@kvsim/profile-schema";
 import { MAX_SERIES_VALUES, runReplay, timeSeriesRecords, timeSeriesTable, TooManySamples, withWallTime, type ReplayReport, type ReplayResult, type RequestRecord, type TimeSeries } from "@kvsim/replay-engine";
 import { renderReplayHtml, type ChartAssets } from "@kvsim/report-html";
 import { chartAssets } from "../html-assets.js";
@@ -10,7 +10,7 @@ import { openTrace } from "../lines.js";
 import { loadCheckedSpec, shown } from "../spec-check.js";
 import { documentText, parseSetFlags, type StdinIo } from "../spec-input.js";
 import { defaultSpecPath } from "./examples.js";
-import { createProgress } from "./progress.js";
+import { createProgress, traceFraction } from "./progress.js";
 import { runRecord, type RunRecord } from "./run-record.js";
 import { formatReportTable, type RunSummary } from "./table.js";
 
@@ -164,8 +164,20 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
   const trace = spec.workload.trace;
   const traceFile = trace === undefined ? undefined : openTrace(trace, spec.workload.format ?? "kvsim");
   const synthetic = spec.workload.synthetic?.requests;
-  const progress = createProgress(io, { quiet: opts.quiet === true, ...(synthetic === undefined ? {} : { totalRequests: synthetic }) });
+  const progress = createProgress(io, { quiet: opts.quiet === true, ...(synthetic === undefined ? { trace: traceFile !== undefined } : { totalRequests: synthetic }) });
+  const fraction = (terminal: number) =>
+    synthetic !== undefined ? terminal / synthetic : traceFile !== undefined ? traceFraction(traceFile.bytesRead(), traceFile.size, arrivals.count, terminal) : 0;
   const started = performance.now();
+  // Counts the trace's arrivals as they stream past: times likely in the wrong unit get a warning.
+  const arrivals = new ArrivalSpan();
+  let terminal = 0;
+  // The trace is parsed as the replay pulls it: the progress line counts the requests read.
+  async function* reporting<T>(records: AsyncIterable<T>): AsyncGenerator<T> {
+    for await (const r of records) {
+      if (progress.active) progress.read(arrivals.count, fraction(terminal));
+      yield r;
+    }
+  }
   let result;
   try {
     result = await runReplay({
@@ -177,10 +189,15 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
       ...(opts.html === undefined ? {} : { quantiles: HTML_QUANTILES }),
       ...(traceFile === undefined || trace === undefined
         ? {}
-        : { records: readTrace(traceFile.lines, { format: spec.workload.format ?? "kvsim", file: trace, traceBlockSize: spec.workload.trace_block_size, speedup: spec.workload.speedup }), traceFile: trace }),
+        : {
+            records: reporting(arrivals.watch(readTrace(traceFile.lines, { format: spec.workload.format ?? "kvsim", file: trace, traceBlockSize: spec.workload.trace_block_size, speedup: spec.workload.speedup }))),
+            traceFile: trace,
+          }),
+      // Drawn after every finished request (the engine's default is every 256: a small run sat at 0%).
+      ...(progress.active ? { progressEvery: 1 } : {}),
       onProgress: (p) => {
-        const fraction = synthetic !== undefined ? p.terminal / synthetic : traceFile !== undefined && traceFile.size > 0 ? traceFile.bytesRead() / traceFile.size : 0;
-        progress.update(fraction, p.terminal, p.nowMs);
+        terminal = p.terminal;
+        progress.update(fraction(p.terminal), p.terminal, p.nowMs);
       },
     });
   } catch (e) {
@@ -195,6 +212,8 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
     traceFile?.close();
   }
   const wallMs = performance.now() - started;
+  const spanWarning = trace === undefined ? undefined : arrivalSpanWarning(spec.workload.format ?? "kvsim", arrivals.count, arrivals.spanMs);
+  if (spanWarning !== undefined) io.err(`warning: ${shown(trace!)}: ${spanWarning}\n`);
   if (!result.ok) {
     const stuck = result.stuck.map((s) => `\n  request ${s.request_id}: ${s.where} (${s.why})`).join("");
     throw new RunError(`${result.reason}${stuck}`);
@@ -240,6 +259,11 @@ export function parsePercentiles(text: string): number[] {
     return v;
   });
   if (new Set(values).size !== values.length) throw new UsageError(`--percentiles lists a percentile twice: "${text}"`);
+  // 0.9,0.99 are fractions, not percentiles: read as percentiles they would be near the minimum.
+  if (values.every((v) => v <= 1) && values.some((v) => v < 1)) {
+    const hint = values.map((v) => String(Math.round(v * 100 * 1e9) / 1e9)).join(",");
+    throw new UsageError(`--percentiles takes percentiles from 0 to 100, not fractions: "${text}" would report p${values[0]} (near the minimum); for the ${text.includes(",") ? "percentiles" : "percentile"} you likely mean, write --percentiles ${hint}`);
+  }
   return values.sort((a, b) => a - b);
 }
 

@@ -46,11 +46,15 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
   ] as const) {
     for (const g of groups ?? []) lines.push(`${label}: ${int(g.count)} x ${g.count === 1 ? g.example : `${g.reason} (e.g. ${g.example})`}`);
   }
+  if (report.completed_requests === 0 && report.num_requests > 0) {
+    lines.push("no request completed: the latencies below have no sample (- here, null in the JSON report)");
+  }
   const sat = report.saturation;
   if (sat?.saturated === true) {
     const rate = (v: number | null) => (v === null ? "?" : num(v));
+    // "Served" is the completion rate while requests arrive; the table's request throughput is over the whole run.
     lines.push(
-      `warning: saturated: requests arrive at ${rate(sat.offered_rps)} req/s but are served at ${rate(sat.served_rps)} req/s, and the mean TTFT grew from ${rate(sat.ttft_first_quarter_ms)} ms (first quarter of arrivals) to ${rate(sat.ttft_last_quarter_ms)} ms (last quarter): the queue does not drain`,
+      `warning: saturated: requests arrive at ${rate(sat.offered_rps)} req/s but complete at ${rate(sat.served_rps)} req/s while they arrive (request throughput over the whole run: ${num(report.request_throughput_rps)} req/s), and the mean TTFT grew from ${rate(sat.ttft_first_quarter_ms)} ms (first quarter of arrivals) to ${rate(sat.ttft_last_quarter_ms)} ms (last quarter): the queue does not drain`,
     );
   }
   for (const role of ["aggregated", "prefill", "decode"] as const) {
@@ -58,8 +62,10 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
     if (warning !== undefined) lines.push(`warning: imbalance: ${warning}`);
   }
   lines.push("");
-  const all = report as unknown as Record<string, number>;
-  const metric = (label: string, key: "ttft" | "tpot" | "itl" | "e2e") => [label, num(all[`mean_${key}_ms`] ?? 0), ...percentiles.map((p) => num(all[percentileKey(p, key)] ?? 0))];
+  const all = report as unknown as Record<string, number | null | undefined>;
+  // A latency without a sample (no request completed) is "-", never a 0 that reads as instant.
+  const cell = (v: number | null | undefined) => (typeof v === "number" ? num(v) : "-");
+  const metric = (label: string, key: "ttft" | "tpot" | "itl" | "e2e") => [label, cell(all[`mean_${key}_ms`]), ...percentiles.map((p) => cell(all[percentileKey(p, key)]))];
   lines.push(
     pad([
       ["latency (ms)", "mean", ...percentiles.map((p) => `p${p}`)],

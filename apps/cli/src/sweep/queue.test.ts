@@ -130,4 +130,13 @@ describe.skipIf(redisDown !== undefined)("kvsim sweep --queue with kvsim worker 
     await new Promise((r) => setTimeout(r, 500));
     expect([b.log, c.log].map((l) => events(l, "started").length)).toEqual(before);
   });
+
+  it("kvsim sweep --cancel removes the sweep's points and says what it did", { timeout: 60_000 }, async () => {
+    const io = captureIo();
+    // The kill test's sweep finished: its 6 points are removed as finished ones.
+    expect(await runCli(["sweep", "--cancel", "--sweep-id", "killtest", "--queue", REDIS, "--queue-prefix", PREFIX], io)).toBe(0);
+    expect(io.stdout).toBe(
+      `sweep killtest cancelled on ${REDIS}: 0 points no worker had taken and 6 points finished removed; 0 points running (their workers finish them); workers skip any other point of it (running --sweep-id killtest again takes the cancel back)\n`,
+    );
+  });
 });

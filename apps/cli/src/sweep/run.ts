@@ -62,6 +62,8 @@ export interface SweepOptions {
   readonly sweepId?: string;
   readonly queueName?: string;
   readonly queuePrefix?: string;
+  /** `--cancel --sweep-id <id> --queue <url>`: cancel a queued sweep instead of running one. */
+  readonly cancel?: boolean;
 }
 
 /**
@@ -156,6 +158,39 @@ function parseOptions(opts: SweepOptions) {
   return { sla, jobs, tolerance, maxWorkers };
 }
 
+/** The flags a cancel takes: where the queue is and which sweep; nothing that runs points. */
+const CANCEL_ALONE = ["spec", "set", "grid", "out", "csv", "html", "jobs", "find", "sla", "tolerance", "maxWorkers"] as const;
+
+/**
+ * `kvsim sweep --cancel --sweep-id <id> --queue <url>`: removes the sweep's points from the queue
+ * (those no worker took, and the finished ones), and marks it cancelled so workers skip any of its
+ * points they take; the points running now finish on their workers.
+ */
+async function cancelCommand(io: StdinIo, opts: SweepOptions): Promise<number> {
+  if (opts.sweepId === undefined || opts.queue === undefined) throw new UsageError("--cancel needs --sweep-id <id> and --queue <url> (the sweep's id and queue, as kvsim sweep --queue printed them)");
+  const extra = CANCEL_ALONE.filter((k) => opts[k] !== undefined).map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+  if (extra.length > 0) throw new UsageError(`--cancel runs nothing: drop ${extra.join(", ")}`);
+  const { cancelSweep, checkQueueUrl, QueueError, SWEEP_ID } = await import("@kvsim/sweep-queue");
+  if (!SWEEP_ID.test(opts.sweepId)) throw new UsageError(`--sweep-id must be 1 to 64 letters, digits, _ or -, got "${opts.sweepId}"`);
+  let outcome;
+  try {
+    checkQueueUrl(opts.queue);
+    outcome = await cancelSweep({ url: opts.queue, ...(opts.queueName === undefined ? {} : { queueName: opts.queueName }), ...(opts.queuePrefix === undefined ? {} : { prefix: opts.queuePrefix }) }, opts.sweepId);
+  } catch (e) {
+    if (e instanceof QueueError) throw new UsageError(e.message);
+    throw e;
+  }
+  const points = (n: number) => `${n} point${n === 1 ? "" : "s"}`;
+  if (opts.format === "json") {
+    io.out(`${JSON.stringify({ sweep_id: opts.sweepId, cancelled: true, removed_waiting: outcome.waiting, removed_finished: outcome.finished, running: outcome.running }, null, 2)}\n`);
+  } else {
+    io.out(
+      `sweep ${opts.sweepId} cancelled on ${opts.queue}: ${points(outcome.waiting)} no worker had taken and ${points(outcome.finished)} finished removed; ${points(outcome.running)} running (their workers finish them); workers skip any other point of it (running --sweep-id ${opts.sweepId} again takes the cancel back)\n`,
+    );
+  }
+  return 0;
+}
+
 /** Opens the executor: the queue, a pool of worker threads, or this thread for --jobs 1. */
 async function openExecutor(io: StdinIo, opts: SweepOptions, asked: number, points?: number): Promise<{ executor: PointExecutor; sweepId?: string; describe: string }> {
   if (opts.queue === undefined) {
@@ -201,6 +236,7 @@ async function openExecutor(io: StdinIo, opts: SweepOptions, asked: number, poin
  * an SLA. Output files are checked before anything runs and written whole after it.
  */
 export async function sweepCommand(io: StdinIo, opts: SweepOptions): Promise<number> {
+  if (opts.cancel === true) return cancelCommand(io, opts);
   const { sla, jobs, tolerance, maxWorkers } = parseOptions(opts);
   checkOutputs(
     [
@@ -393,8 +429,20 @@ async function search(
 ): Promise<Omit<SearchOutcome, "settings" | "rows">> {
   if (find === "max-rate") {
     const variable = rateVariable(spec);
-    const r = await findMaxRate(variable.start, async (x) => ({ meets: meetsSla((await evaluate({ [variable.path]: x })).report, sla) }), { tolerance: options.tolerance });
-    return { variable: variable.path, answer: r.answer, failing: r.failing, probes: r.probes, tolerance: options.tolerance };
+    // The arrival rate each probe offered (req/s): a speedup is a factor, the user asks for a rate.
+    const offered = new Map<number, number | null>();
+    const r = await findMaxRate(
+      variable.start,
+      async (x) => {
+        const row = await evaluate({ [variable.path]: x });
+        offered.set(x, row.report?.saturation?.offered_rps ?? null);
+        return { meets: meetsSla(row.report, sla) };
+      },
+      { tolerance: options.tolerance },
+    );
+    // rate_per_s is a rate already; a trace's speedup gives the rate its requests arrived at.
+    const rps = (x: number | null) => (x === null ? null : variable.path === "workload.speedup" ? (offered.get(x) ?? null) : x);
+    return { variable: variable.path, answer: r.answer, answer_rps: rps(r.answer), failing: r.failing, failing_rps: rps(r.failing), probes: r.probes, tolerance: options.tolerance };
   }
   const goodput = (row: SweepRow) => row.report?.goodput_rps;
   if (spec.topology.kind === "aggregated") {

@@ -155,6 +155,16 @@ describe("kvsim sweep over a grid", () => {
   });
 });
 
+describe("kvsim sweep --cancel", () => {
+  it("needs --sweep-id and --queue, and runs nothing else", async () => {
+    const missing = await run("sweep", "--cancel", "--sweep-id", "abc");
+    expect([missing.code, missing.stdout]).toEqual([2, ""]);
+    expect(missing.stderr).toContain("--cancel needs --sweep-id <id> and --queue <url>");
+    const extra = await run("sweep", "--cancel", "--sweep-id", "abc", "--queue", "redis://127.0.0.1:6379/0", "--grid", "g.yaml", "--max-workers", "3");
+    expect([extra.code, extra.stderr]).toEqual([2, "error: --cancel runs nothing: drop --grid, --max-workers\n"]);
+  });
+});
+
 describe("kvsim sweep --find", () => {
   it("max-rate brackets and bisects the speedup to the rate where b's TTFT stays within 12.5 ms", async () => {
     // b arrives at t = 100 / s ms. a's passes end at 12 and 14; with one sequence, b arriving
@@ -183,9 +193,16 @@ describe("kvsim sweep --find", () => {
       [7.438, false],
     ]);
     expect([s.answer, s.failing]).toEqual([7.375, 7.438]);
+    // In requests per second: 2 requests 100 / s ms apart offer 1 / (100 / s) per ms = 10 s req/s:
+    // 73.75 at 7.375, 74.38 at 7.438.
+    const rates = out.searches[0] as unknown as { answer_rps: number; failing_rps: number };
+    expect(rates.answer_rps).toBeCloseTo(73.75, 9);
+    expect(rates.failing_rps).toBeCloseTo(74.38, 9);
     expect(out.rows.map((x) => x.settings["workload.speedup"])).toEqual(s.probes.map((p) => p.candidate));
     const table = await run("sweep", "--spec", path("spec.yaml"), "--find", "max-rate", "--sla", "p99_ttft_ms<=12.5", "--jobs", "1");
-    expect(table.stdout).toContain("answer: workload.speedup = 7.375 meets the SLA; 7.438 does not (tolerance 1.0%)");
+    expect(table.stdout).toContain("answer: 73.75 req/s (workload.speedup 7.375) meets the SLA; 74.38 req/s (speedup 7.438) does not (tolerance 1.0%)");
+    // The rows show the offered rate beside the served one.
+    expect(table.stdout).toMatch(/\npoint +workload\.speedup +status +offered req\/s +done +p99_ttft_ms +served req\/s +sla/);
   });
 
   it("min-workers finds the fewest aggregated workers: four requests at once need four", async () => {
@@ -233,6 +250,9 @@ describe("kvsim diff", () => {
     // TTFT 12 -> 22: +10, 10 / 12 = +83.3%. Preemptions stay 0: +0, 0.0%.
     expect(r.stdout).toMatch(/\nmean_ttft_ms +12 +22 +\+10 +\+83\.3%\n/);
     expect(r.stdout).toMatch(/\npreemptions +0 +0 +0 +0\.0%\n/);
+    // vLLM's names of the same figures are folded into one row each, and named once below the table.
+    expect(r.stdout).not.toMatch(/\nmedian_ttft_ms |\nmean_e2el_ms /);
+    expect(r.stdout).toContain("median_* = p50_*, *_e2el_ms = *_e2e_ms)\n");
     const json = JSON.parse((await run("diff", path("a.json"), path("b.json"), "--format", "json")).stdout) as { same_digest: boolean; metrics: { metric: string; change: number }[] };
     expect(json.same_digest).toBe(false);
     expect(json.metrics.find((m) => m.metric === "mean_e2e_ms")?.change).toBe(10);

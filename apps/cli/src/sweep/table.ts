@@ -9,6 +9,12 @@ export interface SearchOutcome {
   readonly answer: number | WorkerCounts | null;
   /** max-rate: the lowest rate tried above the answer that did not meet the SLA. */
   readonly failing?: number | null;
+  /**
+   * max-rate: the answer and the failing rate as arrival rates in requests per second (for a
+   * trace, the offered rate of the replay at that speedup: requests - 1 over the arrival span).
+   */
+  readonly answer_rps?: number | null;
+  readonly failing_rps?: number | null;
   readonly tolerance?: number;
   /** min-workers: GPUs of the answer. */
   readonly gpus?: number | null;
@@ -49,10 +55,12 @@ const SHORT: Record<string, string> = {
 };
 
 /** The rows as a table: settings, status, metrics, the SLA verdict, a short digest and the wall time; then the reasons of bad rows. */
-export function formatRowsTable(rows: readonly SweepRow[], sla: readonly SlaTerm[] | undefined): string {
+export function formatRowsTable(rows: readonly SweepRow[], sla: readonly SlaTerm[] | undefined, rates = false): string {
   const settingKeys = [...new Set(rows.flatMap((r) => Object.keys(r.settings)))];
-  const metrics = metricColumns(sla);
-  const head = ["point", ...settingKeys, "status", ...metrics.map((m) => SHORT[m] ?? m), ...(sla === undefined ? [] : ["sla"]), "digest", "wall ms"];
+  // A rate search shows the offered rate beside the served one (request_throughput_rps).
+  const metrics = rates ? ["saturation.offered_rps", ...metricColumns(sla)] : metricColumns(sla);
+  const short = rates ? { ...SHORT, "saturation.offered_rps": "offered req/s", request_throughput_rps: "served req/s" } : SHORT;
+  const head = ["point", ...settingKeys, "status", ...metrics.map((m) => short[m] ?? m), ...(sla === undefined ? [] : ["sla"]), "digest", "wall ms"];
   const body = rows.map((r) => [
     String(r.point),
     ...settingKeys.map((k) => (k in r.settings ? value(r.settings[k]) : "")),
@@ -92,17 +100,23 @@ export function formatSearchTable(rows: readonly SweepRow[], searches: readonly 
     lines.push(`search over ${s.variable}: ${s.probes.map((p) => `${candidate(p.candidate)} ${p.meets ? "met" : "missed"}`).join(", ")}`);
     if (run.find === "max-rate") {
       const tol = s.tolerance === undefined ? "" : ` (tolerance ${num(s.tolerance * 100, 1)}%)`;
+      // In requests per second, with the searched value beside it when that is a speedup.
+      const speedup = s.variable === "workload.speedup";
+      const rate = (rps: number | null | undefined, x: unknown, full: boolean) => {
+        const r = rps === null || rps === undefined ? "? req/s" : `${num(rps)} req/s`;
+        return speedup ? `${r} (${full ? "workload.speedup" : "speedup"} ${value(x)})` : full ? `${r} (${s.variable})` : r;
+      };
       lines.push(
         s.answer === null
-          ? `answer: none: the SLA is missed at every rate tried, down to ${value(s.failing)}`
+          ? `answer: none: the SLA is missed at every rate tried, down to ${rate(s.failing_rps, s.failing, true)}`
           : s.failing === null
-            ? `answer: ${s.variable} = ${candidate(s.answer)}: the SLA is met at every rate tried (the search stops doubling there)`
-            : `answer: ${s.variable} = ${candidate(s.answer)} meets the SLA; ${value(s.failing)} does not${tol}`,
+            ? `answer: ${rate(s.answer_rps, s.answer, true)}: the SLA is met at every rate tried (the search stops doubling there)`
+            : `answer: ${rate(s.answer_rps, s.answer, true)} meets the SLA; ${rate(s.failing_rps, s.failing, false)} does not${tol}`,
       );
     } else {
       lines.push(s.answer === null ? "answer: none within --max-workers" : `answer: ${candidate(s.answer)} (${value(s.gpus)} GPUs)`);
     }
   }
-  lines.push("", formatRowsTable(rows, run.sla));
+  lines.push("", formatRowsTable(rows, run.sla, run.find === "max-rate"));
   return `${lines.join("\n")}\n`;
 }
