@@ -8,7 +8,7 @@ import { rankConfig } from "./test-helpers.js";
 import { createTimingModel } from "./timing-model.js";
 
 const linear = (extra: Partial<Profile> = {}): Profile => ({ schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1024, ...extra });
-const spec = (c: Partial<SpeculativeConfig>): SpeculativeConfig => ({ method: "ngram", num_speculative_tokens: 3, acceptance_rate: 0.5, ...c }) as SpeculativeConfig;
+const spec = (c: Partial<SpeculativeConfig>): SpeculativeConfig => ({ method: "ngram", num_speculative_tokens: 3, acceptance_rate: 0.5, ...c });
 
 /** A decode-only batch: `rows` rows, each verifying 1 + `drafts` tokens after `context` held tokens. */
 function verifyBatch(rows: number, drafts: number, context: number): MutableBatch {

@@ -94,7 +94,7 @@ const specArb: fc.Arbitrary<SpeculativeConfig> = fc
       ...(rate === undefined ? { acceptance_per_position: per } : { acceptance_rate: rate }),
       seed,
       ...(method === "ngram" ? {} : { draft_cost_fraction: 0.1 }),
-    } as SpeculativeConfig;
+    };
   });
 
 describe("speculative decoding: properties", () => {
@@ -139,7 +139,7 @@ describe("speculative decoding: properties", () => {
         const emitted = (r: Run) => r.passes.map((p) => p.effects.tokens.map((t) => `${t.requestId}#${t.index}`));
         expect(emitted(on)).toEqual(emitted(off));
         // Verification (1 + k tokens per decode row) and the drafter only add time.
-        on.passes.forEach((p, i) => expect(p.durationMs).toBeGreaterThanOrEqual(off.passes[i]!.durationMs));
+        on.passes.forEach((p, i) => { expect(p.durationMs).toBeGreaterThanOrEqual(off.passes[i]!.durationMs); });
       }),
       { seed: 4141, numRuns: 60 },
     );

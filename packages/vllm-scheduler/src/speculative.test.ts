@@ -4,7 +4,7 @@ import type { StepResult } from "./contract.js";
 import { Speculation } from "./speculative.js";
 import { expectOk, makeRank, rangePrompt, request, runToIdle, scheduledOf } from "./test-helpers.js";
 
-const spec = (c: Partial<SpeculativeConfig>): SpeculativeConfig => ({ method: "ngram", num_speculative_tokens: 3, ...c }) as SpeculativeConfig;
+const spec = (c: Partial<SpeculativeConfig>): SpeculativeConfig => ({ method: "ngram", num_speculative_tokens: 3, ...c });
 
 /** One request of `prompt` tokens and `outputs` outputs, run alone to the end. */
 function runOne(engine: EngineOverrides, prompt: number, outputs: number): StepResult[] {
@@ -123,7 +123,7 @@ describe("speculative decoding: acceptance draws", () => {
     // 0.9 x 0.1 + 0.6 x 0.4 + 0.3 x 0.7 + covariances ~ 0.84), so the mean's standard error
     // is ~ 0.003: 0.02 is more than 6 of them.
     expect(Math.abs(tokens / rows - 2.8)).toBeLessThan(0.02);
-    at.forEach((n, i) => expect(Math.abs(n / rows - per[i]!)).toBeLessThan(0.01));
+    at.forEach((n, i) => { expect(Math.abs(n / rows - per[i]!)).toBeLessThan(0.01); });
   });
 
   it("a constant rate p gives 1 + p + p^2 + p^3 tokens per step", () => {
