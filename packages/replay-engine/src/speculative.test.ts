@@ -47,4 +47,23 @@ describe("replay with speculative decoding", () => {
     expect(on.report.digest).toBe(off.report.digest);
     expect(on.report.speculative_decoding).toMatchObject({ num_accepted_tokens: 0, mean_acceptance_length: 1, acceptance_per_position: [0, 0] });
   });
+
+  it("P/D: the decode rank speculates, the prefill rank does not", async () => {
+    // The pdSpec of replay.test.ts with ngram k = 2, all accepted, free lookups; 4 + 7 tokens.
+    // Prefill: one 10 ms pass, source held at 10; transfer 4 x 10^6 B / 10^9 B/s = 4 ms -> 14.
+    // Decode: the one-token row 14 -> 16 emits token 0 (no drafts yet); then 1 + 2 per step:
+    // tokens 1..3 at 18, 4..6 at 20. The prefill rank verified nothing: 2 drafts of 2 tokens.
+    const speculative_config = { method: "ngram", num_speculative_tokens: 2, acceptance_rate: 1, ngram_cpu_us_per_row: 0 };
+    const spec = traceSpec({
+      ...base,
+      profile: linearProfile(1_000_000),
+      topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } },
+      engine: { ...engine, speculative_config },
+      kv_transfer: { bandwidth_gbps: 1, mode: "full_prompt" },
+    });
+    const result = ok(await runReplay({ spec, records: [byLength(1, 0, 4, 7)] }));
+    const r = result.records[0]!;
+    expect([r.status, r.first_token_ms, r.last_token_ms, r.output_tokens]).toEqual(["completed", 16, 20, 7]);
+    expect(result.report.speculative_decoding).toMatchObject({ num_drafts: 2, num_draft_tokens: 4, num_accepted_tokens: 4, mean_acceptance_length: 3 });
+  });
 });
