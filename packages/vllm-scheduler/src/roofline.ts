@@ -12,6 +12,7 @@
  */
 import { isGroupedProfile, resolveGpu, shapePerRank, type EngineSettings, type ModelShape, type Profile, type RankShape, type Timing } from "@kvsim/profile-schema";
 import { paddedBatchSize } from "./padding.js";
+import { decodePairsOf, decodeTokensOf } from "./batch-sums.js";
 import type { StepBatch, StepTiming, TimingModel } from "./timing-model.js";
 
 /** The datasheet figures the roofline reads (profile-schema's GPU table provides them). */
@@ -311,7 +312,7 @@ export class RooflineTiming implements TimingModel {
 
   step(batch: StepBatch): StepTiming {
     const l = this.load;
-    const decodeTokens = batch.decodeTokens ?? batch.decodeRows;
+    const decodeTokens = decodeTokensOf(batch);
     l.tokens = batch.promptTokens + decodeTokens;
     // Verification computes logits at every position of a decode row (its drafts' too).
     l.sampled = batch.decode.count + decodeTokens - batch.decodeRows;
@@ -321,7 +322,7 @@ export class RooflineTiming implements TimingModel {
     l.promptPairs = batch.promptAttentionPairs ?? promptPairsEstimate(batch);
     l.decodeRows = batch.decodeRows;
     l.decodeKvTokens = batch.decodeKvTokens;
-    l.decodePairs = batch.decodeAttentionPairs ?? batch.decodeKvTokens;
+    l.decodePairs = decodePairsOf(batch);
     const b = rooflineBreakdown(this.rank, this.gpu, this.params, l);
     // Reported split: attention over prompt rows and the mixed-step layer overhead are prompt work.
     const prefillMs = batch.promptRows === 0 ? 0 : b.attentionPrefill + layerOverheadMs(this.rank.shape, this.params);

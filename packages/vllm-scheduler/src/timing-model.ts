@@ -6,6 +6,7 @@
 import type { EngineSettings, Profile, Timing } from "@kvsim/profile-schema";
 import { InterpolationGrid, type OutsideGridPolicy } from "./grid.js";
 import { kvBlockSizeTokens } from "./geometry.js";
+import { decodeTokensOf } from "./batch-sums.js";
 import { paddedBatchSize } from "./padding.js";
 import { createRooflineTiming } from "./roofline.js";
 
@@ -27,7 +28,7 @@ export interface DecodeBatch {
   readonly sumSequenceTokens: number;
   /**
    * Σ tokens the decode rows compute: 1 + the drafts verified per row with speculative decoding;
-   * absent (or equal to `count`) without. The profile table prices it as the batch size.
+   * absent or 0: `count` (one each). The profile table prices it as the batch size.
    */
   readonly tokens?: number;
 }
@@ -58,11 +59,12 @@ export interface StepBatch {
    * attention with it; absent, it is estimated from the sums as if the rows were equal.
    */
   readonly promptAttentionPairs?: number;
-  /** Σ tokens the decode rows compute (speculative decoding: 1 + drafts each); absent: decodeRows. */
+  /** Σ tokens the decode rows compute (speculative decoding: 1 + drafts each); absent or 0: decodeRows. */
   readonly decodeTokens?: number;
-  /** Σ over decode rows of their causal (query, key) pairs (see RooflineLoad.decodePairs); absent: decodeKvTokens. */
+  /** Σ over decode rows of their causal (query, key) pairs (see RooflineLoad.decodePairs); absent or 0: decodeKvTokens. */
   readonly decodeAttentionPairs?: number;
 }
+
 
 /** The price of one step, split for reports: prompt work and the rest. */
 export interface StepTiming {
@@ -177,7 +179,7 @@ class ProfileTiming extends TwoPartTiming {
     if (batch.count === 0) return ZERO;
     if (this.decodeGrid === undefined) throw new RangeError("profile timing: the profile has no forward_pass.decode table");
     // Verification of 1 + d tokens per row costs like a decode batch of that many tokens.
-    const { value, clamped } = this.decodeGrid.lookup([batch.tokens ?? batch.count, batch.sumSequenceTokens], this.policy);
+    const { value, clamped } = this.decodeGrid.lookup([batch.tokens !== undefined && batch.tokens > 0 ? batch.tokens : batch.count, batch.sumSequenceTokens], this.policy);
     return { ms: value, clamped };
   }
 }
@@ -225,7 +227,7 @@ class LinearTiming implements TimingModel {
   step(batch: StepBatch): StepTiming {
     // A decode row verifying 1 + d tokens (speculative decoding) counts as 1 + d sequences: vLLM
     // pads and launches the verification batch by its tokens.
-    const decodeTokens = batch.decodeTokens ?? batch.decodeRows;
+    const decodeTokens = decodeTokensOf(batch);
     const rows = batch.promptRows + decodeTokens;
     if (rows === 0) return { prefillMs: 0, decodeMs: 0, clamped: 0 };
     const c = this.c;
