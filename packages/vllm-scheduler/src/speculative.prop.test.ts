@@ -2,7 +2,8 @@
  * Properties of speculative decoding on random workloads (fixed seeds): a request never gets more
  * tokens than it asked for and gets them in order; block conservation holds after every step and
  * the pool is empty at the end; drafts never push a step over its token budget; a run is
- * deterministic for its seed; with acceptance 0 the run emits exactly what a run without
+ * deterministic for its seed; a preempted request drops its drafts (its recompute schedules exactly
+ * its tokens and its first step back emits one); with acceptance 0 the run emits exactly what a run without
  * speculation emits, step for step, and only the price of the steps differs.
  */
 import fc from "fast-check";
@@ -38,6 +39,28 @@ function run(arrivals: readonly Arrival[], engine: EngineOverrides, timing: Timi
   const passes: StepResult[] = [];
   let usable = -1;
   let now = 0;
+  // Preempted requests recomputing: the tokens to recompute (prompt + outputs so far) and those
+  // scheduled since. A preempted request drops its drafts, so its recompute schedules exactly its
+  // tokens (no draft rides on its last chunk) and its first step back emits one token.
+  const recompute = new Map<string, { target: number; done: number }>();
+  const checkRecompute = (r: StepResult) => {
+    for (const p of r.effects.preemptions) recompute.set(p.requestId, { target: arrivals[Number(p.requestId.slice(1))]!.len + (tokens.get(p.requestId)?.length ?? 0), done: 0 });
+    for (const a of r.effects.admissions) {
+      const rc = recompute.get(a.requestId);
+      if (rc !== undefined && a.resumed) rc.done = a.reusedTokens;
+    }
+    for (const w of r.scheduled) {
+      const rc = recompute.get(w.requestId);
+      if (rc !== undefined) rc.done += w.tokens;
+    }
+    for (const [id, rc] of recompute) {
+      const emitted = r.effects.tokens.filter((t) => t.requestId === id).length;
+      if (emitted === 0) continue;
+      expect(rc.done).toBe(rc.target);
+      expect(emitted).toBe(1);
+      recompute.delete(id);
+    }
+  };
   const note = (fx: StepResult["effects"]) => {
     for (const t of fx.tokens) {
       const list = tokens.get(t.requestId) ?? [];
@@ -64,6 +87,7 @@ function run(arrivals: readonly Arrival[], engine: EngineOverrides, timing: Timi
       continue;
     }
     passes.push(r);
+    checkRecompute(r);
     note(r.effects);
     now = r.endMs;
   }
