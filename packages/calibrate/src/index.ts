@@ -66,3 +66,4 @@ export {
   type VllmDeployment,
   type SpecFromVllmOptions,
 } from "./spec-from-vllm.js";
+export { fitAcceptance, acceptanceRateFor, tokensPerStep, type AcceptanceFit } from "./acceptance.js";

@@ -83,6 +83,12 @@ export interface AllocateRequest {
   readonly computedTokens: number;
   /** Tokens to compute in this step (> 0). */
   readonly newTokens: number;
+  /**
+   * Speculative decoding: slots beyond the sequence's tokens (the step's draft tokens and vLLM's
+   * `num_lookahead_tokens`) that attention groups hold blocks for too; they are neither computed
+   * nor cached. Mamba-type groups ignore them, as vLLM's manager does. 0 when absent.
+   */
+  readonly lookaheadTokens?: number;
   /** The hit taken at first admission, found in this same step. */
   readonly hit?: PrefixHit;
 }

@@ -47,6 +47,8 @@ interface StepPlan {
   computed: number;
   /** Tokens covered after the step (C + n). */
   total: number;
+  /** Slots held beyond `total` by attention groups (speculative decoding; 0 otherwise). */
+  lookahead: number;
   /** Pages taken from the free queue, evictable hit blocks included. */
   need: number;
   /** Pages the step's remove-skipped would return to the free queue. */
@@ -100,7 +102,7 @@ export class KvCacheManager implements KvCacheManagerApi {
   /** The hit of 0 tokens (its lists are empty and never written): shared, not made per lookup. */
   private readonly zeroHit: Hit;
   /** The last `plan` (see StepPlan). */
-  private readonly stepPlan: StepPlan = { hit: undefined, computed: 0, total: 0, need: 0, releasable: 0, checkpoints: false };
+  private readonly stepPlan: StepPlan = { hit: undefined, computed: 0, total: 0, lookahead: 0, need: 0, releasable: 0, checkpoints: false };
 
   constructor(options: KvPoolOptions) {
     const { groups, numPages } = options;
@@ -290,6 +292,8 @@ export class KvCacheManager implements KvCacheManagerApi {
     const computed = computedTokens + (hit?.tokens ?? 0);
     const total = computed + newTokens;
     if (total > s.numTokens) throw rangeFailure("sequence {0}: {1} computed + {2} new exceeds its {3} tokens", s.id, computed, newTokens, s.numTokens);
+    const lookahead = request.lookaheadTokens ?? 0;
+    checkCount("lookaheadTokens", lookahead, 0);
     let need = 0;
     let releasable = 0;
     let checkpoints = false;
@@ -298,7 +302,7 @@ export class KvCacheManager implements KvCacheManagerApi {
       const st = s.groups[g]!;
       // An untracked sequence holds no block (a reserved one was refused above): nothing to skip.
       releasable += m.releasableSkipped(st, computed);
-      need += m.numBlocksToAllocate(st, s.tracked, total, hit?.blocks[g] ?? NO_BLOCKS, computed);
+      need += m.numBlocksToAllocate(st, s.tracked, lookahead === 0 || m instanceof MambaManager ? total : total + lookahead, hit?.blocks[g] ?? NO_BLOCKS, computed);
       // Surviving mutants: KP-106 (MUTANTS.md).
       if (m instanceof MambaManager) {
         // Only counted here: a plan may be refused or only asked for its pages (a waiting head is
@@ -315,6 +319,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     p.hit = hit;
     p.computed = computed;
     p.total = total;
+    p.lookahead = lookahead;
     p.need = need;
     p.releasable = releasable;
     p.checkpoints = checkpoints;
@@ -338,7 +343,10 @@ export class KvCacheManager implements KvCacheManagerApi {
       else m.allocateNewComputedBlocks(st, p.hit?.blocks[g] ?? NO_BLOCKS, p.computed);
     }
     // Hit blocks of every group are touched before any fresh block is taken, so none is evicted.
-    for (let g = 0; g < n; g++) this.managers[g]!.allocateNewBlocks(s.groups[g]!, p.total);
+    for (let g = 0; g < n; g++) {
+      const m = this.managers[g]!;
+      m.allocateNewBlocks(s.groups[g]!, p.lookahead === 0 || m instanceof MambaManager ? p.total : p.total + p.lookahead);
+    }
     if (p.checkpoints) {
       for (let g = 0; g < n; g++) {
         const m = this.managers[g]!;

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { gpuDatasheet, GpuInlineFieldsSchema, KNOWN_GPU_NAMES } from "./gpus.js";
 import { MAX_REQUEST_TOKENS } from "./limits.js";
 import { finiteNumber, nonNegativeInt, positiveInt } from "./primitives.js";
+import { SpeculativeConfigSchema } from "./speculative.js";
 
 /** The most pool pages one rank may have. */
 export const MAX_PAGES_PER_RANK = 2 ** 24;
@@ -74,6 +75,9 @@ const fields = {
   weights_gib: gib().describe("Model weights on one rank in GiB; overrides the profile's memory.weights_bytes."),
   activation_peak_gib: gib().describe("Activation peak plus non-torch memory of vLLM's profile run in GiB; overrides kvsim's estimate."),
   cuda_graph_memory_gib: gib().describe("CUDA graph memory reserved before the KV cache in GiB; overrides kvsim's estimate (0 for enforce_eager)."),
+  speculative_config: SpeculativeConfigSchema.describe(
+    "Speculative decoding, as vLLM's --speculative-config: decode rows verify 1 + num_speculative_tokens tokens and emit the accepted drafts plus one (off when absent). A role's speculative_config replaces the spec's whole; prefill ranks never speculate.",
+  ),
 };
 
 /**
@@ -101,6 +105,7 @@ export const EngineSettingsSchema = z.strictObject({
   weights_gib: fields.weights_gib.optional(),
   activation_peak_gib: fields.activation_peak_gib.optional(),
   cuda_graph_memory_gib: fields.cuda_graph_memory_gib.optional(),
+  speculative_config: fields.speculative_config.optional(),
 });
 export type EngineSettings = z.infer<typeof EngineSettingsSchema>;
 

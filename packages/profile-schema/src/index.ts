@@ -190,3 +190,12 @@ export { ArrivalSpan, arrivalSpanWarning, ARRIVAL_SPAN_MIN_REQUESTS, ARRIVAL_SPA
 export { checkPdGate, checkPdTopology, handoffLayoutIssues, fullAttentionBlockSize, PD_VLLM_VERSIONS, type PdRole, type PdGateProblem } from "./pd-gate.js";
 export { parseBandwidth, bandwidthSchema } from "./bandwidth.js";
 export { profileJsonSchema, specJsonSchema, PROFILE_SCHEMA_ID, SPEC_SCHEMA_ID, type JsonSchema } from "./json-schema.js";
+export {
+  acceptanceByPosition,
+  expectedTokensPerStep,
+  MAX_SPECULATIVE_TOKENS,
+  SpeculativeConfigSchema,
+  SpeculativeMethodSchema,
+  type SpeculativeConfig,
+  type SpeculativeMethod,
+} from "./speculative.js";

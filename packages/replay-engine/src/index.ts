@@ -22,6 +22,8 @@ export {
   type DataParallelPool,
   type DataParallelWorker,
   type LatencyQuantiles,
+  type SpeculativeDecodingReport,
+  speculativeDecodingReport,
 } from "./report.js";
 export { IMBALANCE_SHARE_FACTOR, IDLE_SHARE_FACTOR, IMBALANCE_MIN_REQUESTS_PER_WORKER, type RoutingReport, type RoutingPool, type RoutingWorker } from "./routing-report.js";
 export { SATURATION_RATE_RATIO, SATURATION_TTFT_GROWTH, SATURATION_MIN_REQUESTS, type SaturationCheck } from "./saturation.js";

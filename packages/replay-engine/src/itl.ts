@@ -300,8 +300,14 @@ export class TokenTrack {
   /** Closed runs before the current one, as [first, last] pairs; usually none. */
   private closed: number[] | undefined;
 
-  /** Records the next token of the request, stamped with entry `index` of `log`. */
+  /**
+   * Records the next token of the request, stamped with entry `index` of `log`. A token of the same
+   * pass as the one before (speculative decoding emits several per step) adds no gap: a client
+   * receives a step's tokens in one streamed chunk, and its ITL is the time between chunks (as
+   * vLLM's benchmark measures it); TPOT still spreads the time over every token.
+   */
   add(log: PassLog, index: number): void {
+    if (index === this.runLast && log === this.log) return;
     if (this.log === undefined) {
       this.log = log;
       this.runFirst = index;

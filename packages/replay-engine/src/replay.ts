@@ -25,6 +25,8 @@ import {
   type RankRole,
   type RequestInput,
   type StepResult,
+  addSpeculationStats,
+  type SpeculationStats,
 } from "@kvsim/vllm-scheduler";
 import TinyQueue from "tinyqueue";
 import { dummyStepMs, LockstepClock, pickDpRank } from "./data-parallel.js";
@@ -33,7 +35,7 @@ import { EventQueue, Phase, Stage } from "./event-queue.js";
 import { PassLog, TokenTrack } from "./itl.js";
 import { createPlacement, type Placed, type Placement } from "./placement.js";
 import { RoutingTally, type RoutingReport } from "./routing-report.js";
-import { MetricsCollector, type LatencyQuantiles, type DataParallelPool, type DataParallelReport, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
+import { MetricsCollector, speculativeDecodingReport, type LatencyQuantiles, type DataParallelPool, type DataParallelReport, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
 import { Sampler, type TimeSeries } from "./timeseries.js";
 import { RecordStore } from "./record-store.js";
 import { specProblemPath, specRankConfigs } from "./rank-configs.js";
@@ -490,6 +492,7 @@ class ReplayEngine {
     this.onProgress?.({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: this.now });
     this.collector.dataParallel = this.dataParallelReport();
     this.collector.routing = this.routingReport();
+    this.collector.speculative = speculativeDecodingReport(this.speculationStats());
     const report = this.collector.report();
     const quantiles = this.quantilePoints === undefined ? undefined : this.collector.quantiles(this.quantilePoints);
     this.sampler?.finish(stoppedAtCap ? cap! : this.now);
@@ -503,6 +506,14 @@ class ReplayEngine {
       ...(this.sampler === undefined ? {} : { timeseries: this.sampler.result() }),
       ...(quantiles === undefined ? {} : { quantiles }),
     };
+  }
+
+  /** The drafts of every rank that speculated, summed (undefined when none did). */
+  private speculationStats(): SpeculationStats | undefined {
+    let sum: SpeculationStats | undefined;
+    for (const w of this.workers) sum = addSpeculationStats(sum, w.rank.speculationStats());
+    for (const g of this.groups) for (const w of g.ranks) sum = addSpeculationStats(sum, w.rank.speculationStats());
+    return sum;
   }
 
   /** Block conservation at the end: with every request terminal, no rank holds a request or a page. */

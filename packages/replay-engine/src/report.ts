@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import stringify from "safe-stable-stringify";
 import type { KvCapacity, Sla, TransferMode } from "@kvsim/profile-schema";
 import { SaturationMonitor, type SaturationCheck } from "./saturation.js";
+import type { SpeculationStats } from "@kvsim/vllm-scheduler";
 import type { RoutingReport } from "./routing-report.js";
 import { ItlSample, TokenTrack } from "./itl.js";
 import { percentileRank, percentilesOf, Sample, summarize, type Distribution } from "./stats.js";
@@ -183,11 +184,46 @@ export interface ReplayReport extends VllmSummaryKeys, PercentileKeys {
   readonly data_parallel?: DataParallelReport;
   /** How the routers spread the requests: per pool, requests and computed prompt tokens per worker, and an imbalance warning (not in the digest). */
   readonly routing?: RoutingReport;
+  /** Present when a rank speculates (engine.speculative_config): drafts and acceptance, as vLLM's spec-decode metrics (not in the digest). */
+  readonly speculative_decoding?: SpeculativeDecodingReport;
   /** SHA-256 (hex) of the canonical report: the keys of CANONICAL_KEYS, sorted. */
   readonly digest: string;
   /** Added by the CLI: host time of the run. */
   readonly wall_time_ms?: number;
   readonly simulated_requests_per_wall_s?: number;
+}
+
+/**
+ * Speculative decoding over every rank that speculated, under vLLM's metric names: drafts
+ * (`num_drafts`, decode rows that verified drafts), draft and accepted tokens, the mean acceptance
+ * length 1 + accepted / drafts (tokens a verifying row emits per step), the draft acceptance rate
+ * accepted / draft tokens, and per position the accepted tokens over the drafts.
+ */
+export interface SpeculativeDecodingReport {
+  readonly method: string;
+  readonly num_speculative_tokens: number;
+  readonly num_drafts: number;
+  readonly num_draft_tokens: number;
+  readonly num_accepted_tokens: number;
+  readonly mean_acceptance_length: number;
+  readonly draft_acceptance_rate: number;
+  readonly acceptance_per_position: readonly number[];
+}
+
+/** The report section from summed counts (undefined when no rank speculated). */
+export function speculativeDecodingReport(stats: SpeculationStats | undefined): SpeculativeDecodingReport | undefined {
+  if (stats === undefined) return undefined;
+  const drafts = stats.verifiedRows;
+  return {
+    method: stats.method,
+    num_speculative_tokens: stats.numSpeculativeTokens,
+    num_drafts: drafts,
+    num_draft_tokens: stats.draftedTokens,
+    num_accepted_tokens: stats.acceptedTokens,
+    mean_acceptance_length: drafts === 0 ? 0 : 1 + stats.acceptedTokens / drafts,
+    draft_acceptance_rate: stats.draftedTokens === 0 ? 0 : stats.acceptedTokens / stats.draftedTokens,
+    acceptance_per_position: stats.acceptedAtPosition.map((a) => (drafts === 0 ? 0 : a / drafts)),
+  };
 }
 
 /** The clock a report's TTFT and E2E are on: from the engine's arrival, or from the client's (with a front-end overhead). */
@@ -376,6 +412,8 @@ export class MetricsCollector {
   dataParallel: DataParallelReport | undefined;
   /** Set by the replay at the end: how the routers spread the requests. */
   routing: RoutingReport | undefined;
+  /** Set by the replay at the end when a rank speculated. */
+  speculative: SpeculativeDecodingReport | undefined;
 
   /** With a shared network: its delays replace the mean delay, and its NIC load joins the report. */
   attachNetwork(network: { handoffStats(): NetworkHandoffStats; report(durationMs: number): NetworkReport }): void {
@@ -546,6 +584,7 @@ export class MetricsCollector {
       ...(this.kvCapacity === undefined ? {} : { kv_capacity: this.kvCapacity }),
       ...(this.dataParallel === undefined ? {} : { data_parallel: this.dataParallel }),
       ...(this.routing === undefined ? {} : { routing: this.routing }),
+      ...(this.speculative === undefined ? {} : { speculative_decoding: this.speculative }),
       rejection_reasons: this.rejections.list(),
       failure_reasons: this.failures.list(),
       saturation: this.saturation.check(),

@@ -50,7 +50,13 @@ export function admitActivated(state: RankState, req: Req, fx: EffectsBuilder, r
   n = alignChunk(state, req, req.computed, n);
   // Stryker disable next-line ConditionalExpression,EqualityOperator,BooleanLiteral: VS-04
   if (n <= 0) return false;
-  if (!state.pool.allocateSlots(req.seq, { computedTokens: req.computed, newTokens: n })) return false;
+  // Speculative decoding: a request that arrives with computed tokens (a P/D destination) gets the
+  // drafter's lookahead slots, as vLLM gives num_lookahead_tokens only when num_computed_tokens > 0.
+  const spec = state.speculation;
+  let lookaheadTokens = spec === undefined || req.computed === 0 ? 0 : spec.lookahead;
+  const maxModelLen = state.engine.max_model_len;
+  if (maxModelLen !== undefined) lookaheadTokens = Math.min(lookaheadTokens, Math.max(0, maxModelLen - req.computed - n));
+  if (!state.pool.allocateSlots(req.seq, { computedTokens: req.computed, newTokens: n, lookaheadTokens })) return false;
   state.activated.popFront();
   state.activatedLive--;
   req.phase = "running";

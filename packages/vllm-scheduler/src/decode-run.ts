@@ -139,7 +139,8 @@ function recordPages(scratch: DecodeRunScratch, gp: { readonly used: ArrayLike<n
  * undefined when not even one step can run that way (the caller then uses the step path).
  */
 export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: number, limits: DecodeRunLimits): DecodeRun | undefined {
-  if (state.role === "prefill" || state.collectKvEvents) return undefined;
+  // Speculative decoding emits a varying number of tokens per step: the step path runs it.
+  if (state.role === "prefill" || state.collectKvEvents || state.speculation !== undefined) return undefined;
   if (state.waitingLive > 0 || state.activatedLive > 0 || state.finishingCount > 0) return undefined;
   const running = state.running;
   const n = running.length;
@@ -159,7 +160,9 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
   }
   const batch = scratch.batch;
   batch.decode.count = n;
+  batch.decode.tokens = n;
   batch.decodeRows = n;
+  batch.decodeTokens = n;
 
   if (scratch.firstTokenIndex.length < n) scratch.firstTokenIndex = new Int32Array(Math.max(n, scratch.firstTokenIndex.length * 2));
   const firstTokenIndex = scratch.firstTokenIndex;
@@ -200,6 +203,7 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
     } else {
       batch.decode.sumSequenceTokens = sumSequenceTokens;
       batch.decodeKvTokens = sumSequenceTokens;
+      batch.decodeAttentionPairs = sumSequenceTokens;
       try {
         const price = state.timing.step(batch);
         clamped += price.clamped;

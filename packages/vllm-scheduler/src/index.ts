@@ -48,3 +48,5 @@ export type {
   ScheduledWork,
   StepResult,
 } from "./contract.js";
+export { Speculation, acceptanceDraw, addSpeculationStats, type SpeculationStats } from "./speculative.js";
+export { SpeculativeTiming, DEFAULT_NGRAM_CPU_US_PER_ROW } from "./speculative-timing.js";

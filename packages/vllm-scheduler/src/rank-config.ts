@@ -2,6 +2,7 @@ import { checkPdGate, isGroupedProfile, isMambaTypeGroup, type CacheGroup } from
 import { checkBandwidth } from "@kvsim/transfer-rules";
 import type { RankConfig, RankRole } from "./contract.js";
 import { rooflineGpuProblem } from "./roofline.js";
+import { speculativeTimingProblem } from "./speculative-timing.js";
 
 /** One reason a rank configuration is refused, located by a field path. */
 export interface RankConfigProblem {
@@ -73,6 +74,12 @@ export function rankConfigProblems(config: RankConfig, alignBlock: number | unde
     if (engine.long_prefill_token_threshold > 0 && engine.long_prefill_token_threshold < alignBlock) {
       add("engine.long_prefill_token_threshold", `${engine.long_prefill_token_threshold} is below the Mamba-type block of ${alignBlock} tokens: with prefix caching, prefill chunks end on block boundaries`);
     }
+  }
+  const spec = engine.speculative_config;
+  if (spec !== undefined && role !== "prefill") {
+    if (engine.async_scheduling) add("engine.speculative_config", "is not modelled together with async_scheduling: turn one of them off");
+    const problem = speculativeTimingProblem(spec, profile, timing.type);
+    if (problem !== undefined) add("engine.speculative_config", problem);
   }
   if (engine.async_scheduling && role !== "aggregated") {
     add("engine.async_scheduling", `is modelled on aggregated ranks only; this is a ${role} rank`);

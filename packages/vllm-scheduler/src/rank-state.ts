@@ -21,6 +21,8 @@ import { RankConfigError, mambaBlockSize, rankConfigProblems } from "./rank-conf
 import { createTimingModel, type TimingModel } from "./timing-model.js";
 import { requestIdHash, tokenIdFromHash } from "./token-ids.js";
 import { StepRows } from "./step-rows.js";
+import { Speculation } from "./speculative.js";
+import { SpeculativeTiming } from "./speculative-timing.js";
 
 export type Phase =
   /** In the waiting deque (new or preempted). */
@@ -71,6 +73,12 @@ export interface Req {
   handoff: Handoff | undefined;
   /** Tokens scheduled in the step being planned (0 outside a step). */
   stepTokens: number;
+  /** Speculative decoding: drafts the drafter proposed after the request's last sampled token (dropped by a preemption). */
+  drafts: number;
+  /** Of `stepTokens`, the drafts to verify (0 outside a step). */
+  stepDrafts: number;
+  /** The request id's hash (token ids and acceptance draws derive from it). */
+  readonly idHash: number;
   /** Async scheduling: a finishing request whose blocks a preemption already freed. */
   freed: boolean;
 }
@@ -195,6 +203,8 @@ export class RankState {
   reserveFailedAt: { handoff: Handoff; generation: number } | undefined;
   /** The step planner's scratch (step-rows.ts). */
   readonly stepRows = new StepRows();
+  /** Speculative decoding (engine.speculative_config), on decode and aggregated ranks; undefined when off. */
+  readonly speculation: Speculation | undefined;
 
   constructor(config: RankConfig) {
     this.groups = poolGroupsForProfile(config.profile, config.engine);
@@ -217,7 +227,10 @@ export class RankState {
     let checkpointPages = 0;
     for (const g of this.groups) checkpointPages += prefillCheckpointBlocks(g, config.profile.vllm_version, config.engine.enable_prefix_caching);
     this.checkpointPages = checkpointPages;
-    this.timing = createTimingModel(config.timing, config.profile, config.engine);
+    const spec = config.role === "prefill" ? undefined : config.engine.speculative_config;
+    this.speculation = spec === undefined ? undefined : new Speculation(spec);
+    const timing = createTimingModel(config.timing, config.profile, config.engine);
+    this.timing = spec === undefined ? timing : new SpeculativeTiming(timing, spec, config.profile);
     this.linearBlockSize = isGroupedProfile(config.profile) ? undefined : kvBlockSizeTokens(config.profile, config.engine);
     this.terms = {
       mode: config.kvTransfer?.mode ?? "destination_missing",
@@ -264,6 +277,9 @@ export class RankState {
       phase: phase ?? "waiting",
       handoff: undefined,
       stepTokens: 0,
+      drafts: 0,
+      stepDrafts: 0,
+      idHash,
       freed: false,
     };
     this.requests.set(id, req);
@@ -279,6 +295,7 @@ export class RankState {
   /** Preemption by recompute (docs/rules/vllm-scheduling.md §1.3), once its blocks are freed tail first: computed 0, to the front of waiting. */
   requeuePreempted(req: Req, fx: EffectsBuilder): void {
     req.computed = 0;
+    req.drafts = 0; // vLLM drops a preempted request's drafts
     req.preemptions++;
     req.phase = "waiting";
     this.waiting.pushFront(req);

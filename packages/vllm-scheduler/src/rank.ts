@@ -23,6 +23,7 @@ import { RankConfigError, type RankConfigProblem } from "./rank-config.js";
 import { decodeRun, DecodeRunScratch, type DecodeRun, type DecodeRunLimits } from "./decode-run.js";
 import { EffectsBuilder, RankState } from "./rank-state.js";
 import { synchronousStep } from "./step.js";
+import type { SpeculationStats } from "./speculative.js";
 
 const SOURCE_COMMANDS = new Set<Command["type"]>(["submit_handoff_prefill", "release_source", "cancel_source"]);
 const DESTINATION_COMMANDS = new Set<Command["type"]>(["reserve_destination", "activate_destination", "cancel_destination"]);
@@ -72,6 +73,11 @@ export class Rank {
 
   metrics(): RankMetrics {
     return this.state.metrics();
+  }
+
+  /** Speculative decoding's counts so far (drafted, accepted, per position); undefined when the rank does not speculate. */
+  speculationStats(): SpeculationStats | undefined {
+    return this.state.speculation?.stats();
   }
 
   /**

@@ -12,6 +12,7 @@
  */
 import { isGroupedProfile, resolveGpu, shapePerRank, type EngineSettings, type ModelShape, type Profile, type RankShape, type Timing } from "@kvsim/profile-schema";
 import { paddedBatchSize } from "./padding.js";
+import { decodePairsOf, decodeTokensOf } from "./batch-sums.js";
 import type { StepBatch, StepTiming, TimingModel } from "./timing-model.js";
 
 /** The datasheet figures the roofline reads (profile-schema's GPU table provides them). */
@@ -170,6 +171,12 @@ export interface RooflineLoad {
   readonly promptPairs: number;
   readonly decodeRows: number;
   readonly decodeKvTokens: number;
+  /**
+   * Σ over decode rows of the causal (query, key) pairs: the KV tokens for a one-token row; a row
+   * verifying 1 + d tokens after c held attends (1 + d) x c + (1 + d)(2 + d) / 2 (speculative
+   * decoding). Absent: decodeKvTokens.
+   */
+  readonly decodePairs?: number;
 }
 
 /** One step's time by class, ms (for reports and tests). */
@@ -228,7 +235,9 @@ export function rooflineBreakdown(r: RooflineRank, gpu: RooflineGpu, p: Roofline
   let attentionDecode = 0;
   if (load.decodeRows > 0) {
     const windowed = Math.min(load.decodeKvTokens, load.decodeRows * r.window);
-    const flops = 2 * k.attentionMacsPerPairDecode * (r.fullLayers * load.decodeKvTokens + r.windowLayers * windowed);
+    const pairs = load.decodePairs ?? load.decodeKvTokens;
+    const windowedPairs = pairs === load.decodeKvTokens ? windowed : Math.min(pairs, (pairs / load.decodeKvTokens) * load.decodeRows * r.window);
+    const flops = 2 * k.attentionMacsPerPairDecode * (r.fullLayers * pairs + r.windowLayers * windowedPairs);
     const bytes = r.kvFullBytesPerToken * load.decodeKvTokens + r.kvWindowBytesPerToken * windowed;
     attentionDecode = max(flops / attnPeak, bytes / hbm);
   }
@@ -264,6 +273,7 @@ export class RooflineTiming implements TimingModel {
     promptPairs: 0,
     decodeRows: 0,
     decodeKvTokens: 0,
+    decodePairs: 0,
   };
   constructor(
     readonly rank: RooflineRank,
@@ -282,19 +292,37 @@ export class RooflineTiming implements TimingModel {
     l.promptPairs = 0;
     l.decodeRows = rows;
     l.decodeKvTokens = kvTokens;
+    l.decodePairs = kvTokens;
     return rooflineBreakdown(this.rank, this.gpu, this.params, l).total;
+  };
+
+  /**
+   * One pass of a speculative draft head (MTP or EAGLE) over `rows` decoding rows attending
+   * `kvTokens` tokens: `layers` average decoder layers of the target's shape (its dense, expert,
+   * attention, state and all-reduce time per layer of a one-token decode step) and the LM head
+   * (each pass samples a draft per row). No step overhead: the drafter runs inside the step.
+   */
+  readonly draftHeadPassMs = (rows: number, kvTokens: number, layers: number): number => {
+    if (rows === 0) return 0;
+    this.decodeOnlyMs(rows, kvTokens);
+    const b = rooflineBreakdown(this.rank, this.gpu, this.params, this.load);
+    const perLayer = (b.dense + b.experts + b.attentionDecode + b.state + b.communication) / this.rank.shape.num_layers;
+    return layers * perLayer + b.lmHead;
   };
 
   step(batch: StepBatch): StepTiming {
     const l = this.load;
-    l.tokens = batch.promptTokens + batch.decodeRows;
-    l.sampled = batch.decode.count;
+    const decodeTokens = decodeTokensOf(batch);
+    l.tokens = batch.promptTokens + decodeTokens;
+    // Verification computes logits at every position of a decode row (its drafts' too).
+    l.sampled = batch.decode.count + decodeTokens - batch.decodeRows;
     l.promptRows = batch.promptRows;
     l.promptTokens = batch.promptTokens;
     l.promptContextTokens = batch.promptContextTokens;
     l.promptPairs = batch.promptAttentionPairs ?? promptPairsEstimate(batch);
     l.decodeRows = batch.decodeRows;
     l.decodeKvTokens = batch.decodeKvTokens;
+    l.decodePairs = decodePairsOf(batch);
     const b = rooflineBreakdown(this.rank, this.gpu, this.params, l);
     // Reported split: attention over prompt rows and the mixed-step layer overhead are prompt work.
     const prefillMs = batch.promptRows === 0 ? 0 : b.attentionPrefill + layerOverheadMs(this.rank.shape, this.params);

@@ -7,6 +7,7 @@
 import type { ScheduledWork, StepResult } from "./contract.js";
 import { admitActivated, admitWaiting, alignChunk } from "./admission.js";
 import { EffectsBuilder, type Req, type RankState } from "./rank-state.js";
+import type { Speculation } from "./speculative.js";
 
 /** A planned and priced step. */
 export interface PlannedStep {
@@ -41,6 +42,9 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
   let preempted = false;
   const rows = state.stepRows;
   rows.reset(engine.max_num_batched_tokens, state.role !== "decode");
+  const spec = state.speculation;
+  // vLLM's num_lookahead_tokens: every running allocation holds this many slots more.
+  const lookahead = spec === undefined ? 0 : spec.lookahead;
 
   // 1. Running requests in list order.
   const running = state.running;
@@ -52,7 +56,9 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       i++;
       continue;
     }
-    let n = req.seq.numTokens - req.computed;
+    // vLLM's num_tokens_with_spec - num_computed_tokens: the drafts ride on a decode row.
+    const proposed = req.drafts;
+    let n = req.seq.numTokens - req.computed + proposed;
     // Surviving mutants: VS-61 (MUTANTS.md).
     if (threshold > 0 && n > threshold) n = threshold;
     // Stryker disable next-line EqualityOperator: VS-62
@@ -68,9 +74,21 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       i++;
       continue;
     }
+    // The drafts that fit (the caps above may truncate them); the request's list is cleared.
+    let drafts = 0;
+    let slots = 0;
+    if (spec !== undefined) {
+      if (proposed > 0) {
+        drafts = Math.min(proposed, Math.max(0, n + req.computed - req.seq.numTokens));
+        req.drafts = 0;
+      }
+      // Slots for the drafts and the lookahead, within max_model_len (vllm-rules 3.1 step 2).
+      slots = drafts + lookahead;
+      if (maxModelLen !== undefined) slots = Math.min(slots, Math.max(0, maxModelLen - (req.computed + n - drafts)));
+    }
     let allocated = false;
     for (;;) {
-      if (state.pool.allocateSlots(req.seq, rows.allocation(req.computed, n))) {
+      if (state.pool.allocateSlots(req.seq, rows.allocation(req.computed, n - drafts, slots))) {
         allocated = true;
         break;
       }
@@ -99,7 +117,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       if (victim === req) break;
     }
     if (!allocated) break;
-    rows.record(req, req.computed, n);
+    rows.record(req, req.computed, n, drafts);
     i++;
   }
 
@@ -127,15 +145,18 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
   if (state.role !== "prefill") {
     let decodeCount = 0;
     let sumSequenceTokens = 0;
+    let decodeTokens = 0;
     for (let i = 0; i < count; i++) {
       const req = rows.at(i);
-      if (req.computed >= req.seq.numTokens && req.outputs < req.maxOutputTokens) {
+      if (req.computed - req.stepDrafts >= req.seq.numTokens && req.outputs < req.maxOutputTokens) {
         decodeCount++;
         sumSequenceTokens += req.seq.numTokens;
+        decodeTokens += 1 + req.stepDrafts;
       }
     }
     batch.decode.count = decodeCount;
     batch.decode.sumSequenceTokens = sumSequenceTokens;
+    batch.decode.tokens = decodeTokens;
   }
   const price = state.timing.step(batch);
   const endMs = nowMs + price.prefillMs + price.decodeMs;
@@ -148,14 +169,20 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
   const finishing: Req[] = synchronous ? NONE_FINISHING : [];
   for (let i = 0; i < count; i++) {
     const req = rows.at(i);
-    state.pool.commitComputed(req.seq, req.computed);
-    if (req.computed < req.seq.numTokens) continue; // a prefill chunk short of the end samples nothing
+    const drafts = req.stepDrafts;
+    // Unverified drafts are never cached: only the sequence's own tokens become visible.
+    state.pool.commitComputed(req.seq, req.computed - drafts);
+    if (req.computed - drafts < req.seq.numTokens) continue; // a prefill chunk short of the end samples nothing
     if (req.outputs < req.maxOutputTokens) {
       const index = req.outputs;
-      req.seq.appendOutputs(1); // output `index`, whose id the sequence asks tokenIdFromHash for
-      req.outputs++;
-      if (synchronous) fx.token({ requestId: req.id, index, atMs: endMs });
-      else sampled.push({ req, index });
+      if (spec === undefined) {
+        req.seq.appendOutputs(1); // output `index`, whose id the sequence asks tokenIdFromHash for
+        req.outputs++;
+        if (synchronous) fx.token({ requestId: req.id, index, atMs: endMs });
+        else sampled.push({ req, index });
+      } else {
+        emitVerified(state, spec, req, drafts, fx, endMs);
+      }
     }
     // Surviving mutants: VS-69 (MUTANTS.md).
     if (req.outputs >= req.maxOutputTokens || (maxModelLen !== undefined && req.seq.numTokens >= maxModelLen)) {
@@ -167,6 +194,8 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
         state.finishingCount++;
         finishing.push(req);
       }
+    } else if (spec !== undefined) {
+      req.drafts = spec.k; // the drafter proposes after every sampled token
     }
   }
   // Surviving mutants: VS-70 (MUTANTS.md).
@@ -179,9 +208,33 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
     work.push({ requestId: req.id, tokens: req.stepTokens });
     scheduledTokens += req.stepTokens;
     req.stepTokens = 0;
+    req.stepDrafts = 0;
   }
   rows.clear();
   return { prefillMs: price.prefillMs, decodeMs: price.decodeMs, clamped: price.clamped, work, scheduledTokens, sampled, finishing };
+}
+
+/**
+ * Speculative decoding after a step (vllm-rules 1.5 steps 1-2): of the `drafts` the row verified,
+ * the accepted prefix stays computed and the rejected slots are given back (num_computed_tokens
+ * falls by the rejected count, so the next step writes over them); the accepted drafts and the
+ * bonus token are emitted at the end of the step, cut at max_tokens and max_model_len.
+ */
+function emitVerified(state: RankState, spec: Speculation, req: Req, drafts: number, fx: EffectsBuilder, endMs: number): void {
+  const index = req.outputs;
+  let accepted = 0;
+  if (drafts > 0) {
+    accepted = spec.accept(req.idHash, index, drafts);
+    req.computed -= drafts - accepted;
+  }
+  let emit = Math.min(1 + accepted, req.maxOutputTokens - index);
+  const maxModelLen = state.engine.max_model_len;
+  if (maxModelLen !== undefined) emit = Math.min(emit, maxModelLen - req.seq.numTokens);
+  req.seq.appendOutputs(emit);
+  req.outputs += emit;
+  // Cut at its end, a finishing request computed past its last token: it is freed this step.
+  if (req.computed > req.seq.numTokens) req.computed = req.seq.numTokens;
+  for (let j = 0; j < emit; j++) fx.token({ requestId: req.id, index: index + j, atMs: endMs });
 }
 
 /** The result of a step that runs from `startMs` for the plan's duration (or of a pass that scheduled nothing). */

@@ -6,6 +6,7 @@
 import type { EngineSettings, Profile, Timing } from "@kvsim/profile-schema";
 import { InterpolationGrid, type OutsideGridPolicy } from "./grid.js";
 import { kvBlockSizeTokens } from "./geometry.js";
+import { decodeTokensOf } from "./batch-sums.js";
 import { paddedBatchSize } from "./padding.js";
 import { createRooflineTiming } from "./roofline.js";
 
@@ -25,6 +26,11 @@ export interface DecodeBatch {
   readonly count: number;
   /** Σ over the batch of the sequence length before the sampled token is appended. */
   readonly sumSequenceTokens: number;
+  /**
+   * Σ tokens the decode rows compute: 1 + the drafts verified per row with speculative decoding;
+   * absent or 0: `count` (one each). The profile table prices it as the batch size.
+   */
+  readonly tokens?: number;
 }
 
 /**
@@ -53,7 +59,12 @@ export interface StepBatch {
    * attention with it; absent, it is estimated from the sums as if the rows were equal.
    */
   readonly promptAttentionPairs?: number;
+  /** Σ tokens the decode rows compute (speculative decoding: 1 + drafts each); absent or 0: decodeRows. */
+  readonly decodeTokens?: number;
+  /** Σ over decode rows of their causal (query, key) pairs (see RooflineLoad.decodePairs); absent or 0: decodeKvTokens. */
+  readonly decodeAttentionPairs?: number;
 }
+
 
 /** The price of one step, split for reports: prompt work and the rest. */
 export interface StepTiming {
@@ -167,7 +178,8 @@ class ProfileTiming extends TwoPartTiming {
   decode(batch: DecodeBatch): TimingEstimate {
     if (batch.count === 0) return ZERO;
     if (this.decodeGrid === undefined) throw new RangeError("profile timing: the profile has no forward_pass.decode table");
-    const { value, clamped } = this.decodeGrid.lookup([batch.count, batch.sumSequenceTokens], this.policy);
+    // Verification of 1 + d tokens per row costs like a decode batch of that many tokens.
+    const { value, clamped } = this.decodeGrid.lookup([batch.tokens !== undefined && batch.tokens > 0 ? batch.tokens : batch.count, batch.sumSequenceTokens], this.policy);
     return { ms: value, clamped };
   }
 }
@@ -213,11 +225,14 @@ class LinearTiming implements TimingModel {
     return e.all_experts_ms * expertShareTouched(tokens * this.tokenScale, e.num_experts, e.num_experts_per_tok);
   }
   step(batch: StepBatch): StepTiming {
-    const rows = batch.promptRows + batch.decodeRows;
+    // A decode row verifying 1 + d tokens (speculative decoding) counts as 1 + d sequences: vLLM
+    // pads and launches the verification batch by its tokens.
+    const decodeTokens = decodeTokensOf(batch);
+    const rows = batch.promptRows + decodeTokens;
     if (rows === 0) return { prefillMs: 0, decodeMs: 0, clamped: 0 };
     const c = this.c;
     const sequences = batch.promptRows === 0 ? paddedBatchSize(rows, this.captureSizes) : rows;
-    const tokens = batch.promptRows === 0 ? sequences : batch.decodeRows + batch.promptTokens;
+    const tokens = batch.promptRows === 0 ? sequences : decodeTokens + batch.promptTokens;
     const decodeMs = c.step_ms + c.per_sequence_ms * sequences + (c.per_kv_token_us * batch.decodeKvTokens) / 1000 + this.expertsMs(tokens);
     const prefillMs =
       batch.promptRows === 0 ? 0 : c.prompt_step_ms + (c.per_prompt_token_us * batch.promptTokens + c.per_cached_token_us * batch.promptContextTokens) / 1000;

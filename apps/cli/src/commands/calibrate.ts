@@ -15,6 +15,7 @@ import {
   parseStageSummary,
   replayTiming,
   replayWith,
+  fitAcceptance,
   simulatedRun,
   stageMetrics,
   stageWorkload,
@@ -272,6 +273,9 @@ async function linearCalibration(io: StdinIo & CliIo, opts: CalibrateOptions, p:
   const fitC = compareRuns(fit, sim);
   const heldC = nFit < measured.requests.length ? compareRuns(measured, sim, { kind: "from_request", index: nFit }) : undefined;
   const preemptions = full.reduce((a, r) => a + r.preemptions, 0);
+  // Speculative decoding: the acceptance rate the measured chunks per step give (vllm-bench only).
+  const draftK = (spec.decode?.engine?.speculative_config ?? spec.engine.speculative_config)?.num_speculative_tokens;
+  const acceptance = draftK === undefined ? undefined : fitAcceptance(measured, draftK);
   const wallMs = performance.now() - started;
   const out = p.outs[0]!;
   writeOutputs([{ flag: "--out", path: out, text: specText(out, writtenSpec(doc.value, doc.file, out, { type: "linear", ...result.coefficients }, result.frontendMs)) }], opts.force);
@@ -296,6 +300,7 @@ async function linearCalibration(io: StdinIo & CliIo, opts: CalibrateOptions, p:
           wall_time_ms: Math.round(wallMs),
           fit: fitC,
           held_out: heldC ?? null,
+          speculative_acceptance: acceptance === undefined ? null : { num_speculative_tokens: draftK, mean_acceptance_length: acceptance.meanAcceptanceLength, acceptance_rate: acceptance.acceptanceRate },
           warnings: result.warnings,
         },
         null,
@@ -324,6 +329,11 @@ async function linearCalibration(io: StdinIo & CliIo, opts: CalibrateOptions, p:
     errorTable(fitC, heldC),
     "",
     `preemptions (simulated, whole run): ${preemptions}`,
+    ...(acceptance === undefined
+      ? []
+      : [
+          `speculative decoding: the measured run streamed ${acceptance.meanAcceptanceLength.toFixed(3)} tokens per step, acceptance_rate ${acceptance.acceptanceRate.toFixed(3)} with num_speculative_tokens ${draftK} (set it in engine.speculative_config and calibrate again)`,
+        ]),
     ...warningLines(result.warnings),
     `wrote ${out}`,
   ];

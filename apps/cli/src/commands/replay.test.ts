@@ -56,6 +56,17 @@ describe("kvsim replay: runs", () => {
     expect(r.stdout).toMatch(/handoffs +48, /);
   });
 
+  it("the bundled MTP example speculates on the decode workers and prints a speculative decoding row", async () => {
+    const example = new URL("../../examples/replay-pd-mtp.yaml", import.meta.url).pathname;
+    const r = await replay("--spec", example);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("requests: 48 arrived, 48 completed, 0 rejected, 0 failed");
+    // k = 3 with per-position rates 0.85 / 0.64 / 0.45: about 1 + 0.85 + 0.64 + 0.45 = 2.94 tokens per step.
+    expect(r.stdout).toMatch(/speculative decoding +mtp, 3 draft tokens: mean acceptance length 2\.9\d\d, per position 0\.8\d\d \/ 0\.6\d\d \/ 0\.4\d\d;/);
+    // The default example prints no such row.
+    expect((await replay()).stdout).not.toContain("speculative decoding");
+  });
+
   it("--format json prints one JSON object (the report) and nothing else: TTFT 12, E2E 14", async () => {
     const r = await replay("--spec", path("spec.yaml"), "--format", "json");
     expect(r.code).toBe(0);

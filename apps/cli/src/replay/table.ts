@@ -127,6 +127,13 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
       `${pool.data_parallel_size} ranks per worker, ${pool.expert_parallel ? "expert parallel" : "independent"}; requests per rank ${placed}${lockstep}`,
     ]);
   }
+  const sd = report.speculative_decoding;
+  if (sd !== undefined) {
+    rows.push([
+      "speculative decoding",
+      `${sd.method}, ${sd.num_speculative_tokens} draft tokens: mean acceptance length ${num(sd.mean_acceptance_length, 3)}, per position ${sd.acceptance_per_position.map((a) => num(a, 3)).join(" / ")}; ${int(sd.num_accepted_tokens)} of ${int(sd.num_draft_tokens)} draft tokens accepted`,
+    ]);
+  }
   if (report.goodput_rps !== undefined && report.goodput_requests !== undefined) {
     rows.push(["goodput (SLA)", `${num(report.goodput_rps)} req/s (${int(report.goodput_requests)} requests met it)`]);
   }
