@@ -12,7 +12,7 @@ import { captureIo } from "./test-io.js";
  * cli.fuzz.test.ts, which keeps its own copies so that its fixed-seed cases stay as they were.
  */
 
-export const SCALE = Math.max(1, Number(process.env.KVSIM_FUZZ_SCALE ?? "1") || 1);
+const SCALE = Math.max(1, Number(process.env.KVSIM_FUZZ_SCALE ?? "1") || 1);
 export const runs = (n: number): number => n * SCALE;
 export const TIMEOUT = 60_000 * SCALE;
 
@@ -51,7 +51,7 @@ export function wellBehaved(r: Run, located: readonly string[]): void {
   }
 }
 
-export const NASTY_NUMBERS = [0, -1, -0.5, 0.5, 1.5, 5e-324, 1e-300, 1e308, -1e308, 2 ** 24 + 1, 2 ** 31, 2 ** 53, 2 ** 53 + 2, 2 ** 64, 1e15, 1e300];
+const NASTY_NUMBERS = [0, -1, -0.5, 0.5, 1.5, 5e-324, 1e-300, 1e308, -1e308, 2 ** 24 + 1, 2 ** 31, 2 ** 53, 2 ** 53 + 2, 2 ** 64, 1e15, 1e300];
 
 /** JSON/YAML values of every kind, small and absurd; numbers include the limits' edges. */
 export const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
@@ -65,7 +65,7 @@ export const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
 export type Json = Record<string, unknown>;
 
 /** The paths of an object's keys, nested ones included (so a whole section may go). */
-export function paths(v: unknown, at: string[] = [], out: string[][] = []): string[][] {
+function paths(v: unknown, at: string[] = [], out: string[][] = []): string[][] {
   if (v !== null && typeof v === "object" && !Array.isArray(v)) {
     for (const [k, x] of Object.entries(v)) {
       out.push([...at, k]);
@@ -75,10 +75,10 @@ export function paths(v: unknown, at: string[] = [], out: string[][] = []): stri
   return out;
 }
 
-export const DELETE = Symbol("delete");
+const DELETE = Symbol("delete");
 
 /** A copy of `root` with `value` at `path` (DELETE removes the key); a path through a non-object is left as it was. */
-export function setPath(root: Json, path: readonly string[], value: unknown): Json {
+function setPath(root: Json, path: readonly string[], value: unknown): Json {
   const copy: Json = structuredClone(root);
   let o: Json = copy;
   for (const k of path.slice(0, -1)) {

@@ -1,19 +1,9 @@
 import { CUDA_GRAPH_ESTIMATE_SINCE, GIB, isGroupedProfile, versionAtLeast, type KvCapacity, type ModelShape, type Profile } from "@kvsim/profile-schema";
+import { tableLines } from "./text-table.js";
 
 /** 1234567 -> "1,234,567" (fixed, locale-independent). */
 export const thousands = (n: number): string => String(Math.round(n)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 const gib = (b: number) => `${(b / GIB).toFixed(2)} GiB`;
-
-/** Pads each column to its widest cell, left- or right-aligned ("l" / "r"); trailing blanks trimmed. */
-export function columns(rows: readonly (readonly string[])[], align: string): string[] {
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  return rows.map((r) =>
-    r
-      .map((cell, c) => (align[c] === "r" ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!)))
-      .join("  ")
-      .trimEnd(),
-  );
-}
 
 /** One group's or the linear layout's row of `profile show`, also used for its JSON. */
 export interface ProfileRow {
@@ -73,7 +63,7 @@ export function formatProfile(p: Profile, linearBlockSize: number, pages: number
     ["group", "kind", "layers", "block", "window", "bytes/block", "bytes/token"],
     ...rows.map((r) => [r.name, r.kind, dash(r.num_layers), thousands(r.block_size_tokens), dash(r.window_tokens), dash(r.bytes_per_block), dash(r.bytes_per_token)]),
   ];
-  lines.push(...columns(table, "llrrrrr"), "");
+  lines.push(...tableLines(table, "llrrrrr"), "");
   const perToken = (kind: string) => rows.filter((r) => r.kind === kind).reduce((s, r) => s + (r.bytes_per_token ?? 0), 0);
   const state = rows.filter((r) => r.kind === "state").reduce((s, r) => s + (r.bytes_per_block ?? 0), 0);
   const parts = [`${thousands(perToken("full_attention"))} B full attention`];
@@ -136,6 +126,6 @@ export function formatCapacity(c: KvCapacity, vllmVersion: string, shape: { read
     ["/ page", " ", `${thousands(c.page_bytes)} B`, ""],
     ["num_gpu_blocks", " ", thousands(c.num_gpu_blocks), `pages = ${thousands(c.kv_cache_tokens)} tokens`],
   ];
-  const body = columns(rows, "llrl").map((l) => `  ${l}`);
+  const body = tableLines(rows, "llrl").map((l) => `  ${l}`);
   return `KV capacity (vLLM ${vllmVersion} rules; ~ marks kvsim's estimates of what vLLM measures at start-up)\n${body.join("\n")}\n`;
 }

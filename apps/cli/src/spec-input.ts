@@ -1,5 +1,5 @@
-import { describeBytes, InputError, MAX_DOCUMENT_BYTES, parseDocumentText, type LocatedDocument, type Spec } from "@kvsim/profile-schema";
-import { parseSetFlag, specWithOverrides, type SpecOverride } from "@kvsim/sweep";
+import { describeBytes, InputError, MAX_DOCUMENT_BYTES, parseDocumentText, type LocatedDocument } from "@kvsim/profile-schema";
+import { parseSetFlag, type SpecOverride } from "@kvsim/sweep";
 import { readText, UsageError, type CliIo } from "./io.js";
 
 /** A CliIo that may bring its own standard input (tests pass a stream; the binary reads process.stdin). */
@@ -8,7 +8,7 @@ export interface StdinIo extends CliIo {
 }
 
 /** How `--spec -` is named in messages; relative paths in it resolve against the working folder. */
-export const STDIN_SPEC = "<stdin>";
+const STDIN_SPEC = "<stdin>";
 
 /** `--set` is repeatable: commander collects every value in order. */
 export const collectSet = (value: string, previous: readonly string[] = []): string[] => [...previous, value];
@@ -20,7 +20,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  * is refused as soon as it arrives, without reading the rest: `- < /dev/zero` ends at once) and
  * UTF-8 only. `limit` is for tests.
  */
-export async function readStdin(io: StdinIo, limit = MAX_DOCUMENT_BYTES): Promise<string> {
+async function readStdin(io: StdinIo, limit = MAX_DOCUMENT_BYTES): Promise<string> {
   const input = io.stdin ?? process.stdin;
   const chunks: Buffer[] = [];
   let size = 0;
@@ -63,10 +63,3 @@ export async function readDocument(io: StdinIo, file: string): Promise<LocatedDo
 
 /** The `--set` flags, parsed (each an InputError naming its flag when malformed). */
 export const parseSetFlags = (flags: readonly string[] | undefined): SpecOverride[] => (flags ?? []).map((f) => parseSetFlag(f));
-
-/** Reads a spec (a file or `-`), applies `--set` overrides and validates the result like a spec file. */
-export async function loadSpec(io: StdinIo, file: string, sets: readonly string[] | undefined): Promise<{ spec: Spec; specFile: string; doc: LocatedDocument }> {
-  const overrides = parseSetFlags(sets);
-  const doc = await readDocument(io, file);
-  return { spec: specWithOverrides(doc, overrides), specFile: doc.file, doc };
-}

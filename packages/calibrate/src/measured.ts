@@ -70,7 +70,7 @@ function num(file: string, line: number, obj: Record<string, unknown>, key: stri
  * latest virtual time). vLLM's timestamps are an engine's monotonic clock (seconds since boot) and
  * a bench's are seconds too; a larger one is a unit mistake or damage, and would stretch the run.
  */
-export const MAX_MEASURED_SECONDS = MAX_VIRTUAL_TIME_MS / 1000;
+const MAX_MEASURED_SECONDS = MAX_VIRTUAL_TIME_MS / 1000;
 
 /** A timestamp or duration in seconds: a finite number from 0 to MAX_MEASURED_SECONDS. */
 function seconds(file: string, line: number, obj: Record<string, unknown>, key: string, where = key): number {

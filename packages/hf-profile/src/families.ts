@@ -425,7 +425,7 @@ const deepseek: Family = {
 // Mamba and linear-attention hybrids
 
 /** The dtype names kvsim reads in a config (torch_dtype, dtype, mamba_ssm_cache_dtype), as HF configs and vLLM spell them. */
-export const DTYPE_NAMES: readonly string[] = ["float32", "fp32", "float16", "bfloat16", "half", "fp16", "bf16"];
+const DTYPE_NAMES: readonly string[] = ["float32", "fp32", "float16", "bfloat16", "half", "fp16", "bf16"];
 
 /** An optional dtype field, refused (located) when it names a dtype kvsim does not know. */
 export function optDtype(cfg: ConfigReader, key: string): string | undefined {

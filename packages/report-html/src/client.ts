@@ -91,7 +91,7 @@ interface Browser {
 }
 type PlotCtor = new (opts: object, data: unknown[], target: Element) => Plot;
 
-export function kvsimReportMain(uPlot: PlotCtor, charts: readonly ChartSpec[]): void {
+function kvsimReportMain(uPlot: PlotCtor, charts: readonly ChartSpec[]): void {
   const window = globalThis as unknown as Browser;
   const document = window.document;
   const palette = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"];

@@ -35,6 +35,7 @@ import { openTrace } from "../lines.js";
 import { loadCheckedSpec, type CheckedSpec } from "../spec-check.js";
 import type { StdinIo } from "../spec-input.js";
 import type { RegisterCommand } from "./index.js";
+import { textTable } from "../text-table.js";
 
 export interface CalibrateOptions {
   readonly spec?: string | readonly string[];
@@ -108,12 +109,6 @@ export const specText = (out: string, doc: Record<string, unknown>): string => (
 const fmt = (v: number | null, digits = 2): string => (v === null ? "-" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
 const pct = (v: number | null): string => (v === null ? "-" : `${v >= 0 ? "+" : ""}${(v * 100).toFixed(1)}%`);
 
-function table(rows: readonly (readonly string[])[], left = 1): string {
-  const widths: number[] = [];
-  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
-  return rows.map((r) => r.map((c, i) => (i < left ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd()).join("\n");
-}
-
 const NAMES = { ttft: "TTFT", tpot: "TPOT", itl: "ITL", e2e: "E2E" } as const;
 
 /** Fit part and held-out part side by side: measured, simulated and error of each. */
@@ -129,7 +124,7 @@ export function errorTable(fit: Comparison, held: Comparison | undefined): strin
     const h = held?.throughput[i];
     rows.push(["throughput", names[i]!, fmt(t.measured), fmt(t.simulated), pct(t.error), fmt(h?.measured ?? null), fmt(h?.simulated ?? null), pct(h?.error ?? null)]);
   });
-  return table(rows, 2);
+  return textTable(rows, 2);
 }
 
 /** Each stage's measured, simulated and error of TTFT mean and p90, TPOT and E2E mean. */
@@ -150,7 +145,7 @@ export function stageTable(stages: readonly StageComparison[]): string {
       pct(s.e2eMean.error),
     ]);
   }
-  return table(rows, 1);
+  return textTable(rows, 1);
 }
 
 function warningLines(warnings: readonly FitWarning[]): string[] {
@@ -315,7 +310,7 @@ async function linearCalibration(io: StdinIo & CliIo, opts: CalibrateOptions, p:
     `measured file lacks: ${measured.lacks.length === 0 ? "nothing" : measured.lacks.join("; ")}`,
     "",
     `fitted timing (linear), after ${result.evaluations} replays in ${(wallMs / 1000).toFixed(1)} s:`,
-    table(
+    textTable(
       [
         ...COEFFICIENT_NAMES.map((k) => [`  ${k}`, String(result.coefficients[k]), COEFFICIENT_UNITS[k], `(regression: ${result.start[k]}${result.floors !== undefined && k in result.floors ? `, floor ${result.floors[k as keyof typeof result.floors]}` : ""})`]),
         ...(result.coefficients.experts === undefined
@@ -452,7 +447,7 @@ async function rooflineCalibration(
   const lines = [
     `kvsim calibrate: the roofline on ${measured.length} measured run${measured.length === 1 ? "" : "s"}, fitted together`,
     `fitted roofline after ${result.evaluations} replays of every run in ${(wallMs / 1000).toFixed(1)} s (searched: ${result.fitted.join(", ")}):`,
-    table(
+    textTable(
       [
         ...Object.entries(result.params).map(([k, v]) => [`  ${k}`, String(v), ROOFLINE_UNITS[k] ?? "", `(start: ${result.start[k as keyof typeof result.start]})`]),
       ],

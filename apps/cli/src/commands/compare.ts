@@ -3,6 +3,7 @@ import { renderCompareHtml, type CompareSamples } from "@kvsim/report-html";
 import { chartAssets } from "../html-assets.js";
 import { checkOutputs, readText, UsageError, writeOutputs, type CliIo } from "../io.js";
 import type { RegisterCommand } from "./index.js";
+import { textTable } from "../text-table.js";
 
 export interface CompareOptions {
   readonly measured?: string;
@@ -38,12 +39,6 @@ const num = (v: number | null, digits = 2): string => (v === null ? "-" : v.toLo
 const signedPct = (v: number | null): string => (v === null ? "-" : `${v >= 0 ? "+" : ""}${(v * 100).toFixed(1)}%`);
 const signedNum = (v: number | null): string => (v === null ? "-" : `${v >= 0 ? "+" : ""}${num(v)}`);
 
-function table(rows: readonly (readonly string[])[], leftColumns = 1): string {
-  const widths: number[] = [];
-  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
-  return rows.map((r) => r.map((c, i) => (i < leftColumns ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd()).join("\n");
-}
-
 export function describeSelection(s: CompareSelection): string {
   switch (s.kind) {
     case "all":
@@ -64,7 +59,7 @@ export function formatComparison(c: Comparison, measuredLabel: string, simulated
     `kvsim compare: measured ${measuredLabel}, simulated ${simulatedLabel}`,
     `requests: ${c.selected} selected (${describeSelection(c.selection)}), ${c.matched} compared${c.missingCount > 0 ? `, ${c.missingCount} missing from the simulation (${c.missing.join(", ")}${c.missingCount > c.missing.length ? ", ..." : ""})` : ""}`,
     "",
-    table(
+    textTable(
       [
         ["latency (ms)", "", "measured", "simulated", "sim - meas", "error"],
         ...c.latency.map((l) => row(METRIC_NAMES[l.metric], l.stat, l)),

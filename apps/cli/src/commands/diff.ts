@@ -2,6 +2,7 @@ import { formatPath, InputError, parseDocumentText } from "@kvsim/profile-schema
 import { canonicalMetric, diffReports, type MetricChange } from "@kvsim/sweep";
 import { readText, UsageError, type CliIo } from "../io.js";
 import type { RegisterCommand } from "./index.js";
+import { textTable } from "../text-table.js";
 
 /** The path to the first number in `value` that is not finite (JSON's 1e400 reads as Infinity), or undefined. */
 function nonFinitePath(value: unknown): PropertyKey[] | undefined {
@@ -31,12 +32,6 @@ const fmt = (v: number | null, digits = 2): string => (v === null ? "-" : Number
 const signed = (v: number | null, digits = 2): string => (v === null ? "-" : `${v > 0 ? "+" : ""}${fmt(v, digits)}`);
 const pct = (v: number | null): string => (v === null ? "-" : `${v > 0 ? "+" : ""}${(v * 100).toFixed(1)}%`);
 
-function table(rows: readonly (readonly string[])[]): string {
-  const widths: number[] = [];
-  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
-  return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd()).join("\n");
-}
-
 /** The alias rules behind folded names, each once: `median_* = p50_*`, `*_e2el_ms = *_e2e_ms`, `completed = completed_requests`. */
 function aliasRules(aliases: readonly string[]): string[] {
   const rules = new Set<string>();
@@ -57,7 +52,7 @@ export function diffCommand(io: CliIo, fileA: string, fileB: string, format: str
     return 0;
   }
   const row = (m: MetricChange) => [m.metric, fmt(m.a), fmt(m.b), signed(m.change), pct(m.relative)];
-  const lines = [`kvsim diff: a = ${fileA}, b = ${fileB}${d.sameDigest ? " (the same digest)" : ""}`, "", table([["metric", "a", "b", "b - a", "change"], ...d.metrics.map(row)])];
+  const lines = [`kvsim diff: a = ${fileA}, b = ${fileB}${d.sameDigest ? " (the same digest)" : ""}`, "", textTable([["metric", "a", "b", "b - a", "change"], ...d.metrics.map(row)])];
   const rules = aliasRules(d.metrics.flatMap((m) => m.aliases ?? []));
   if (rules.length > 0) lines.push(`(one row per figure; the same figures under other names: ${rules.join(", ")})`);
   lines.push("");
@@ -67,7 +62,7 @@ export function diffCommand(io: CliIo, fileA: string, fileB: string, format: str
     return text.length > 60 ? `${text.slice(0, 57)}...` : text;
   };
   if (d.settings.length === 0) lines.push("settings and other fields: none differs");
-  else lines.push("settings and other fields that differ:", table(d.settings.map((s) => [`  ${s.setting}`, shown(s.a), shown(s.b)])));
+  else lines.push("settings and other fields that differ:", textTable(d.settings.map((s) => [`  ${s.setting}`, shown(s.a), shown(s.b)])));
   io.out(`${lines.join("\n")}\n`);
   return 0;
 }

@@ -1,7 +1,8 @@
 import { GIB, GPU_DATASHEETS, type GpuDatasheet } from "@kvsim/profile-schema";
 import { Option } from "commander";
-import { columns, thousands } from "../profile-table.js";
+import { thousands } from "../profile-table.js";
 import type { RegisterCommand } from "./index.js";
+import { tableLines } from "../text-table.js";
 
 /** The JSON keys of a datasheet's figures, and of their sources. */
 const SOURCE_KEYS: Readonly<Record<string, string>> = {
@@ -56,7 +57,7 @@ export function formatGpus(gpus: readonly GpuDatasheet[]): string {
     "Memory as CUDA reports it (what vLLM multiplies by gpu_memory_utilization); TFLOPS dense (no sparsity);",
     "link bandwidth per GPU and direction; link latencies are kvsim's estimates. Sources: --format json.",
   ];
-  return `${[...columns(rows, "llrrrrlrr"), ...notes].join("\n")}\n`;
+  return `${[...tableLines(rows, "llrrrrlrr"), ...notes].join("\n")}\n`;
 }
 
 export const registerGpus: RegisterCommand = (program, ctx) => {

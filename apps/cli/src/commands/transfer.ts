@@ -14,6 +14,7 @@ import { Option, type Command } from "commander";
 import { BANDWIDTH_FLAG_HELP, BANDWIDTH_GBPS_FLAG_HELP, bandwidthFromFlags, type BandwidthFlags } from "../bandwidth-flag.js";
 import { numberOption, UsageError, type CliIo, type CommandContext } from "../io.js";
 import { loadProfileFile, profileProblems } from "../spec-check.js";
+import { tableLines } from "../text-table.js";
 
 /** The prompt-length bound every command shares: the longest prompt a request may have. */
 export const PROMPT_TOKENS_BOUND = { integer: true, min: 1, max: MAX_REQUEST_TOKENS, maxText: `${MAX_REQUEST_TOKENS} (2^24), the longest prompt a request may have` } as const;
@@ -155,13 +156,7 @@ function renderTable(r: TransferReport): string {
   const body = r.groups.map((g) => [g.name, g.kind, thousands(g.blocks), thousands(g.bytes)]);
   const total = ["total", "", thousands(r.groups.reduce((s, g) => s + g.blocks, 0)), thousands(r.groups.reduce((s, g) => s + g.bytes, 0))];
   const rows = [header, ...body, total];
-  const widths = header.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));
-  const render = (row: readonly string[]) =>
-    row
-      .map((cell, c) => (c < 2 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)))
-      .join("  ")
-      .trimEnd();
-  lines.push(render(header), ...body.map(render), render(total), "");
+  lines.push(...tableLines(rows, "llrr"), "");
 
   const units = t.mode === "destination_missing" && t.missing !== undefined ? t.missing.units : t.promptUnits;
   lines.push(`payload      ${plural(r.payloadBytes, "byte")} = ${plural(units, unit)} x ${thousands(t.bytesPerUnit)} + ${thousands(r.fixedBytes)} fixed`);

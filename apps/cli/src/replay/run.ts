@@ -35,7 +35,7 @@ const int = (v: number): string => v.toLocaleString("en-US", { maximumFractionDi
 const workers = (n: number, role = ""): string => `${int(n)} ${role}worker${n === 1 ? "" : "s"}`;
 
 /** The topology in words: "aggregated, 2 workers", "disaggregated, 2 prefill + 2 decode workers". */
-export function describeTopology(t: Spec["topology"]): string {
+function describeTopology(t: Spec["topology"]): string {
   if (t.kind === "aggregated") return `aggregated, ${workers(t.workers)}`;
   const { prefill: p, decode: d } = { prefill: t.prefill.workers, decode: t.decode.workers };
   // "2 prefill + 2 decode workers" reads well only when both are plural.
@@ -126,7 +126,7 @@ export function specForDisplay(spec: Spec): unknown {
 }
 
 /** The router for a title: its policy, then each setting that differs from its default. */
-export function describeRouter(router: Router): string {
+function describeRouter(router: Router): string {
   const defaults = RouterSchema.parse(router.policy) as Record<string, unknown>;
   const changed = Object.entries(router).filter(([k, v]) => k !== "policy" && defaults[k] !== v);
   return changed.length === 0 ? router.policy : `${router.policy} (${changed.map(([k, v]) => `${k} ${String(v)}`).join(", ")})`;
@@ -251,7 +251,7 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
  * `--percentiles 50,90,95,99`: each a number in (0, 100], listed once, in any order (shown sorted).
  * The report always has p50, p90 and p99; the others add keys, outside the digest.
  */
-export function parsePercentiles(text: string): number[] {
+function parsePercentiles(text: string): number[] {
   const items = text.split(",").map((t) => t.trim());
   const values = items.map((t) => {
     const v = Number(t);

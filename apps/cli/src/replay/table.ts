@@ -1,5 +1,6 @@
 import { GIB } from "@kvsim/profile-schema";
 import type { ReplayReport } from "@kvsim/replay-engine";
+import { textTable } from "../text-table.js";
 
 /** A short description of what ran, for the table's title. */
 export interface RunSummary {
@@ -13,12 +14,6 @@ export interface RunSummary {
 
 const num = (v: number, digits = 2): string => v.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const int = (v: number): string => v.toLocaleString("en-US", { maximumFractionDigits: 0 });
-
-function pad(rows: readonly (readonly string[])[]): string {
-  const widths: number[] = [];
-  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
-  return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd()).join("\n");
-}
 
 /** The percentile columns shown: p50, p90, p99 unless `--percentiles` asked for others. */
 const percentileKey = (p: number, key: string) => `p${p}_${key}_ms`;
@@ -67,7 +62,7 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
   const cell = (v: number | null | undefined) => (typeof v === "number" ? num(v) : "-");
   const metric = (label: string, key: "ttft" | "tpot" | "itl" | "e2e") => [label, cell(all[`mean_${key}_ms`]), ...percentiles.map((p) => cell(all[percentileKey(p, key)]))];
   lines.push(
-    pad([
+    textTable([
       ["latency (ms)", "mean", ...percentiles.map((p) => `p${p}`)],
       metric("TTFT", "ttft"),
       metric("TPOT", "tpot"),

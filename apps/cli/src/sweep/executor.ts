@@ -26,7 +26,7 @@ export const defaultJobs = (): number => availableParallelism();
 
 
 /** One point at a time, in this thread. */
-export function inlineExecutor(): PointExecutor {
+function inlineExecutor(): PointExecutor {
   return { parallelism: 1, run: (task) => runPoint(task, fileHost), close: () => Promise.resolve() };
 }
 

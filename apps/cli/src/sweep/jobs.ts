@@ -11,8 +11,8 @@ import { availableParallelism } from "node:os";
  * measured at about 160 MiB, and the heap a point grows: some 370 MiB in all on the bundled P/D
  * grid) and what the main thread keeps besides.
  */
-export const THREAD_ADDRESS_SPACE = 512 * 2 ** 20;
-export const MAIN_ADDRESS_SPACE = 1.5 * 2 ** 30;
+const THREAD_ADDRESS_SPACE = 512 * 2 ** 20;
+const MAIN_ADDRESS_SPACE = 1.5 * 2 ** 30;
 
 /** This process's address-space limit in bytes (`ulimit -v`), from /proc/self/limits; Infinity when none or unknown. */
 export function addressSpaceLimit(limits?: string): number {

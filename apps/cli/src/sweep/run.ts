@@ -23,12 +23,10 @@ import {
   type Grid,
   type GridPoint,
   type PointTask,
-  type Probe,
   type SlaTerm,
   type SpecOverride,
   type SweepRow,
   type TraceRef,
-  type WorkerCounts,
 } from "@kvsim/sweep";
 import { renderSweepHtml, type ChartAssets } from "@kvsim/report-html";
 import { chartAssets } from "../html-assets.js";
@@ -411,7 +409,7 @@ function sweepHtml(
 }
 
 /** The searched variable of max-rate: a synthetic workload's rate, or a trace's speedup. */
-export function rateVariable(spec: Spec): { path: string; start: number } {
+function rateVariable(spec: Spec): { path: string; start: number } {
   const synthetic = spec.workload.synthetic;
   if (synthetic !== undefined) {
     if (synthetic.rate_per_s === undefined) throw new UsageError("--find max-rate scales workload.synthetic.rate_per_s, but this workload has none (all requests arrive at 0)");
@@ -479,4 +477,3 @@ function profileTp(ref: Spec["profile"]): number {
   return tp;
 }
 
-export type { Probe, WorkerCounts };

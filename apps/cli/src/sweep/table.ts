@@ -1,4 +1,5 @@
 import { formatSla, metricValue, type Probe, type SlaTerm, type SweepRow, type WorkerCounts } from "@kvsim/sweep";
+import { textTable } from "../text-table.js";
 
 /** One search's result, for the table and the JSON output. */
 export interface SearchOutcome {
@@ -36,12 +37,6 @@ const num = (v: number | undefined, digits = 2): string => {
 };
 const value = (v: unknown): string => (typeof v === "string" ? v : JSON.stringify(v));
 
-function pad(rows: readonly (readonly string[])[], leftColumns: number): string {
-  const widths: number[] = [];
-  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
-  return rows.map((r) => r.map((c, i) => (i < leftColumns ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ").trimEnd()).join("\n");
-}
-
 /** Metric columns of the table: the SLA's metrics when there is one, else a standard set. */
 function metricColumns(sla: readonly SlaTerm[] | undefined): string[] {
   const base = ["completed_requests", "p90_ttft_ms", "mean_tpot_ms", "p99_itl_ms", "request_throughput_rps"];
@@ -55,7 +50,7 @@ const SHORT: Record<string, string> = {
 };
 
 /** The rows as a table: settings, status, metrics, the SLA verdict, a short digest and the wall time; then the reasons of bad rows. */
-export function formatRowsTable(rows: readonly SweepRow[], sla: readonly SlaTerm[] | undefined, rates = false): string {
+function formatRowsTable(rows: readonly SweepRow[], sla: readonly SlaTerm[] | undefined, rates = false): string {
   const settingKeys = [...new Set(rows.flatMap((r) => Object.keys(r.settings)))];
   // A rate search shows the offered rate beside the served one (request_throughput_rps).
   const metrics = rates ? ["saturation.offered_rps", ...metricColumns(sla)] : metricColumns(sla);
@@ -70,7 +65,7 @@ export function formatRowsTable(rows: readonly SweepRow[], sla: readonly SlaTerm
     r.digest === null ? "-" : r.digest.slice(0, 12),
     num(r.wall_time_ms, 0),
   ]);
-  const lines = [pad([head, ...body], settingKeys.length + 2)];
+  const lines = [textTable([head, ...body], settingKeys.length + 2)];
   const bad = rows.filter((r) => r.status !== "ok");
   if (bad.length > 0) lines.push("", ...bad.map((r) => `point ${r.point} ${r.status}: ${r.reason ?? ""}`));
   return lines.join("\n");
