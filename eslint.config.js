@@ -23,7 +23,10 @@ export default defineConfig(
         "error",
         {
           patterns: [
-            { group: ["@kvsim/*/src/*", "@kvsim/*/dist/*", "../../*/src/*", "**/packages/*/src/*"], message: "Import a package through its public entry point." },
+            {
+              group: ["@kvsim/*/src/*", "@kvsim/*/dist/*", "../../*/src/*", "**/packages/*/src/*"],
+              message: "Import a package through its public entry point.",
+            },
           ],
         },
       ],

@@ -21,7 +21,9 @@ export default defineConfig([
     external: [/^@node-rs\//, /^piscina/, /^bullmq/, /^ioredis/, /^uplot/],
     esbuildOptions(options) {
       // Some bundled dependencies are CommonJS and require Node's builtins.
-      options.banner = { js: '#!/usr/bin/env node\nimport { createRequire as __kvsimRequire } from "node:module";\nconst require = __kvsimRequire(import.meta.url);' };
+      options.banner = {
+        js: '#!/usr/bin/env node\nimport { createRequire as __kvsimRequire } from "node:module";\nconst require = __kvsimRequire(import.meta.url);',
+      };
     },
   },
   {

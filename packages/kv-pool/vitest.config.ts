@@ -23,7 +23,4 @@ class HandTestsFirst extends BaseSequencer {
 // graph (isolate: false): Stryker switches mutants through a global, not by reloading modules, and
 // re-importing every file for every mutant was three quarters of a mutant's time (the whole suite:
 // 19.6 s isolated, 4.5 s not). The package's tests keep no state between files.
-export default mergeConfig(
-  packageVitestConfig("kv-pool"),
-  MUTATION ? { test: { isolate: false, sequence: { sequencer: HandTestsFirst } } } : {},
-);
+export default mergeConfig(packageVitestConfig("kv-pool"), MUTATION ? { test: { isolate: false, sequence: { sequencer: HandTestsFirst } } } : {});

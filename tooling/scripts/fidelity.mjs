@@ -74,7 +74,10 @@ function specFor(meta, work, trace, metaFile) {
   const bytes = KV_BYTES_PER_TOKEN[model];
   if (bytes === undefined) throw new Error(`no KV size known for ${model}: add it to KV_BYTES_PER_TOKEN`);
   const d = deploymentFromMeta(meta, metaFile);
-  writeFileSync(join(work, "profile.json"), JSON.stringify({ schema_version: 1, model, vllm_version: meta.vllm_version, tensor_parallel_size: d.tensorParallelSize, kv_bytes_per_token: bytes }));
+  writeFileSync(
+    join(work, "profile.json"),
+    JSON.stringify({ schema_version: 1, model, vllm_version: meta.vllm_version, tensor_parallel_size: d.tensorParallelSize, kv_bytes_per_token: bytes }),
+  );
   const timing = EXPERTS[model] === undefined ? { type: "fixed", prefill_ms: 10, decode_ms: 10 } : { type: "linear", experts: EXPERTS[model] };
   const { spec } = specFromVllm(d, { profile: "./profile.json", trace: `./${basename(trace)}`, format: "kvsim", timing });
   // A run that does not record its pool gets an assumed one (stated in the output), not one sized
@@ -133,7 +136,10 @@ const csvRows = (text) => {
 function measuredPreemption(dir, requestsFile) {
   const tsFile = join(dir, "timeseries.csv");
   if (!existsSync(tsFile)) return undefined;
-  const reqs = readFileSync(requestsFile, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const reqs = readFileSync(requestsFile, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
   const queued = reqs.map((r) => r.queued_ts).sort((x, y) => x - y);
   const finished = reqs.map((r) => r.last_token_ts).sort((x, y) => x - y);
   const rows = csvRows(readFileSync(tsFile, "utf8")).map((r) => ({ t: Number(r.t), running: Number(r.running), waiting: Number(r.waiting) }));
@@ -146,21 +152,51 @@ function measuredPreemption(dir, requestsFile) {
     if (err < best.err) best = { err, offset };
   }
   const samples = rows.map((r) => ({ t: r.t + t0 + best.offset, waiting: r.waiting }));
-  return preemptedWaiting(samples, queued, reqs.map((r) => r.scheduled_ts));
+  return preemptedWaiting(
+    samples,
+    queued,
+    reqs.map((r) => r.scheduled_ts),
+  );
 }
 
 /** The same figure for the calibrated replay, from its records and a 1 s time series. */
 function simulatedPreemption(work) {
   const records = join(work, "replay-requests.jsonl");
   const series = join(work, "replay-timeseries.csv");
-  kvsim(["replay", "--spec", join(work, "calibrated.yaml"), "--quiet", "--format", "json", "--requests", records, "--timeseries", series, "--sample-ms", "1000", "--force"]);
-  const recs = readFileSync(records, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  kvsim([
+    "replay",
+    "--spec",
+    join(work, "calibrated.yaml"),
+    "--quiet",
+    "--format",
+    "json",
+    "--requests",
+    records,
+    "--timeseries",
+    series,
+    "--sample-ms",
+    "1000",
+    "--force",
+  ]);
+  const recs = readFileSync(records, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
   const samples = csvRows(readFileSync(series, "utf8")).map((r) => ({
     t: Number(r.time_ms),
-    waiting: Object.entries(r).filter(([k]) => k.endsWith(".waiting")).reduce((acc, [, v]) => acc + Number(v), 0),
+    waiting: Object.entries(r)
+      .filter(([k]) => k.endsWith(".waiting"))
+      .reduce((acc, [, v]) => acc + Number(v), 0),
   }));
   const admitted = recs.filter((r) => r.admitted_ms !== null).map((r) => r.admitted_ms);
-  return { ...preemptedWaiting(samples, recs.map((r) => r.arrival_ms), admitted), events: recs.reduce((acc, r) => acc + r.preemptions, 0) };
+  return {
+    ...preemptedWaiting(
+      samples,
+      recs.map((r) => r.arrival_ms),
+      admitted,
+    ),
+    events: recs.reduce((acc, r) => acc + r.preemptions, 0),
+  };
 }
 
 const ROWS = [
@@ -195,7 +231,16 @@ try {
     // Preemptions are compared only where the run records its pool: with an assumed pool the
     // replay's KV pressure is not the real one's.
     const preemption = assumedBlocks ? undefined : { real: measuredPreemption(dir, requests), sim: simulatedPreemption(work) };
-    results.push({ name, meta, cal, wallS, peer: peerErrors(join(dir, "llmservingsim-accuracy.txt")), tokenIds: Boolean(prompts && existsSync(prompts)), assumedBlocks, preemption });
+    results.push({
+      name,
+      meta,
+      cal,
+      wallS,
+      peer: peerErrors(join(dir, "llmservingsim-accuracy.txt")),
+      tokenIds: Boolean(prompts && existsSync(prompts)),
+      assumedBlocks,
+      preemption,
+    });
   }
 } finally {
   if (keep === undefined) rmSync(root, { recursive: true, force: true });
@@ -206,7 +251,9 @@ const lines = [];
 for (const r of results) {
   const k = r.meta.engine_kwargs;
   lines.push(
-    markdown ? `**${r.name}** (${r.meta.model}, vLLM ${r.meta.vllm_version}, DP ${k.data_parallel_size ?? 1}${k.enable_expert_parallel ? " + EP" : ""}):` : `${r.name} (${r.meta.model}, vLLM ${r.meta.vllm_version}, DP ${k.data_parallel_size ?? 1}${k.enable_expert_parallel ? " + EP" : ""})`,
+    markdown
+      ? `**${r.name}** (${r.meta.model}, vLLM ${r.meta.vllm_version}, DP ${k.data_parallel_size ?? 1}${k.enable_expert_parallel ? " + EP" : ""}):`
+      : `${r.name} (${r.meta.model}, vLLM ${r.meta.vllm_version}, DP ${k.data_parallel_size ?? 1}${k.enable_expert_parallel ? " + EP" : ""})`,
   );
   lines.push(
     `calibrated on ${r.cal.fit_requests} requests in ${r.wallS.toFixed(1)} s (${r.cal.evaluations} replays); held out: ${r.cal.held_out_requests}; ${r.tokenIds ? "prompts by token id" : "prompts by length"}${r.assumedBlocks ? `; GPU blocks not recorded, ${ASSUMED_BLOCKS} assumed` : ""}; simulated preemptions ${r.cal.simulated_preemptions}`,
@@ -223,7 +270,13 @@ for (const r of results) {
     const key = `${metric}_${stat}`;
     const held = find(r.cal.held_out, metric, stat);
     const t = TARGET[key];
-    rows.push([`${metric.toUpperCase()} ${stat}`, `${pct(held)}${t !== undefined ? (Math.abs(held ?? Infinity) <= t ? " ✓" : " ✗") : ""}`, pct(find(r.cal.fit, metric, stat)), t === undefined ? "-" : `±${t * 100}%`, pct(r.peer[key])]);
+    rows.push([
+      `${metric.toUpperCase()} ${stat}`,
+      `${pct(held)}${t !== undefined ? (Math.abs(held ?? Infinity) <= t ? " ✓" : " ✗") : ""}`,
+      pct(find(r.cal.fit, metric, stat)),
+      t === undefined ? "-" : `±${t * 100}%`,
+      pct(r.peer[key]),
+    ]);
   }
   if (markdown) {
     lines.push(`| ${rows[0].join(" | ")} |`, `|${rows[0].map(() => "---").join("|")}|`, ...rows.slice(1).map((row) => `| ${row.join(" | ")} |`));

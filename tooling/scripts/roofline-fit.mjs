@@ -101,7 +101,17 @@ if (vllmRuns !== undefined) {
     const prompts = meta.dataset_path ? join(vllmRuns, basename(meta.dataset_path)) : undefined;
     const trace = join(work, `${name}.jsonl`);
     const requestsFile = join(dir, "requests.jsonl");
-    execFileSync(process.execPath, [cli, "trace", "from-measured", "--measured", requestsFile, ...(prompts && existsSync(prompts) ? ["--prompts", prompts] : []), "--out", trace, "--force"]);
+    execFileSync(process.execPath, [
+      cli,
+      "trace",
+      "from-measured",
+      "--measured",
+      requestsFile,
+      ...(prompts && existsSync(prompts) ? ["--prompts", prompts] : []),
+      "--out",
+      trace,
+      "--force",
+    ]);
     const dp = k.data_parallel_size ?? 1;
     const engine = {
       gpu: gpuOf(meta, name),
@@ -117,7 +127,13 @@ if (vllmRuns !== undefined) {
     };
     const measured = parseMeasured(readFileSync(requestsFile, "utf8"), requestsFile);
     const records = [];
-    for await (const r of readTrace(readFileSync(trace, "utf8").split("\n").filter((l) => l.trim() !== ""), { format: "kvsim", file: trace })) records.push(r);
+    for await (const r of readTrace(
+      readFileSync(trace, "utf8")
+        .split("\n")
+        .filter((l) => l.trim() !== ""),
+      { format: "kvsim", file: trace },
+    ))
+      records.push(r);
     cases.push({ kind: "requests", name, model: meta.model, gpu: engine.gpu, profile, engine, records, measured, clock: "engine" });
   }
 }
@@ -143,7 +159,18 @@ if (h100Runs !== undefined) {
       scheduler_reserve_full_isl: true,
     };
     const { records, windows } = stageWorkload(run, stageSeconds);
-    cases.push({ kind: "stages", name: name.replace(/^\d+-\d+-/, "").replace(/\.json$/, ""), model: e.model, gpu: "H100-SXM", profile, engine, records, run, windows, clock: "client" });
+    cases.push({
+      kind: "stages",
+      name: name.replace(/^\d+-\d+-/, "").replace(/\.json$/, ""),
+      model: e.model,
+      gpu: "H100-SXM",
+      profile,
+      engine,
+      records,
+      run,
+      windows,
+      clock: "client",
+    });
   }
 }
 
@@ -184,7 +211,14 @@ function stageWorkload(run, seconds) {
     const output = Math.max(2, Math.round(stage.output_len.mean));
     const first = i;
     for (let k = 0; k < n; k++, i++) {
-      records.push({ line: i + 1, requestId: `r${i}`, arrivalMs: t0 + (k * 1000) / load.rate, inputTokens: prompts[i % prompts.length].length, inputTokenIds: prompts[i % prompts.length], outputTokens: output });
+      records.push({
+        line: i + 1,
+        requestId: `r${i}`,
+        arrivalMs: t0 + (k * 1000) / load.rate,
+        inputTokens: prompts[i % prompts.length].length,
+        inputTokenIds: prompts[i % prompts.length],
+        outputTokens: output,
+      });
     }
     // The first pass over the prompts is cold (no prefix hit); a whole stage sends thousands of
     // requests, so its mean is over warm ones: skip the first N requests and the first 10 s of each stage.
@@ -214,7 +248,11 @@ async function replayCase(c, params) {
   if (c.kind === "requests") {
     const cmp = compareRuns(c.measured, simulatedRun(result.records, c.name, clockStartFor(c.measured)));
     const get = (m, s) => cmp.latency.find((l) => l.metric === m && l.stat === s);
-    for (const [m, s] of [["tpot", "mean"], ["ttft", "mean"], ["ttft", "p90"]]) {
+    for (const [m, s] of [
+      ["tpot", "mean"],
+      ["ttft", "mean"],
+      ["ttft", "p90"],
+    ]) {
       const l = get(m, s);
       rows.push({ label: `${m.toUpperCase()} ${s}`, metric: m, measured: l.measured, simulated: l.simulated });
     }
@@ -238,7 +276,17 @@ async function replayCase(c, params) {
 }
 
 const WEIGHT = { tpot: 1, ttft: 0.5 };
-const ALL = ["compute_efficiency", "attention_efficiency", "memory_efficiency", "moe_efficiency", "link_efficiency", "step_overhead_ms", "layer_overhead_us", "per_sequence_us", "frontend_ms"];
+const ALL = [
+  "compute_efficiency",
+  "attention_efficiency",
+  "memory_efficiency",
+  "moe_efficiency",
+  "link_efficiency",
+  "step_overhead_ms",
+  "layer_overhead_us",
+  "per_sequence_us",
+  "frontend_ms",
+];
 // The parameters fitted (--free a,b,...); the others keep their given values. The default frees the
 // five the shared runs can tell apart; attention, link and per-layer terms barely move them.
 const NAMES = (opt("--free") ?? "compute_efficiency,memory_efficiency,moe_efficiency,step_overhead_ms,frontend_ms").split(",");
@@ -248,7 +296,10 @@ const EFFICIENCY = new Set(ALL.filter((n) => n.endsWith("efficiency")));
 // is the client's: fitted with the rest, reported beside the defaults.
 const DEFAULTS = { ...ROOFLINE_DEFAULTS, frontend_ms: 4.4 };
 
-const fromTheta = (theta, base) => ({ ...base, ...Object.fromEntries(NAMES.map((n, i) => [n, EFFICIENCY.has(n) ? Math.min(1, base[n] * Math.exp(theta[i])) : base[n] * Math.exp(theta[i])])) });
+const fromTheta = (theta, base) => ({
+  ...base,
+  ...Object.fromEntries(NAMES.map((n, i) => [n, EFFICIENCY.has(n) ? Math.min(1, base[n] * Math.exp(theta[i])) : base[n] * Math.exp(theta[i])])),
+});
 
 /** A run counts once whatever its number of stages; overloaded stages (and runs) are not fitted. */
 const fitted = (c) => c.kind === "requests" || c.windows.some((w) => !w.overloaded);
@@ -294,7 +345,10 @@ async function report(params, title, only) {
       continue;
     }
     out.push(`  ${c.name} (${c.model}, ${c.gpu}, TP ${c.profile.tensor_parallel_size}, ${c.clock} clock)`);
-    for (const r of rows) out.push(`    ${r.label.padEnd(22)} measured ${r.measured.toFixed(2).padStart(9)} ms  kvsim ${r.simulated.toFixed(2).padStart(9)} ms  ${pct(r.simulated / r.measured - 1).padStart(7)}${r.overloaded ? "  (overloaded stage: not fitted)" : ""}`);
+    for (const r of rows)
+      out.push(
+        `    ${r.label.padEnd(22)} measured ${r.measured.toFixed(2).padStart(9)} ms  kvsim ${r.simulated.toFixed(2).padStart(9)} ms  ${pct(r.simulated / r.measured - 1).padStart(7)}${r.overloaded ? "  (overloaded stage: not fitted)" : ""}`,
+      );
   }
   return out.join("\n");
 }
@@ -307,7 +361,10 @@ try {
     params = await fit(cases, start);
     console.log(JSON.stringify(params));
   }
-  if (!flag("--loo-only")) console.log(await report(params, flag("--fit") ? "fitted on every run" : given === undefined ? "zero-shot, shipped defaults" : "zero-shot, the given parameters"));
+  if (!flag("--loo-only"))
+    console.log(
+      await report(params, flag("--fit") ? "fitted on every run" : given === undefined ? "zero-shot, shipped defaults" : "zero-shot, the given parameters"),
+    );
   if (flag("--loo")) {
     for (const key of ["model", "gpu"]) {
       for (const v of [...new Set(cases.map((c) => c[key]))]) {

@@ -55,14 +55,20 @@ try {
     for (const n of workers) {
       const cells = [];
       for (const r of routers) {
-        const out = execFileSync("node", [cli, "replay", "--spec", spec, "--set", `topology.workers=${n}`, "--set", `router=${r}`, "--format", "json", "--quiet"], {
-          encoding: "utf8",
-          maxBuffer: 1 << 28,
-        });
+        const out = execFileSync(
+          "node",
+          [cli, "replay", "--spec", spec, "--set", `topology.workers=${n}`, "--set", `router=${r}`, "--format", "json", "--quiet"],
+          {
+            encoding: "utf8",
+            maxBuffer: 1 << 28,
+          },
+        );
         const report = JSON.parse(out);
         const spread = Object.values(report.routing ?? {}).find((p) => typeof p === "object" && p !== null && "workers" in p);
         cells.push({ router: r, reuse: report.prefix_cache_reused_ratio, p90: report.p90_ttft_ms, share: spread?.max_request_share ?? 1 });
-        console.error(`${w.name}, ${n} workers, ${r}: reuse ${(report.prefix_cache_reused_ratio * 100).toFixed(2)} %, TTFT p90 ${report.p90_ttft_ms.toFixed(1)} ms`);
+        console.error(
+          `${w.name}, ${n} workers, ${r}: reuse ${(report.prefix_cache_reused_ratio * 100).toFixed(2)} %, TTFT p90 ${report.p90_ttft_ms.toFixed(1)} ms`,
+        );
       }
       rows.push({ trace: w.name, n, cells });
     }
@@ -75,6 +81,10 @@ const head = ["trace", "workers", ...routers.flatMap((r) => [`${r} reuse`, `${r}
 console.log(`| ${head.join(" | ")} |`);
 console.log(`|${head.map(() => "---").join("|")}|`);
 for (const row of rows) {
-  const cells = row.cells.flatMap((c) => [`${(c.reuse * 100).toFixed(2)} %`, c.p90.toLocaleString("en-US", { maximumFractionDigits: 1, minimumFractionDigits: 1 }), `${(c.share * 100).toFixed(0)} %`]);
+  const cells = row.cells.flatMap((c) => [
+    `${(c.reuse * 100).toFixed(2)} %`,
+    c.p90.toLocaleString("en-US", { maximumFractionDigits: 1, minimumFractionDigits: 1 }),
+    `${(c.share * 100).toFixed(0)} %`,
+  ]);
   console.log(`| ${row.trace} | ${row.n} | ${cells.join(" | ")} |`);
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The README's test command: bootstrap, then build, typecheck, lint, every test, and the check
-# that the generated JSON Schemas are up to date. Ends with one "tests: N passed, N failed" line
-# (printed last; a stale schema counts as one failed test) and exits non-zero on any failure.
+# The README's test command: bootstrap, then build, typecheck, lint, every test (the packed
+# packages' shape and knip's unused-code check among them), and the checks that the generated JSON
+# Schemas are up to date and the code is formatted. Ends with one "tests: N passed, N failed" line
+# (printed last; a stale schema and unformatted code each count as one failed test) and exits
+# non-zero on any failure.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -21,5 +23,8 @@ pnpm exec vitest run --reporter=default --reporter=json --outputFile.json="$resu
 echo "== JSON Schemas up to date"
 schemas_failed=0
 pnpm run --silent schemas:check || { status=1; schemas_failed=1; }
-node tooling/scripts/summarize-tests.mjs "$results" "$schemas_failed" || status=1
+echo "== code formatted (prettier; pnpm format rewrites it)"
+format_failed=0
+pnpm run --silent format:check || { status=1; format_failed=1; }
+node tooling/scripts/summarize-tests.mjs "$results" "$((schemas_failed + format_failed))" || status=1
 exit "$status"

@@ -44,7 +44,10 @@ describe.each(packages)("the packed @kvsim/%s", (name) => {
   it("passes publint with no errors, warnings or suggestions", async () => {
     const tarball = tarballs.get(name)!;
     const pkg = JSON.parse(readFileSync(join(root, "packages", name, "package.json"), "utf8")) as Record<string, unknown>;
-    const { messages } = await publint({ pack: { tarball: tarball.buffer.slice(tarball.byteOffset, tarball.byteOffset + tarball.byteLength) as ArrayBuffer }, level: "suggestion" });
+    const { messages } = await publint({
+      pack: { tarball: tarball.buffer.slice(tarball.byteOffset, tarball.byteOffset + tarball.byteLength) as ArrayBuffer },
+      level: "suggestion",
+    });
     expect(messages.map((m) => `${m.type}: ${formatMessage(m, pkg) ?? m.code}`)).toEqual([]);
   });
 
@@ -53,7 +56,9 @@ describe.each(packages)("the packed @kvsim/%s", (name) => {
     expect(result.types).not.toBe(false);
     const problems = "problems" in result ? result.problems : [];
     const relevant = problems.filter((p) => !("resolutionKind" in p) || !IGNORED_RESOLUTIONS.has(p.resolutionKind as string));
-    expect(relevant.map((p) => `${p.kind}${"entrypoint" in p ? ` at ${String(p.entrypoint)}` : ""}${"resolutionKind" in p ? ` (${String(p.resolutionKind)})` : ""}`)).toEqual([]);
+    expect(
+      relevant.map((p) => `${p.kind}${"entrypoint" in p ? ` at ${String(p.entrypoint)}` : ""}${"resolutionKind" in p ? ` (${String(p.resolutionKind)})` : ""}`),
+    ).toEqual([]);
   });
 });
 

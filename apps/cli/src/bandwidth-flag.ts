@@ -19,7 +19,8 @@ export const BANDWIDTH_GBPS_FLAG_HELP = "deprecated: the bandwidth in decimal GB
  * "Gbps" reads as gigabits and it means gigabytes (8x apart). Both at once are bad usage.
  */
 export function bandwidthFromFlags(io: CliIo, flags: BandwidthFlags): number | undefined {
-  if (flags.bandwidth !== undefined && flags.bandwidthGbps !== undefined) throw new UsageError("--bandwidth and --bandwidth-gbps give the same thing; keep --bandwidth (with its unit)");
+  if (flags.bandwidth !== undefined && flags.bandwidthGbps !== undefined)
+    throw new UsageError("--bandwidth and --bandwidth-gbps give the same thing; keep --bandwidth (with its unit)");
   if (flags.bandwidth !== undefined) {
     const r = parseBandwidth(flags.bandwidth);
     if (!r.ok) throw new UsageError(`--bandwidth: ${r.reason}`);
@@ -29,6 +30,8 @@ export function bandwidthFromFlags(io: CliIo, flags: BandwidthFlags): number | u
   const gbps = numberOption("--bandwidth-gbps", flags.bandwidthGbps);
   const bad = checkBandwidth(gbps);
   if (bad !== undefined) throw new UsageError(`--bandwidth-gbps: ${bad}`);
-  io.err(`warning: --bandwidth-gbps is deprecated: it means gigabytes per second, but "Gbps" reads as gigabits (8x less); write --bandwidth "${flags.bandwidthGbps} GB/s"\n`);
+  io.err(
+    `warning: --bandwidth-gbps is deprecated: it means gigabytes per second, but "Gbps" reads as gigabits (8x less); write --bandwidth "${flags.bandwidthGbps} GB/s"\n`,
+  );
   return gbps;
 }

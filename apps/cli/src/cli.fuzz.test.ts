@@ -54,7 +54,11 @@ function wellBehaved(r: Run, located: readonly string[]): void {
   if (stderr.startsWith("error: invalid input\n")) {
     // Each problem line starts with the file (or flag, or <stdin>) it is in.
     const lines = stderr.slice("error: invalid input\n".length).trimEnd().split("\n");
-    for (const line of lines) expect(located.some((l) => line.startsWith(l)), `unlocated: ${line}`).toBe(true);
+    for (const line of lines)
+      expect(
+        located.some((l) => line.startsWith(l)),
+        `unlocated: ${line}`,
+      ).toBe(true);
   } else {
     // A usage error names the flag or command at fault.
     expect(stderr).toMatch(/^error: /);
@@ -75,7 +79,10 @@ const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.array(fc.integer(), { maxLength: 3 }),
 );
 /** A size that is cheap when valid (no 10^6-request workload), and often not valid. */
-const sizeValue: fc.Arbitrary<unknown> = fc.oneof(fc.integer({ min: 1, max: 4 }), fc.constantFrom<unknown>(0, -1, 1.5, 2 ** 24 + 1, 1e6 + 1, 2 ** 53, "2", null, [], {}));
+const sizeValue: fc.Arbitrary<unknown> = fc.oneof(
+  fc.integer({ min: 1, max: 4 }),
+  fc.constantFrom<unknown>(0, -1, 1.5, 2 ** 24 + 1, 1e6 + 1, 2 ** 53, "2", null, [], {}),
+);
 
 type Json = Record<string, unknown>;
 
@@ -107,14 +114,29 @@ function setPath(root: Json, path: readonly string[], value: unknown): Json {
 }
 
 const DELETE = Symbol("delete");
-const SIZE_KEYS = new Set(["requests", "input_tokens", "output_tokens", "workers", "num_gpu_blocks", "max_num_seqs", "max_num_batched_tokens", "prefill", "decode"]);
+const SIZE_KEYS = new Set([
+  "requests",
+  "input_tokens",
+  "output_tokens",
+  "workers",
+  "num_gpu_blocks",
+  "max_num_seqs",
+  "max_num_batched_tokens",
+  "prefill",
+  "decode",
+]);
 
 /** Up to three mutations of `base`: a field set to a nasty value, deleted, or a new key added. */
 function mutated(base: Json): fc.Arbitrary<Json> {
   const all = paths(base);
   const one = fc.tuple(fc.constantFrom(...all), fc.nat(3), nastyValue, sizeValue, fc.constantFrom("colour", "__proto__", "constructor", "bandwidth_gbps")).map(
-    ([path, how, nasty, size]) => (o: Json) =>
-      how === 0 ? setPath(o, path, DELETE) : how === 1 ? setPath(o, [...path.slice(0, -1), "extra_key"], 1) : setPath(o, path, SIZE_KEYS.has(path.at(-1)!) ? size : nasty),
+    ([path, how, nasty, size]) =>
+      (o: Json) =>
+        how === 0
+          ? setPath(o, path, DELETE)
+          : how === 1
+            ? setPath(o, [...path.slice(0, -1), "extra_key"], 1)
+            : setPath(o, path, SIZE_KEYS.has(path.at(-1)!) ? size : nasty),
   );
   return fc.array(one, { minLength: 1, maxLength: 3 }).map((fs) => fs.reduce((o, f) => f(o), base));
 }
@@ -126,7 +148,12 @@ function asText(doc: Json): fc.Arbitrary<string> {
     { weight: 4, arbitrary: fc.constant(json) },
     { weight: 3, arbitrary: fc.constant(toYaml(doc)) },
     { weight: 1, arbitrary: fc.nat(json.length).map((n) => json.slice(0, n)) },
-    { weight: 1, arbitrary: fc.tuple(fc.nat(json.length), fc.constantFrom("[", "{", "&a", "*a", '"', "\r", "\u0000", "\uFEFF", ",", "9".repeat(400))).map(([n, c]) => json.slice(0, n) + c + json.slice(n)) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(fc.nat(json.length), fc.constantFrom("[", "{", "&a", "*a", '"', "\r", "\u0000", "\uFEFF", ",", "9".repeat(400)))
+        .map(([n, c]) => json.slice(0, n) + c + json.slice(n)),
+    },
     { weight: 1, arbitrary: fc.constant(json.replace(/^\{\n/, () => `{\n "${Object.keys(doc)[0] ?? "a"}": 1,\n`)) },
   );
 }
@@ -194,41 +221,52 @@ async function validateThenReplay(spec: string, files: readonly string[]): Promi
 }
 
 describe("fuzz: profiles", () => {
-  it("a mutated profile is validated, priced and replayed without a crash, refused where it is wrong", async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom(LINEAR, GLM).chain((p) => mutated(p).chain(asText)),
-        fc.boolean(),
-        async (text, pd) => {
-          const file = fresh("profile.json");
-          writeFileSync(file, text);
-          wellBehaved(await kvsim("validate", file), [file]);
-          wellBehaved(await kvsim("transfer", "--profile", file, "--prompt-tokens", "1000", "--bandwidth", "1 GB/s"), [file]);
-          const spec = fresh("spec.yaml");
-          writeFileSync(spec, toYaml({ ...(pd ? PD_SPEC : SPEC), profile: file, engine: pd ? { num_gpu_blocks: 64 } : { num_gpu_blocks: 64, block_size: 4 } }));
-          await validateThenReplay(spec, [file, spec]);
-        },
-      ),
-      { seed: SEED, numRuns: runs(SIZE.profiles) },
-    );
-  }, TIMEOUT);
+  it(
+    "a mutated profile is validated, priced and replayed without a crash, refused where it is wrong",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(LINEAR, GLM).chain((p) => mutated(p).chain(asText)),
+          fc.boolean(),
+          async (text, pd) => {
+            const file = fresh("profile.json");
+            writeFileSync(file, text);
+            wellBehaved(await kvsim("validate", file), [file]);
+            wellBehaved(await kvsim("transfer", "--profile", file, "--prompt-tokens", "1000", "--bandwidth", "1 GB/s"), [file]);
+            const spec = fresh("spec.yaml");
+            writeFileSync(
+              spec,
+              toYaml({ ...(pd ? PD_SPEC : SPEC), profile: file, engine: pd ? { num_gpu_blocks: 64 } : { num_gpu_blocks: 64, block_size: 4 } }),
+            );
+            await validateThenReplay(spec, [file, spec]);
+          },
+        ),
+        { seed: SEED, numRuns: runs(SIZE.profiles) },
+      );
+    },
+    TIMEOUT,
+  );
 });
 
 describe("fuzz: specs", () => {
-  it("validate and replay agree on a mutated spec, and a failed replay writes nothing", async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom(SPEC, PD_SPEC).chain((s) => mutated(s).chain(asText)),
-        async (text) => {
-          const spec = fresh("spec.yaml");
-          writeFileSync(spec, text);
-          // A mangled profile path is named as the missing file it is (somewhere in the folder).
-          await validateThenReplay(spec, [spec, join(dir, "linear.json"), join(dir, "glm.json"), `${dir}/`]);
-        },
-      ),
-      { seed: SEED + 1, numRuns: runs(SIZE.specs) },
-    );
-  }, TIMEOUT);
+  it(
+    "validate and replay agree on a mutated spec, and a failed replay writes nothing",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(SPEC, PD_SPEC).chain((s) => mutated(s).chain(asText)),
+          async (text) => {
+            const spec = fresh("spec.yaml");
+            writeFileSync(spec, text);
+            // A mangled profile path is named as the missing file it is (somewhere in the folder).
+            await validateThenReplay(spec, [spec, join(dir, "linear.json"), join(dir, "glm.json"), `${dir}/`]);
+          },
+        ),
+        { seed: SEED + 1, numRuns: runs(SIZE.specs) },
+      );
+    },
+    TIMEOUT,
+  );
 });
 
 describe("fuzz: trace lines", () => {
@@ -249,23 +287,46 @@ describe("fuzz: trace lines", () => {
       ),
     },
   );
-  it("validate and replay agree on a trace with damaged lines", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(traceLine, { minLength: 1, maxLength: 5 }), fc.constantFrom("mooncake", "kvsim"), async (lines, format) => {
-        const trace = fresh("trace.jsonl");
-        writeFileSync(trace, `${lines.join("\n")}\n`);
-        const spec = fresh("spec.yaml");
-        writeFileSync(spec, toYaml({ ...SPEC, workload: { trace, format, trace_block_size: 512 }, max_virtual_time_ms: 1e7 }));
-        await validateThenReplay(spec, [spec, trace]);
-      }),
-      { seed: SEED + 2, numRuns: runs(SIZE.traces) },
-    );
-  }, TIMEOUT);
+  it(
+    "validate and replay agree on a trace with damaged lines",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(traceLine, { minLength: 1, maxLength: 5 }), fc.constantFrom("mooncake", "kvsim"), async (lines, format) => {
+          const trace = fresh("trace.jsonl");
+          writeFileSync(trace, `${lines.join("\n")}\n`);
+          const spec = fresh("spec.yaml");
+          writeFileSync(spec, toYaml({ ...SPEC, workload: { trace, format, trace_block_size: 512 }, max_virtual_time_ms: 1e7 }));
+          await validateThenReplay(spec, [spec, trace]);
+        }),
+        { seed: SEED + 2, numRuns: runs(SIZE.traces) },
+      );
+    },
+    TIMEOUT,
+  );
 });
 
 describe("fuzz: command-line flags", () => {
   const value = fc.oneof(
-    fc.constantFrom("", "0", "-1", "1e15", "5e-324", "1e308", "NaN", "Infinity", "0x10", "1.5", "9".repeat(400), "50 GB/s", "50 Gbps", "table", "json", "xml", "-", "."),
+    fc.constantFrom(
+      "",
+      "0",
+      "-1",
+      "1e15",
+      "5e-324",
+      "1e308",
+      "NaN",
+      "Infinity",
+      "0x10",
+      "1.5",
+      "9".repeat(400),
+      "50 GB/s",
+      "50 Gbps",
+      "table",
+      "json",
+      "xml",
+      "-",
+      ".",
+    ),
     fc.integer({ min: -3, max: 100_000 }).map(String),
     fc.string({ maxLength: 8 }),
   );
@@ -295,21 +356,42 @@ describe("fuzz: command-line flags", () => {
         const head = command.split(" ");
         // Commands with a positional input get one; replay always runs the small spec.
         const spec = join(dir, "flags-spec.yaml");
-        const pos = command === "validate" || command === "profile show" ? [join(dir, "linear.json")] : command === "replay" ? ["--spec", spec] : command === "schemas" ? ["--out", join(dir, "flags-schemas")] : [];
+        const pos =
+          command === "validate" || command === "profile show"
+            ? [join(dir, "linear.json")]
+            : command === "replay"
+              ? ["--spec", spec]
+              : command === "schemas"
+                ? ["--out", join(dir, "flags-schemas")]
+                : [];
         return [...head, ...pos, ...flags.flat()];
       }),
   );
-  it("any mix of flags and values: a result, or a usage error naming what is wrong; never a crash", async () => {
-    writeFileSync(join(dir, "flags-spec.yaml"), toYaml({ ...SPEC, profile: join(dir, "linear.json") }));
-    mkdirSync(join(dir, "flags-out"), { recursive: true });
-    await fc.assert(
-      fc.asyncProperty(argv, async (args) => {
-        const r = await kvsim(...args);
-        wellBehaved(r, [join(dir, "linear.json"), join(dir, "glm.json"), join(dir, "nope.json"), join(dir, "flags-spec.yaml"), "/dev/zero", dir, "--", "-", ""]);
-        // No temporary file is ever left behind, whatever the outcome.
-        expect(readdirSync(join(dir, "flags-out")).filter((f) => f.endsWith(".tmp"))).toEqual([]);
-      }),
-      { seed: SEED + 3, numRuns: runs(SIZE.flags) },
-    );
-  }, TIMEOUT);
+  it(
+    "any mix of flags and values: a result, or a usage error naming what is wrong; never a crash",
+    async () => {
+      writeFileSync(join(dir, "flags-spec.yaml"), toYaml({ ...SPEC, profile: join(dir, "linear.json") }));
+      mkdirSync(join(dir, "flags-out"), { recursive: true });
+      await fc.assert(
+        fc.asyncProperty(argv, async (args) => {
+          const r = await kvsim(...args);
+          wellBehaved(r, [
+            join(dir, "linear.json"),
+            join(dir, "glm.json"),
+            join(dir, "nope.json"),
+            join(dir, "flags-spec.yaml"),
+            "/dev/zero",
+            dir,
+            "--",
+            "-",
+            "",
+          ]);
+          // No temporary file is ever left behind, whatever the outcome.
+          expect(readdirSync(join(dir, "flags-out")).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+        }),
+        { seed: SEED + 3, numRuns: runs(SIZE.flags) },
+      );
+    },
+    TIMEOUT,
+  );
 });

@@ -38,7 +38,12 @@ const leftovers = (folder: string) => readdirSync(folder).filter((f) => f.endsWi
 const LINEAR: Json = { schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 };
 const GLM = glmFlashProfile("0.32.0") as unknown as Json;
 /** 24 requests: bursts of 6, 10 ms apart, every 400 ms. */
-const TRACE = Array.from({ length: 24 }, (_, i) => ({ request_id: `q${i}`, arrival_ms: Math.floor(i / 6) * 400 + (i % 6) * 10, input_tokens: 16 + ((i * 37) % 90), output_tokens: 3 + ((i * 5) % 9) }));
+const TRACE = Array.from({ length: 24 }, (_, i) => ({
+  request_id: `q${i}`,
+  arrival_ms: Math.floor(i / 6) * 400 + (i % 6) * 10,
+  input_tokens: 16 + ((i * 37) % 90),
+  output_tokens: 3 + ((i * 5) % 9),
+}));
 const SPEC: Json = {
   version: 1,
   profile: "./linear.json",
@@ -47,7 +52,18 @@ const SPEC: Json = {
   timing: { type: "fixed", prefill_ms: 10, decode_ms: 2 },
   workload: { trace: "./trace.jsonl", format: "kvsim" },
 };
-const LLAMA: Json = { architectures: ["LlamaForCausalLM"], hidden_size: 4096, num_hidden_layers: 32, num_attention_heads: 32, num_key_value_heads: 8, intermediate_size: 14336, vocab_size: 128256, max_position_embeddings: 131072, torch_dtype: "bfloat16", tie_word_embeddings: false };
+const LLAMA: Json = {
+  architectures: ["LlamaForCausalLM"],
+  hidden_size: 4096,
+  num_hidden_layers: 32,
+  num_attention_heads: 32,
+  num_key_value_heads: 8,
+  intermediate_size: 14336,
+  vocab_size: 128256,
+  max_position_embeddings: 131072,
+  torch_dtype: "bfloat16",
+  tie_word_embeddings: false,
+};
 const DEEPSEEK: Json = {
   architectures: ["DeepseekV3ForCausalLM"],
   hidden_size: 7168,
@@ -86,7 +102,9 @@ const GEMMA: Json = {
 
 /** Sizes a measured field may take: cheap when valid, often not. */
 const measuredSize = (key: string): fc.Arbitrary<unknown> | undefined =>
-  /toks|tokens|lens/.test(key) ? fc.oneof(fc.integer({ min: 1, max: 12 }), fc.constantFrom<unknown>(0, -1, 1.5, 2 ** 24, 2 ** 24 + 1, 2 ** 53, "3", null)) : undefined;
+  /toks|tokens|lens/.test(key)
+    ? fc.oneof(fc.integer({ min: 1, max: 12 }), fc.constantFrom<unknown>(0, -1, 1.5, 2 ** 24, 2 ** 24 + 1, 2 ** 53, "3", null))
+    : undefined;
 
 let records: Json[] = [];
 
@@ -99,7 +117,10 @@ beforeAll(async () => {
   // The simulated run and its report: the other side of compare, and what diff reads.
   const r = await kvsim(["replay", "--spec", at("spec.yaml"), "--requests", at("sim.jsonl"), "--report", at("report.json")]);
   expect(r.code, r.stderr).toBe(0);
-  records = readFileSync(at("sim.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Json);
+  records = readFileSync(at("sim.jsonl"), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as Json);
 });
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
@@ -110,161 +131,229 @@ afterAll(() => {
 
 const vllmLine = (r: Json): Json => {
   const a = r.arrival_ms as number;
-  return { request_id: r.request_id, input_toks: r.input_tokens, output_toks: r.output_tokens, queued_ts: a / 1000, scheduled_ts: a / 1000, first_token_ts: (a + (r.ttft_ms as number)) / 1000, last_token_ts: (a + (r.e2e_ms as number)) / 1000 };
+  return {
+    request_id: r.request_id,
+    input_toks: r.input_tokens,
+    output_toks: r.output_tokens,
+    queued_ts: a / 1000,
+    scheduled_ts: a / 1000,
+    first_token_ts: (a + (r.ttft_ms as number)) / 1000,
+    last_token_ts: (a + (r.e2e_ms as number)) / 1000,
+  };
 };
 const benchDoc = (): Json => ({
   input_lens: records.map((r) => r.input_tokens),
   output_lens: records.map((r) => r.output_tokens),
   ttfts: records.map((r) => (r.ttft_ms as number) / 1000),
-  itls: records.map((r) => Array.from({ length: (r.output_tokens as number) - 1 }, () => ((r.e2e_ms as number) - (r.ttft_ms as number)) / ((r.output_tokens as number) - 1) / 1000)),
+  itls: records.map((r) =>
+    Array.from({ length: (r.output_tokens as number) - 1 }, () => ((r.e2e_ms as number) - (r.ttft_ms as number)) / ((r.output_tokens as number) - 1) / 1000),
+  ),
   errors: records.map(() => ""),
   start_times: records.map((r) => (r.arrival_ms as number) / 1000),
 });
 
 /** A measured file's text: JSONL with one line mutated (or damaged), or the bench JSON mutated. */
-const measuredText: fc.Arbitrary<{ format: string; text: string }> = fc.constantFrom("vllm-requests", "kvsim-requests", "vllm-bench").chain((format): fc.Arbitrary<{ format: string; text: string }> => {
-  if (format === "vllm-bench") return mutated(benchDoc(), measuredSize).chain((d) => asText(d, false)).map((text) => ({ format, text }));
-  const lines = format === "vllm-requests" ? records.map(vllmLine) : records;
-  return fc
-    .tuple(fc.nat(lines.length - 1), fc.nat(lines.length - 1))
-    .chain(([i, j]) =>
-      fc.tuple(
-        fc.constant(i),
-        fc.oneof(
-          mutated(lines[i]!, measuredSize).map((o) => JSON.stringify(o)),
-          asText(lines[i]!, false).map((t) => t.replace(/\n/g, "")),
-          fc.constant(JSON.stringify(lines[j])),
+const measuredText: fc.Arbitrary<{ format: string; text: string }> = fc
+  .constantFrom("vllm-requests", "kvsim-requests", "vllm-bench")
+  .chain((format): fc.Arbitrary<{ format: string; text: string }> => {
+    if (format === "vllm-bench")
+      return mutated(benchDoc(), measuredSize)
+        .chain((d) => asText(d, false))
+        .map((text) => ({ format, text }));
+    const lines = format === "vllm-requests" ? records.map(vllmLine) : records;
+    return fc
+      .tuple(fc.nat(lines.length - 1), fc.nat(lines.length - 1))
+      .chain(([i, j]) =>
+        fc.tuple(
+          fc.constant(i),
+          fc.oneof(
+            mutated(lines[i]!, measuredSize).map((o) => JSON.stringify(o)),
+            asText(lines[i]!, false).map((t) => t.replace(/\n/g, "")),
+            fc.constant(JSON.stringify(lines[j])),
+          ),
         ),
-      ),
-    )
-    .map(([i, line]) => ({ format, text: lines.map((l, k) => (k === i ? line : JSON.stringify(l))).join("\n") + "\n" }));
-});
+      )
+      .map(([i, line]) => ({ format, text: lines.map((l, k) => (k === i ? line : JSON.stringify(l))).join("\n") + "\n" }));
+  });
 
 // ---------------------------------------------------------------------------------------------
 
 describe("fuzz: profile from-hf", () => {
-  it("a mutated Hugging Face config derives a profile that validates, or is refused naming the config", async () => {
-    const sized = (key: string): fc.Arbitrary<unknown> | undefined => {
-      if (key === "architectures") return fc.constantFrom<unknown>(["constructor"], ["toString"], ["__proto__"], ["hasOwnProperty", "LlamaForCausalLM"], [], ["LlamaForCausalLM", 3]);
-      if (key.endsWith("dtype")) return fc.constantFrom<unknown>("float7", "fp8", "auto", "", "float32", "bfloat16", 2);
-      if (/layers|size|heads|dim|experts|rank/.test(key)) return fc.oneof(fc.integer({ min: 1, max: 64 }), fc.constantFrom<unknown>(0, 4096, 4097, 2 ** 24, 2 ** 24 + 1, 2 ** 53 - 1, 1e9));
-      return undefined;
-    };
-    await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom(LLAMA, DEEPSEEK, GEMMA).chain((c) => mutated(c, sized).chain((d) => asText(d, false))),
-        fc.constantFrom("1", "2", "8", "3", "0"),
-        fc.constantFrom<string[]>([], ["--gpu", "H100"], ["--gpu-memory-gib", "80"], ["--kv-cache-dtype", "fp8"], ["--block-size", "32"]),
-        fc.boolean(),
-        async (text, tp, flags, out) => {
-          const cfg = fresh("config.json");
-          writeFileSync(cfg, text);
-          const profile = fresh("profile.json");
-          const r = await kvsim(["profile", "from-hf", cfg, "--tp", tp, ...flags, ...(out ? ["--out", profile] : [])]);
-          wellBehaved(r, [cfg]);
-          // A refusal names the config's own keys, never a field of the profile derived from it.
-          expect(r.stderr).not.toContain("(derived profile)");
-          // Written only on success, and then a profile kvsim accepts.
-          expect(existsSync(profile)).toBe(out && r.code === 0);
-          if (out && r.code === 0) {
-            const v = await kvsim(["validate", profile]);
-            expect(v.code, v.stderr).toBe(0);
-          }
-        },
-      ),
-      { seed: SEED, numRuns: runs(SIZE.fromHf) },
-    );
-  }, TIMEOUT);
+  it(
+    "a mutated Hugging Face config derives a profile that validates, or is refused naming the config",
+    async () => {
+      const sized = (key: string): fc.Arbitrary<unknown> | undefined => {
+        if (key === "architectures")
+          return fc.constantFrom<unknown>(["constructor"], ["toString"], ["__proto__"], ["hasOwnProperty", "LlamaForCausalLM"], [], ["LlamaForCausalLM", 3]);
+        if (key.endsWith("dtype")) return fc.constantFrom<unknown>("float7", "fp8", "auto", "", "float32", "bfloat16", 2);
+        if (/layers|size|heads|dim|experts|rank/.test(key))
+          return fc.oneof(fc.integer({ min: 1, max: 64 }), fc.constantFrom<unknown>(0, 4096, 4097, 2 ** 24, 2 ** 24 + 1, 2 ** 53 - 1, 1e9));
+        return undefined;
+      };
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(LLAMA, DEEPSEEK, GEMMA).chain((c) => mutated(c, sized).chain((d) => asText(d, false))),
+          fc.constantFrom("1", "2", "8", "3", "0"),
+          fc.constantFrom<string[]>([], ["--gpu", "H100"], ["--gpu-memory-gib", "80"], ["--kv-cache-dtype", "fp8"], ["--block-size", "32"]),
+          fc.boolean(),
+          async (text, tp, flags, out) => {
+            const cfg = fresh("config.json");
+            writeFileSync(cfg, text);
+            const profile = fresh("profile.json");
+            const r = await kvsim(["profile", "from-hf", cfg, "--tp", tp, ...flags, ...(out ? ["--out", profile] : [])]);
+            wellBehaved(r, [cfg]);
+            // A refusal names the config's own keys, never a field of the profile derived from it.
+            expect(r.stderr).not.toContain("(derived profile)");
+            // Written only on success, and then a profile kvsim accepts.
+            expect(existsSync(profile)).toBe(out && r.code === 0);
+            if (out && r.code === 0) {
+              const v = await kvsim(["validate", profile]);
+              expect(v.code, v.stderr).toBe(0);
+            }
+          },
+        ),
+        { seed: SEED, numRuns: runs(SIZE.fromHf) },
+      );
+    },
+    TIMEOUT,
+  );
 });
 
 describe("fuzz: profile show", () => {
-  it("a mutated profile is shown, or refused naming the file", async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom(LINEAR, GLM).chain((p) => mutated(p).chain((d) => asText(d))),
-        fc.constantFrom<string[]>([], ["--num-gpu-blocks", "1000"], ["--gpu", "H100"], ["--gpu-memory-gib", "24"], ["--format", "json"], ["--block-size", "7"]),
-        async (text, flags) => {
-          const file = fresh("profile.json");
-          writeFileSync(file, text);
-          wellBehaved(await kvsim(["profile", "show", file, ...flags]), [file]);
-        },
-      ),
-      { seed: SEED + 1, numRuns: runs(SIZE.profileShow) },
-    );
-  }, TIMEOUT);
+  it(
+    "a mutated profile is shown, or refused naming the file",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom(LINEAR, GLM).chain((p) => mutated(p).chain((d) => asText(d))),
+          fc.constantFrom<string[]>(
+            [],
+            ["--num-gpu-blocks", "1000"],
+            ["--gpu", "H100"],
+            ["--gpu-memory-gib", "24"],
+            ["--format", "json"],
+            ["--block-size", "7"],
+          ),
+          async (text, flags) => {
+            const file = fresh("profile.json");
+            writeFileSync(file, text);
+            wellBehaved(await kvsim(["profile", "show", file, ...flags]), [file]);
+          },
+        ),
+        { seed: SEED + 1, numRuns: runs(SIZE.profileShow) },
+      );
+    },
+    TIMEOUT,
+  );
 });
 
 describe("fuzz: compare and trace from-measured", () => {
-  it("a damaged measured run is compared or refused naming file, line and field; a trace written from it replays", async () => {
-    await fc.assert(
-      fc.asyncProperty(measuredText, fc.constantFrom<string[]>([], ["--from-request", "3"], ["--after-ms", "500"], ["--format", "json"]), fc.boolean(), async ({ text }, select, html) => {
-        const m = fresh("measured.jsonl");
-        writeFileSync(m, text);
-        const out = fresh("out");
-        mkdirSync(out);
-        const page = join(out, "c.html");
-        const c = await kvsim(["compare", "--measured", m, "--requests", at("sim.jsonl"), ...select, ...(html ? ["--html", page] : [])]);
-        wellBehaved(c, [m, at("sim.jsonl")]);
-        expect(readdirSync(out)).toEqual(html && c.code === 0 ? ["c.html"] : []);
+  it(
+    "a damaged measured run is compared or refused naming file, line and field; a trace written from it replays",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          measuredText,
+          fc.constantFrom<string[]>([], ["--from-request", "3"], ["--after-ms", "500"], ["--format", "json"]),
+          fc.boolean(),
+          async ({ text }, select, html) => {
+            const m = fresh("measured.jsonl");
+            writeFileSync(m, text);
+            const out = fresh("out");
+            mkdirSync(out);
+            const page = join(out, "c.html");
+            const c = await kvsim(["compare", "--measured", m, "--requests", at("sim.jsonl"), ...select, ...(html ? ["--html", page] : [])]);
+            wellBehaved(c, [m, at("sim.jsonl")]);
+            expect(readdirSync(out)).toEqual(html && c.code === 0 ? ["c.html"] : []);
 
-        const trace = join(out, "t.jsonl");
-        const t = await kvsim(["trace", "from-measured", "--measured", m, "--out", trace]);
-        wellBehaved(t, [m]);
-        expect(existsSync(trace)).toBe(t.code === 0);
-        expect(leftovers(out)).toEqual([]);
-        if (t.code === 0) {
-          // What trace from-measured writes, replay takes (a run that cannot finish is exit 1, not a refusal).
-          const spec = join(out, "spec.yaml");
-          writeFileSync(spec, toYaml({ ...SPEC, profile: at("linear.json"), workload: { trace, format: "kvsim" } }));
-          const r = await kvsim(["replay", "--spec", spec, "--format", "json"]);
-          expect(r.code, r.stderr).not.toBe(2);
-        }
-      }),
-      { seed: SEED + 2, numRuns: runs(SIZE.measured) },
-    );
-  }, TIMEOUT);
+            const trace = join(out, "t.jsonl");
+            const t = await kvsim(["trace", "from-measured", "--measured", m, "--out", trace]);
+            wellBehaved(t, [m]);
+            expect(existsSync(trace)).toBe(t.code === 0);
+            expect(leftovers(out)).toEqual([]);
+            if (t.code === 0) {
+              // What trace from-measured writes, replay takes (a run that cannot finish is exit 1, not a refusal).
+              const spec = join(out, "spec.yaml");
+              writeFileSync(spec, toYaml({ ...SPEC, profile: at("linear.json"), workload: { trace, format: "kvsim" } }));
+              const r = await kvsim(["replay", "--spec", spec, "--format", "json"]);
+              expect(r.code, r.stderr).not.toBe(2);
+            }
+          },
+        ),
+        { seed: SEED + 2, numRuns: runs(SIZE.measured) },
+      );
+    },
+    TIMEOUT,
+  );
 });
 
 describe("fuzz: calibrate", () => {
-  it("a damaged measured run is fitted or refused, and a refused fit writes nothing", async () => {
-    const lines = () => records.map(vllmLine);
-    await fc.assert(
-      fc.asyncProperty(
-        fc.nat(23).chain((i) => mutated(lines()[i]!, measuredSize).map((o) => lines().map((l, k) => JSON.stringify(k === i ? o : l)).join("\n") + "\n")),
-        fc.constantFrom("0.5", "0.9", "0", "2", "x"),
-        async (text, fraction) => {
-          const m = fresh("measured.jsonl");
-          writeFileSync(m, text);
-          const out = fresh("out");
-          mkdirSync(out);
-          const r = await kvsim(["calibrate", "--spec", at("spec.yaml"), "--measured", m, "--out", join(out, "fitted.yaml"), "--fit-fraction", fraction, "--max-evaluations", "2"]);
-          wellBehaved(r, [m, at("spec.yaml"), at("trace.jsonl")]);
-          expect(readdirSync(out)).toEqual(r.code === 0 ? ["fitted.yaml"] : []);
-        },
-      ),
-      { seed: SEED + 3, numRuns: runs(SIZE.calibrate) },
-    );
-  }, TIMEOUT);
+  it(
+    "a damaged measured run is fitted or refused, and a refused fit writes nothing",
+    async () => {
+      const lines = () => records.map(vllmLine);
+      await fc.assert(
+        fc.asyncProperty(
+          fc.nat(23).chain((i) =>
+            mutated(lines()[i]!, measuredSize).map(
+              (o) =>
+                lines()
+                  .map((l, k) => JSON.stringify(k === i ? o : l))
+                  .join("\n") + "\n",
+            ),
+          ),
+          fc.constantFrom("0.5", "0.9", "0", "2", "x"),
+          async (text, fraction) => {
+            const m = fresh("measured.jsonl");
+            writeFileSync(m, text);
+            const out = fresh("out");
+            mkdirSync(out);
+            const r = await kvsim([
+              "calibrate",
+              "--spec",
+              at("spec.yaml"),
+              "--measured",
+              m,
+              "--out",
+              join(out, "fitted.yaml"),
+              "--fit-fraction",
+              fraction,
+              "--max-evaluations",
+              "2",
+            ]);
+            wellBehaved(r, [m, at("spec.yaml"), at("trace.jsonl")]);
+            expect(readdirSync(out)).toEqual(r.code === 0 ? ["fitted.yaml"] : []);
+          },
+        ),
+        { seed: SEED + 3, numRuns: runs(SIZE.calibrate) },
+      );
+    },
+    TIMEOUT,
+  );
 });
 
 describe("fuzz: diff", () => {
-  it("a mutated report is compared or refused naming the file", async () => {
-    const report = () => JSON.parse(readFileSync(at("report.json"), "utf8")) as Json;
-    await fc.assert(
-      fc.asyncProperty(
-        fc.constant(null).chain(() => mutated(report()).chain((d) => asText(d, false))),
-        fc.constantFrom("table", "json", "xml"),
-        async (text, format) => {
-          const a = fresh("a.json");
-          writeFileSync(a, text);
-          const r = await kvsim(["diff", a, at("report.json"), "--format", format]);
-          wellBehaved(r, [a, at("report.json")]);
-          expect(r.stdout).not.toMatch(/∞|NaN/);
-        },
-      ),
-      { seed: SEED + 4, numRuns: runs(SIZE.diff) },
-    );
-  }, TIMEOUT);
+  it(
+    "a mutated report is compared or refused naming the file",
+    async () => {
+      const report = () => JSON.parse(readFileSync(at("report.json"), "utf8")) as Json;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constant(null).chain(() => mutated(report()).chain((d) => asText(d, false))),
+          fc.constantFrom("table", "json", "xml"),
+          async (text, format) => {
+            const a = fresh("a.json");
+            writeFileSync(a, text);
+            const r = await kvsim(["diff", a, at("report.json"), "--format", format]);
+            wellBehaved(r, [a, at("report.json")]);
+            expect(r.stdout).not.toMatch(/∞|NaN/);
+          },
+        ),
+        { seed: SEED + 4, numRuns: runs(SIZE.diff) },
+      );
+    },
+    TIMEOUT,
+  );
 });
 
 /** A value as --set takes it (YAML): a string as it is, anything else as JSON. */
@@ -305,33 +394,51 @@ const setFlag: fc.Arbitrary<string> = fc
 
 /** The values of --set flags that name a file (a profile or a trace): messages name those files as given. */
 const pathValues = (flags: readonly string[]): string[] =>
-  flags.filter((f) => /^(profile|workload\.trace)=/.test(f)).map((f) => f.slice(f.indexOf("=") + 1).trim()).filter((v) => v !== "");
+  flags
+    .filter((f) => /^(profile|workload\.trace)=/.test(f))
+    .map((f) => f.slice(f.indexOf("=") + 1).trim())
+    .filter((v) => v !== "");
 
 describe("fuzz: --set", () => {
-  it("validate and replay agree on a spec with --set flags, and a failed replay writes nothing", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(setFlag, { minLength: 1, maxLength: 3 }), async (flags) => {
-        const sets = flags.flatMap((f) => ["--set", f]);
-        // A relative trace or profile path given in a flag is resolved against the working folder
-        // (and shown as given, relative to it).
-        const located = [at("spec.yaml"), "--set", dir, process.cwd(), ...pathValues(flags)];
-        const v = await kvsim(["validate", at("spec.yaml"), ...sets]);
-        wellBehaved(v, located);
-        const out = fresh("out");
-        mkdirSync(out);
-        const r = await kvsim(["replay", "--spec", at("spec.yaml"), ...sets, "--format", "json", "--report", join(out, "r.json")]);
-        wellBehaved(r, located);
-        if (v.code === 0) expect(r.code, r.stderr).not.toBe(2);
-        else expect(r.code).toBe(2);
-        expect(readdirSync(out)).toEqual(r.code === 0 ? ["r.json"] : []);
-      }),
-      { seed: SEED + 5, numRuns: runs(SIZE.set) },
-    );
-  }, TIMEOUT);
+  it(
+    "validate and replay agree on a spec with --set flags, and a failed replay writes nothing",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(setFlag, { minLength: 1, maxLength: 3 }), async (flags) => {
+          const sets = flags.flatMap((f) => ["--set", f]);
+          // A relative trace or profile path given in a flag is resolved against the working folder
+          // (and shown as given, relative to it).
+          const located = [at("spec.yaml"), "--set", dir, process.cwd(), ...pathValues(flags)];
+          const v = await kvsim(["validate", at("spec.yaml"), ...sets]);
+          wellBehaved(v, located);
+          const out = fresh("out");
+          mkdirSync(out);
+          const r = await kvsim(["replay", "--spec", at("spec.yaml"), ...sets, "--format", "json", "--report", join(out, "r.json")]);
+          wellBehaved(r, located);
+          if (v.code === 0) expect(r.code, r.stderr).not.toBe(2);
+          else expect(r.code).toBe(2);
+          expect(readdirSync(out)).toEqual(r.code === 0 ? ["r.json"] : []);
+        }),
+        { seed: SEED + 5, numRuns: runs(SIZE.set) },
+      );
+    },
+    TIMEOUT,
+  );
 });
 
 describe("fuzz: sweep", () => {
-  const gridPath = fc.constantFrom("engine.max_num_seqs", "engine.max_num_batched_tokens", "timing.decode_ms", "workload.speedup", "topology.workers", "workload.trace", "router", "colour", "engine..x", Array.from({ length: 80 }, () => "a").join("."));
+  const gridPath = fc.constantFrom(
+    "engine.max_num_seqs",
+    "engine.max_num_batched_tokens",
+    "timing.decode_ms",
+    "workload.speedup",
+    "topology.workers",
+    "workload.trace",
+    "router",
+    "colour",
+    "engine..x",
+    Array.from({ length: 80 }, () => "a").join("."),
+  );
   const gridValues = fc.oneof(
     fc.array(nastyValue, { minLength: 1, maxLength: 3 }),
     fc.array(fc.integer({ min: 1, max: 16 }), { minLength: 1, maxLength: 3 }),
@@ -339,71 +446,107 @@ describe("fuzz: sweep", () => {
     fc.record({ values: fc.array(fc.integer({ min: 1, max: 8 }), { minLength: 1, maxLength: 2 }), zip: fc.constantFrom("z", "") }),
     nastyValue,
   );
-  it("a damaged grid or base spec is swept or refused, located; a base replay refuses, the sweep refuses; nothing partial", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.dictionary(gridPath, gridValues, { minKeys: 1, maxKeys: 2 }).chain((g) => asText(g as Json)), fc.array(setFlag, { maxLength: 1 }), async (gridText, flags) => {
-        const grid = fresh("grid.yaml");
-        writeFileSync(grid, gridText);
-        const sets = flags.flatMap((f) => ["--set", f]);
-        const out = fresh("out");
-        mkdirSync(out);
-        const s = await kvsim(["sweep", "--spec", at("spec.yaml"), ...sets, "--grid", grid, "--jobs", "1", "--out", join(out, "rows.jsonl"), "--csv", join(out, "rows.csv"), "--format", "json"]);
-        wellBehaved(s, [grid, at("spec.yaml"), "--set", dir, process.cwd(), ...pathValues(flags)]);
-        expect(readdirSync(out).sort()).toEqual(s.code === 0 ? ["rows.csv", "rows.jsonl"] : []);
-        if (sets.length > 0) {
-          const r = await kvsim(["validate", at("spec.yaml"), ...sets]);
-          if (r.code === 2) expect(s.code, `validate refused the base spec:\n${r.stderr}\nsweep said:\n${s.stderr}`).toBe(2);
-        }
-      }),
-      { seed: SEED + 6, numRuns: runs(SIZE.sweep) },
-    );
-  }, TIMEOUT);
+  it(
+    "a damaged grid or base spec is swept or refused, located; a base replay refuses, the sweep refuses; nothing partial",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.dictionary(gridPath, gridValues, { minKeys: 1, maxKeys: 2 }).chain((g) => asText(g as Json)),
+          fc.array(setFlag, { maxLength: 1 }),
+          async (gridText, flags) => {
+            const grid = fresh("grid.yaml");
+            writeFileSync(grid, gridText);
+            const sets = flags.flatMap((f) => ["--set", f]);
+            const out = fresh("out");
+            mkdirSync(out);
+            const s = await kvsim([
+              "sweep",
+              "--spec",
+              at("spec.yaml"),
+              ...sets,
+              "--grid",
+              grid,
+              "--jobs",
+              "1",
+              "--out",
+              join(out, "rows.jsonl"),
+              "--csv",
+              join(out, "rows.csv"),
+              "--format",
+              "json",
+            ]);
+            wellBehaved(s, [grid, at("spec.yaml"), "--set", dir, process.cwd(), ...pathValues(flags)]);
+            expect(readdirSync(out).sort()).toEqual(s.code === 0 ? ["rows.csv", "rows.jsonl"] : []);
+            if (sets.length > 0) {
+              const r = await kvsim(["validate", at("spec.yaml"), ...sets]);
+              if (r.code === 2) expect(s.code, `validate refused the base spec:\n${r.stderr}\nsweep said:\n${s.stderr}`).toBe(2);
+            }
+          },
+        ),
+        { seed: SEED + 6, numRuns: runs(SIZE.sweep) },
+      );
+    },
+    TIMEOUT,
+  );
 });
 
 describe("fuzz: replay --timeseries", () => {
-  it("any file name and interval: a series, or a refusal naming the flag; nothing partial", async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.constantFrom("ts.csv", "ts.jsonl", "ts.txt", "ts", ""),
-        fc.option(fc.constantFrom("0.001", "0.0001", "0", "-5", "1e13", "1e14", "5", "NaN", "x", "", "1e-7", "400"), { nil: undefined }),
-        fc.boolean(),
-        async (name, sampleMs, html) => {
-          const out = fresh("out");
-          mkdirSync(out);
-          const ts = name === "" ? "" : join(out, name);
-          const r = await kvsim([
-            "replay",
-            "--spec",
-            at("spec.yaml"),
-            "--timeseries",
-            ts,
-            ...(sampleMs === undefined ? [] : ["--sample-ms", sampleMs]),
-            ...(html ? ["--html", join(out, "r.html")] : []),
-            "--format",
-            "json",
-          ]);
-          wellBehaved(r, ["--"]);
-          const written = readdirSync(out).sort();
-          expect(written).toEqual(r.code === 0 ? [...(html ? ["r.html"] : []), name].sort() : []);
-        },
-      ),
-      { seed: SEED + 7, numRuns: runs(SIZE.timeseries) },
-    );
-  }, TIMEOUT);
+  it(
+    "any file name and interval: a series, or a refusal naming the flag; nothing partial",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom("ts.csv", "ts.jsonl", "ts.txt", "ts", ""),
+          fc.option(fc.constantFrom("0.001", "0.0001", "0", "-5", "1e13", "1e14", "5", "NaN", "x", "", "1e-7", "400"), { nil: undefined }),
+          fc.boolean(),
+          async (name, sampleMs, html) => {
+            const out = fresh("out");
+            mkdirSync(out);
+            const ts = name === "" ? "" : join(out, name);
+            const r = await kvsim([
+              "replay",
+              "--spec",
+              at("spec.yaml"),
+              "--timeseries",
+              ts,
+              ...(sampleMs === undefined ? [] : ["--sample-ms", sampleMs]),
+              ...(html ? ["--html", join(out, "r.html")] : []),
+              "--format",
+              "json",
+            ]);
+            wellBehaved(r, ["--"]);
+            const written = readdirSync(out).sort();
+            expect(written).toEqual(r.code === 0 ? [...(html ? ["r.html"] : []), name].sort() : []);
+          },
+        ),
+        { seed: SEED + 7, numRuns: runs(SIZE.timeseries) },
+      );
+    },
+    TIMEOUT,
+  );
 });
 
 describe("fuzz: worker flags", () => {
-  it("a bad --jobs, --lock-ms or --stalled-ms is a usage error before any connection", async () => {
-    const bad = fc.constantFrom("", "0", "-1", "1.5", "x", "1e400", "99", "9".repeat(40));
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom("--jobs", "--lock-ms", "--stalled-ms"), bad, fc.constantFrom("redis://127.0.0.1:1/0", "http://x", "", "redis://"), async (flag, value, queue) => {
-        // 99 is a valid --lock-ms/--stalled-ms below their minimum of 100; for --jobs it is valid, so pair it with a bad lock.
-        const extra = flag === "--jobs" && value === "99" ? ["--lock-ms", "5"] : [];
-        const r = await kvsim(["worker", "--queue", queue, flag, value, ...extra]);
-        wellBehaved(r, ["--"]);
-        expect(r.code).toBe(2);
-      }),
-      { seed: SEED + 8, numRuns: runs(SIZE.worker) },
-    );
-  }, TIMEOUT);
+  it(
+    "a bad --jobs, --lock-ms or --stalled-ms is a usage error before any connection",
+    async () => {
+      const bad = fc.constantFrom("", "0", "-1", "1.5", "x", "1e400", "99", "9".repeat(40));
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom("--jobs", "--lock-ms", "--stalled-ms"),
+          bad,
+          fc.constantFrom("redis://127.0.0.1:1/0", "http://x", "", "redis://"),
+          async (flag, value, queue) => {
+            // 99 is a valid --lock-ms/--stalled-ms below their minimum of 100; for --jobs it is valid, so pair it with a bad lock.
+            const extra = flag === "--jobs" && value === "99" ? ["--lock-ms", "5"] : [];
+            const r = await kvsim(["worker", "--queue", queue, flag, value, ...extra]);
+            wellBehaved(r, ["--"]);
+            expect(r.code).toBe(2);
+          },
+        ),
+        { seed: SEED + 8, numRuns: runs(SIZE.worker) },
+      );
+    },
+    TIMEOUT,
+  );
 });

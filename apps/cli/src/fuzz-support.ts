@@ -43,7 +43,11 @@ export function wellBehaved(r: Run, located: readonly string[]): void {
   if (stderr.startsWith("error: invalid input\n")) {
     // Each problem line starts with the file (or flag, or <stdin>) it is in.
     const lines = stderr.slice("error: invalid input\n".length).trimEnd().split("\n");
-    for (const line of lines) expect(located.some((l) => line.startsWith(l)), `unlocated: ${line}`).toBe(true);
+    for (const line of lines)
+      expect(
+        located.some((l) => line.startsWith(l)),
+        `unlocated: ${line}`,
+      ).toBe(true);
   } else {
     // A usage error names the flag or command at fault.
     expect(stderr).toMatch(/^error: /);
@@ -55,7 +59,22 @@ const NASTY_NUMBERS = [0, -1, -0.5, 0.5, 1.5, 5e-324, 1e-300, 1e308, -1e308, 2 *
 
 /** JSON/YAML values of every kind, small and absurd; numbers include the limits' edges. */
 export const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
-  fc.constantFrom<unknown>(...NASTY_NUMBERS, null, true, false, "", "x", "50 GB/s", "1e400", [], {}, [[[[[]]]]], { __proto__: null }, "constructor", "__proto__"),
+  fc.constantFrom<unknown>(
+    ...NASTY_NUMBERS,
+    null,
+    true,
+    false,
+    "",
+    "x",
+    "50 GB/s",
+    "1e400",
+    [],
+    {},
+    [[[[[]]]]],
+    { __proto__: null },
+    "constructor",
+    "__proto__",
+  ),
   fc.integer({ min: -5, max: 70_000 }),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
   fc.string({ maxLength: 12 }),
@@ -100,7 +119,11 @@ export function mutated(base: Json, sized: (key: string) => fc.Arbitrary<unknown
   const one = fc
     .tuple(fc.constantFrom(...all), fc.nat(3), nastyValue, fc.constantFrom("colour", "__proto__", "constructor", "toString"))
     .chain(([path, how, nasty, extra]) => (sized(path.at(-1)!) ?? fc.constant(nasty)).map((value) => ({ path, how, value, extra })))
-    .map(({ path, how, value, extra }) => (o: Json) => (how === 0 ? setPath(o, path, DELETE) : how === 1 ? setPath(o, [...path.slice(0, -1), extra], 1) : setPath(o, path, value)));
+    .map(
+      ({ path, how, value, extra }) =>
+        (o: Json) =>
+          how === 0 ? setPath(o, path, DELETE) : how === 1 ? setPath(o, [...path.slice(0, -1), extra], 1) : setPath(o, path, value),
+    );
   return fc.array(one, { minLength: 1, maxLength: 3 }).map((fs) => fs.reduce((o, f) => f(o), base));
 }
 
@@ -111,7 +134,12 @@ export function asText(doc: Json, yaml = true): fc.Arbitrary<string> {
     { weight: 4, arbitrary: fc.constant(json) },
     { weight: 3, arbitrary: fc.constant(yaml ? toYaml(doc) : json) },
     { weight: 1, arbitrary: fc.nat(json.length).map((n) => json.slice(0, n)) },
-    { weight: 1, arbitrary: fc.tuple(fc.nat(json.length), fc.constantFrom("[", "{", "&a", "*a", '"', "\r", "\u0000", "\uFEFF", ",", "9".repeat(400), "1e400")).map(([n, c]) => json.slice(0, n) + c + json.slice(n)) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .tuple(fc.nat(json.length), fc.constantFrom("[", "{", "&a", "*a", '"', "\r", "\u0000", "\uFEFF", ",", "9".repeat(400), "1e400"))
+        .map(([n, c]) => json.slice(0, n) + c + json.slice(n)),
+    },
     { weight: 1, arbitrary: fc.constant(json.replace(/^\{\n/, () => `{\n "${Object.keys(doc)[0] ?? "a"}": 1,\n`)) },
   );
 }

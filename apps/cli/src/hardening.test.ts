@@ -66,15 +66,23 @@ describe("what is not a regular file is refused before it is opened (no read unt
       ["/dev/zero", "/dev/zero"],
       ["/dev/urandom", "/dev/urandom"],
     ] as const) {
-      expect(await kvsim("validate", file)).toEqual({ code: 2, stdout: "", stderr: `error: invalid input\n${shown}: cannot read the file: it is a character device, not a regular file\n` });
+      expect(await kvsim("validate", file)).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: `error: invalid input\n${shown}: cannot read the file: it is a character device, not a regular file\n`,
+      });
     }
     symlinkSync("/dev/zero", path("zero.json"));
-    expect((await kvsim("validate", path("zero.json"))).stderr).toBe(`error: invalid input\n${path("zero.json")}: cannot read the file: it is a character device, not a regular file\n`);
+    expect((await kvsim("validate", path("zero.json"))).stderr).toBe(
+      `error: invalid input\n${path("zero.json")}: cannot read the file: it is a character device, not a regular file\n`,
+    );
   });
   it("a FIFO, which would block forever", async () => {
     const made = spawnSync("mkfifo", [path("fifo.yaml")]);
     expect(made.status).toBe(0);
-    expect((await kvsim("validate", path("fifo.yaml"))).stderr).toBe(`error: invalid input\n${path("fifo.yaml")}: cannot read the file: it is a FIFO (named pipe), not a regular file\n`);
+    expect((await kvsim("validate", path("fifo.yaml"))).stderr).toBe(
+      `error: invalid input\n${path("fifo.yaml")}: cannot read the file: it is a FIFO (named pipe), not a regular file\n`,
+    );
   });
   it("--engine /dev/zero, and profile: /dev/zero in a spec (validate and replay alike)", async () => {
     const r = await kvsim("engine", "--stdio", "--profile", path("linear.json"), "--role", "aggregated", "--engine", "/dev/zero");
@@ -116,11 +124,15 @@ describe("YAML aliases and deep nesting: validate and replay refuse alike", () =
     expect((await kvsim("validate", bomb)).stderr).toBe(expected);
     expect((await kvsim("replay", "--spec", bomb)).stderr).toBe(expected);
     const nope = write("nope.yaml", specYaml().replace("version: 1", "version: *nope"));
-    expect((await kvsim("replay", "--spec", nope)).stderr).toBe(`error: invalid input\n${nope}:1:10: the alias *nope refers to no anchor (an anchor &nope must come before it)\n`);
+    expect((await kvsim("replay", "--spec", nope)).stderr).toBe(
+      `error: invalid input\n${nope}:1:10: the alias *nope refers to no anchor (an anchor &nope must come before it)\n`,
+    );
   });
   it("a profile of 5,000 nested [ and a deeply nested --engine", async () => {
     const deep = write("deep.json", `${"[".repeat(5000)}${"]".repeat(5000)}`);
-    expect((await kvsim("validate", deep)).stderr).toBe(`error: invalid input\n${deep}:1:65: nests arrays and objects more than 64 levels deep; no kvsim document needs more than a few\n`);
+    expect((await kvsim("validate", deep)).stderr).toBe(
+      `error: invalid input\n${deep}:1:65: nests arrays and objects more than 64 levels deep; no kvsim document needs more than a few\n`,
+    );
     const engine = `${'{"a":'.repeat(5000)}1${"}".repeat(5000)}`;
     // Level 65 opens after 64 times '{"a":' (5 characters): offset 320, column 321.
     expect((await kvsim("engine", "--stdio", "--profile", path("linear.json"), "--role", "aggregated", "--engine", engine)).stderr).toBe(
@@ -132,19 +144,22 @@ describe("YAML aliases and deep nesting: validate and replay refuse alike", () =
 describe("numbers and payloads beyond what a double holds", () => {
   it("a 400-digit number and __proto__ in --engine", async () => {
     const r = await kvsim("engine", "--stdio", "--profile", path("linear.json"), "--role", "aggregated", "--engine", `{"num_gpu_blocks": 1${"0".repeat(399)}}`);
-    expect(r.stderr).toBe("error: invalid input\n--engine:1:2: num_gpu_blocks: must be at most 2^53 = 9007199254740992 (got a 400-digit integer, too large to hold exactly)\n");
+    expect(r.stderr).toBe(
+      "error: invalid input\n--engine:1:2: num_gpu_blocks: must be at most 2^53 = 9007199254740992 (got a 400-digit integer, too large to hold exactly)\n",
+    );
     expect((await kvsim("engine", "--stdio", "--profile", path("linear.json"), "--role", "aggregated", "--engine", '{"__proto__":{}}')).stderr).toBe(
       "error: invalid input\n--engine: __proto__: unknown key\n",
     );
   });
   it("duplicate keys and 2^53 + 1 in --engine are refused as in profiles", async () => {
     // The second key starts at offset 22: column 23; the first at column 2.
-    expect((await kvsim("engine", "--stdio", "--profile", path("linear.json"), "--role", "aggregated", "--engine", '{"num_gpu_blocks":100,"num_gpu_blocks":200}')).stderr).toBe(
-      "error: invalid input\n--engine:1:23: num_gpu_blocks: duplicate key (also at column 2)\n",
-    );
-    expect((await kvsim("engine", "--stdio", "--profile", path("linear.json"), "--role", "aggregated", "--engine", '{"num_gpu_blocks":9007199254740993}')).stderr).toBe(
-      "error: invalid input\n--engine:1:2: num_gpu_blocks: must be at most 2^53 = 9007199254740992 (got 9007199254740993, too large to hold exactly)\n",
-    );
+    expect(
+      (await kvsim("engine", "--stdio", "--profile", path("linear.json"), "--role", "aggregated", "--engine", '{"num_gpu_blocks":100,"num_gpu_blocks":200}'))
+        .stderr,
+    ).toBe("error: invalid input\n--engine:1:23: num_gpu_blocks: duplicate key (also at column 2)\n");
+    expect(
+      (await kvsim("engine", "--stdio", "--profile", path("linear.json"), "--role", "aggregated", "--engine", '{"num_gpu_blocks":9007199254740993}')).stderr,
+    ).toBe("error: invalid input\n--engine:1:2: num_gpu_blocks: must be at most 2^53 = 9007199254740992 (got 9007199254740993, too large to hold exactly)\n");
   });
   it("transfer --prompt-tokens 1e15 and a profile of 2^53 bytes per token are refused before pricing", async () => {
     expect((await kvsim("transfer", "--profile", path("glm.json"), "--prompt-tokens", "1e15")).stderr).toBe(
@@ -168,8 +183,16 @@ describe("numbers and payloads beyond what a double holds", () => {
 
 describe("what validate accepts, replay runs; what it refuses, replay refuses with the same message", () => {
   const cases: readonly (readonly [string, string, string])[] = [
-    ["bandwidth_gbps: 5e-324", "kv_transfer: { bandwidth_gbps: 5e-324 }", "kv_transfer.bandwidth_gbps: must be from 0.001 to 100000 GB/s, 1 MB/s to 100 TB/s (got 5e-324)"],
-    ["fallback_latency_ms: 1e308", "kv_transfer: { fallback_latency_ms: 1e308 }", "kv_transfer.fallback_latency_ms: must be from 0 to 1000000 ms, about 17 minutes (got 1e+308)"],
+    [
+      "bandwidth_gbps: 5e-324",
+      "kv_transfer: { bandwidth_gbps: 5e-324 }",
+      "kv_transfer.bandwidth_gbps: must be from 0.001 to 100000 GB/s, 1 MB/s to 100 TB/s (got 5e-324)",
+    ],
+    [
+      "fallback_latency_ms: 1e308",
+      "kv_transfer: { fallback_latency_ms: 1e308 }",
+      "kv_transfer.fallback_latency_ms: must be from 0 to 1000000 ms, about 17 minutes (got 1e+308)",
+    ],
     ["max_virtual_time_ms: 1e308", "max_virtual_time_ms: 1e308", "max_virtual_time_ms: must be from 0 to 10^13 ms, about 317 years (got 1e+308)"],
   ];
   it.each(cases)("%s", async (_, line, message) => {
@@ -179,15 +202,29 @@ describe("what validate accepts, replay runs; what it refuses, replay refuses wi
     const r = await kvsim("replay", "--spec", spec);
     expect(v.code).toBe(2);
     expect(r).toEqual({ ...v, stdout: "" });
-    expect(v.stderr).toMatch(new RegExp(`^error: invalid input\\n${spec.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:7:\\d+: ${message.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\n$`));
+    expect(v.stderr).toMatch(
+      new RegExp(`^error: invalid input\\n${spec.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:7:\\d+: ${message.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\n$`),
+    );
   });
   it("timing 1e308, rate 5e-324 and a forward-pass latency of 1e308", async () => {
     const timing = write("timing.yaml", specYaml().replace("prefill_ms: 10", "prefill_ms: 1e308"));
-    expect((await kvsim("replay", "--spec", timing)).stderr).toBe(`error: invalid input\n${timing}:5:24: timing.prefill_ms: must be from 0 to 1000000 ms, about 17 minutes (got 1e+308)\n`);
+    expect((await kvsim("replay", "--spec", timing)).stderr).toBe(
+      `error: invalid input\n${timing}:5:24: timing.prefill_ms: must be from 0 to 1000000 ms, about 17 minutes (got 1e+308)\n`,
+    );
     const rate = write("rate.yaml", specYaml().replace("rate_per_s: 10", "rate_per_s: 5e-324"));
-    expect((await kvsim("replay", "--spec", rate)).stderr).toMatch(/:6:\d+: workload\.synthetic\.rate_per_s: must be from 0\.01 to 1000000 requests per second \(got 5e-324\)\n$/);
-    write("slow.json", JSON.stringify({ ...LINEAR, forward_pass: { provenance: "t", prefill: [], decode: [{ batch_size: 1, kv_tokens: 1, latency_ms: 1e308 }] } }, null, 1));
-    const slow = write("slow.yaml", specYaml().replace("./linear.json", "./slow.json").replace(/timing:.*/, "timing: { type: profile, outside_grid: clamp }"));
+    expect((await kvsim("replay", "--spec", rate)).stderr).toMatch(
+      /:6:\d+: workload\.synthetic\.rate_per_s: must be from 0\.01 to 1000000 requests per second \(got 5e-324\)\n$/,
+    );
+    write(
+      "slow.json",
+      JSON.stringify({ ...LINEAR, forward_pass: { provenance: "t", prefill: [], decode: [{ batch_size: 1, kv_tokens: 1, latency_ms: 1e308 }] } }, null, 1),
+    );
+    const slow = write(
+      "slow.yaml",
+      specYaml()
+        .replace("./linear.json", "./slow.json")
+        .replace(/timing:.*/, "timing: { type: profile, outside_grid: clamp }"),
+    );
     const v = await kvsim("validate", slow);
     expect(v.stderr).toMatch(/slow\.json:\d+:\d+: forward_pass\.decode\[0\]\.latency_ms: must be from 0 to 1000000 ms, about 17 minutes \(got 1e\+308\)\n$/);
     expect((await kvsim("replay", "--spec", slow)).stderr).toBe(v.stderr);
@@ -224,11 +261,28 @@ describe("what validate accepts, replay runs; what it refuses, replay refuses wi
     expect((await kvsim("replay", "--spec", spec)).stderr).toBe(v.stderr);
   });
   it("a pass outside the measured grid with outside_grid refuse is a clean run failure (exit 1)", async () => {
-    write("grid.json", JSON.stringify({ ...LINEAR, forward_pass: { provenance: "t", prefill: [{ batch_size: 1, new_tokens: 1, cached_tokens: 0, latency_ms: 1 }], decode: [{ batch_size: 1, kv_tokens: 1, latency_ms: 1 }] } }));
-    const spec = write("grid.yaml", specYaml().replace("./linear.json", "./grid.json").replace(/timing:.*/, "timing: { type: profile, outside_grid: refuse }"));
+    write(
+      "grid.json",
+      JSON.stringify({
+        ...LINEAR,
+        forward_pass: {
+          provenance: "t",
+          prefill: [{ batch_size: 1, new_tokens: 1, cached_tokens: 0, latency_ms: 1 }],
+          decode: [{ batch_size: 1, kv_tokens: 1, latency_ms: 1 }],
+        },
+      }),
+    );
+    const spec = write(
+      "grid.yaml",
+      specYaml()
+        .replace("./linear.json", "./grid.json")
+        .replace(/timing:.*/, "timing: { type: profile, outside_grid: refuse }"),
+    );
     const r = await kvsim("replay", "--spec", spec, "--report", path("grid-report.json"));
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^error: the replay stopped at 0 ms: aggregated worker 0 could not price a pass: forward_pass\.prefill: the query \(batch_size 1, new_tokens 8, cached_tokens 0\) is outside the measured grid/);
+    expect(r.stderr).toMatch(
+      /^error: the replay stopped at 0 ms: aggregated worker 0 could not price a pass: forward_pass\.prefill: the query \(batch_size 1, new_tokens 8, cached_tokens 0\) is outside the measured grid/,
+    );
     expect(existsSync(path("grid-report.json"))).toBe(false);
   });
 });
@@ -255,7 +309,11 @@ describe("output files: checked before the run, written all or nothing, never a 
     expect((await kvsim("replay", "--spec", path("spec.yaml"), "--report", path("somedir"), "--force")).stderr).toBe(
       `error: cannot write --report ${path("somedir")}: it is a directory; kvsim writes its outputs to regular files only\n`,
     );
-    expect((await kvsim("replay", "--spec", path("spec.yaml"), "--report", ""))).toEqual({ code: 2, stdout: "", stderr: "error: --report is empty; name a file\n" });
+    expect(await kvsim("replay", "--spec", path("spec.yaml"), "--report", "")).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "error: --report is empty; name a file\n",
+    });
     expect((await kvsim("replay", "--spec", path("spec.yaml"), "--report", ".", "--force")).stderr).toBe(
       "error: cannot write --report .: it is a directory; kvsim writes its outputs to regular files only\n",
     );
@@ -273,7 +331,9 @@ describe("output files: checked before the run, written all or nothing, never a 
     expect(readFileSync(path("r.jsonl"), "utf8").trimEnd().split("\n")).toHaveLength(2);
     expect(listing()).toEqual([]);
     // Existing files need --force; a symbolic link is followed, not replaced.
-    expect((await kvsim("replay", "--spec", path("spec.yaml"), "--report", path("r.json"))).stderr).toBe(`error: ${path("r.json")} already exists; pass --force to overwrite it\n`);
+    expect((await kvsim("replay", "--spec", path("spec.yaml"), "--report", path("r.json"))).stderr).toBe(
+      `error: ${path("r.json")} already exists; pass --force to overwrite it\n`,
+    );
     symlinkSync(path("r.json"), path("link.json"));
     expect((await kvsim("replay", "--spec", path("spec.yaml"), "--report", path("link.json"), "--force")).code).toBe(0);
     expect(readdirSync(dir).includes("link.json")).toBe(true);
@@ -283,7 +343,12 @@ describe("output files: checked before the run, written all or nothing, never a 
 
 describe("messages that name the right file, line and field, and the kind of document", () => {
   it("dynamo handoff-timing names the profile file and field of an inexact block", async () => {
-    const inexact = { ...LINEAR, kv_bytes_per_token: undefined, page_size_bytes: 4096, kv_cache_groups: [{ name: "fa", kind: "full_attention", num_layers: 1, block_size_tokens: 16, prefix_cacheable: true, transfer_bytes_per_block: 1000 }] };
+    const inexact = {
+      ...LINEAR,
+      kv_bytes_per_token: undefined,
+      page_size_bytes: 4096,
+      kv_cache_groups: [{ name: "fa", kind: "full_attention", num_layers: 1, block_size_tokens: 16, prefix_cacheable: true, transfer_bytes_per_block: 1000 }],
+    };
     const file = write("inexact.json", JSON.stringify(inexact, null, 2));
     // The group opens on line 8 ("kv_cache_groups": [ is line 7), its transfer_bytes_per_block on line 14, indented 6.
     expect((await kvsim("dynamo", "handoff-timing", "--profile", file, "--prompt-tokens", "100")).stderr).toBe(
@@ -299,7 +364,10 @@ describe("messages that name the right file, line and field, and the kind of doc
     expect((await kvsim("replay", "--spec", path("linear.json"))).stderr).toBe(
       `error: invalid input\n${path("linear.json")}:1:1: this is a profile (it has schema_version), not a spec; a spec has version: 1 and names its profile, e.g. profile: ./this-file.json\n`,
     );
-    const trace = write("t.jsonl", '{"request_id":"a","arrival_ms":0,"input_tokens":4,"output_tokens":2}\n{"request_id":"b","arrival_ms":1,"input_tokens":4,"output_tokens":2}\n');
+    const trace = write(
+      "t.jsonl",
+      '{"request_id":"a","arrival_ms":0,"input_tokens":4,"output_tokens":2}\n{"request_id":"b","arrival_ms":1,"input_tokens":4,"output_tokens":2}\n',
+    );
     expect((await kvsim("validate", trace)).stderr).toBe(
       `error: invalid input\n${trace}:1: expected one JSON or YAML document (a profile or a spec), but this is a JSON Lines file (one JSON object per line, like a Mooncake or kvsim trace); a trace is checked through the spec that names it (workload.trace)\n`,
     );
@@ -328,7 +396,10 @@ describe("the stdio engine over a stream", () => {
   it("a CR inside a line is JSON blank space, not a line end: one request, one answer", async () => {
     const io = stdio(['{"id":1,\r"op":"submit","request":{"request_id":"r","tokens":[1,2,3],"max_output_tokens":1}}\r\n', '{"id":2,"op":"metrics"}\n']);
     expect(await runCli(["engine", "--stdio", "--profile", path("linear.json"), "--role", "aggregated"], io)).toBe(0);
-    const answers = io.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as { id: number; ok: boolean });
+    const answers = io.stdout
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { id: number; ok: boolean });
     expect(answers.map((a) => [a.id, a.ok])).toEqual([
       [1, true],
       [2, true],
@@ -377,13 +448,23 @@ describe("what the table tells a new user: a cutoff, rejection reasons, saturati
   });
   it("says how many requests a max_virtual_time_ms cutoff left out", async () => {
     // Arrivals at 0 and 5,000 ms; the first completes at 10 + 2 + 2 = 14 ms, the second never arrives before 1,000 ms.
-    write("two.jsonl", '{"request_id":"a","arrival_ms":0,"input_tokens":8,"output_tokens":2}\n{"request_id":"b","arrival_ms":5000,"input_tokens":8,"output_tokens":2}\n');
-    const r = await kvsim("replay", "--spec", write("cut.yaml", traceSpec("two.jsonl", ["engine: { num_gpu_blocks: 64, block_size: 4 }", "max_virtual_time_ms: 1000"])));
+    write(
+      "two.jsonl",
+      '{"request_id":"a","arrival_ms":0,"input_tokens":8,"output_tokens":2}\n{"request_id":"b","arrival_ms":5000,"input_tokens":8,"output_tokens":2}\n',
+    );
+    const r = await kvsim(
+      "replay",
+      "--spec",
+      write("cut.yaml", traceSpec("two.jsonl", ["engine: { num_gpu_blocks: 64, block_size: 4 }", "max_virtual_time_ms: 1000"])),
+    );
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("\ncut off at 1,000 ms (max_virtual_time_ms): 1 request not arrived, 0 in flight; throughputs are over the 1,000 ms that ran\n");
   });
   it("prints rejection reasons, grouped and counted", async () => {
-    write("long.jsonl", '{"request_id":"a","arrival_ms":0,"input_tokens":20,"output_tokens":2}\n{"request_id":"b","arrival_ms":1,"input_tokens":30,"output_tokens":2}\n');
+    write(
+      "long.jsonl",
+      '{"request_id":"a","arrival_ms":0,"input_tokens":20,"output_tokens":2}\n{"request_id":"b","arrival_ms":1,"input_tokens":30,"output_tokens":2}\n',
+    );
     const r = await kvsim("replay", "--spec", write("mml.yaml", traceSpec("long.jsonl", ["engine: { num_gpu_blocks: 64, block_size: 4, max_model_len: 10 }"])));
     expect(r.code).toBe(0);
     // Both prompts (20 and 30 tokens) reach max_model_len 10, as vLLM rejects them: one group of 2.
@@ -398,16 +479,24 @@ describe("what the table tells a new user: a cutoff, rejection reasons, saturati
     // 2 sequences at a time, 20 tokens of 20 ms each: about 2 / (10 + 19 x 20 ms) = 5 req/s served against 50 offered.
     const spec = write(
       "sat.yaml",
-      specYaml().replace("engine: { num_gpu_blocks: 64, block_size: 4 }", "engine: { num_gpu_blocks: 512, block_size: 4, max_num_seqs: 2 }").replace(/timing: .*/, "timing: { type: fixed, prefill_ms: 10, decode_ms: 20 }").replace(/workload: .*/, "workload: { synthetic: { requests: 100, input_tokens: 8, output_tokens: 20, rate_per_s: 50, seed: 1 } }"),
+      specYaml()
+        .replace("engine: { num_gpu_blocks: 64, block_size: 4 }", "engine: { num_gpu_blocks: 512, block_size: 4, max_num_seqs: 2 }")
+        .replace(/timing: .*/, "timing: { type: fixed, prefill_ms: 10, decode_ms: 20 }")
+        .replace(/workload: .*/, "workload: { synthetic: { requests: 100, input_tokens: 8, output_tokens: 20, rate_per_s: 50, seed: 1 } }"),
     );
     const r = await kvsim("replay", "--spec", spec);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/\nwarning: saturated: requests arrive at [\d.]+ req\/s but complete at [\d.]+ req\/s while they arrive \(request throughput over the whole run: [\d.]+ req\/s\), and the mean TTFT grew from [\d,.]+ ms \(first quarter of arrivals\) to [\d,.]+ ms \(last quarter\): the queue does not drain\n/);
+    expect(r.stdout).toMatch(
+      /\nwarning: saturated: requests arrive at [\d.]+ req\/s but complete at [\d.]+ req\/s while they arrive \(request throughput over the whole run: [\d.]+ req\/s\), and the mean TTFT grew from [\d,.]+ ms \(first quarter of arrivals\) to [\d,.]+ ms \(last quarter\): the queue does not drain\n/,
+    );
   });
   it("--percentiles picks the columns and adds vLLM's p<N> keys to the JSON; bad lists are usage errors", async () => {
     const table = await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", "95,50");
     expect(table.stdout).toMatch(/\nlatency \(ms\) +mean +p50 +p95\n/);
-    const json = JSON.parse((await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", "50,95,99.9", "--format", "json")).stdout) as Record<string, unknown>;
+    const json = JSON.parse((await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", "50,95,99.9", "--format", "json")).stdout) as Record<
+      string,
+      unknown
+    >;
     expect(Object.keys(json).filter((k) => k.endsWith("_ttft_ms") && k.startsWith("p"))).toEqual(expect.arrayContaining(["p95_ttft_ms", "p99.9_ttft_ms"]));
     for (const bad of ["0", "101", "50,50", "x", ""]) {
       const r = await kvsim("replay", "--spec", path("spec.yaml"), "--percentiles", bad);

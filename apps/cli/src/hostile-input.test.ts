@@ -23,13 +23,30 @@ async function kvsim(args: string[], stdin?: NodeJS.ReadableStream) {
   return { code, stdout: io.stdout, stderr: io.stderr };
 }
 
-const LLAMA = { architectures: ["LlamaForCausalLM"], hidden_size: 4096, num_hidden_layers: 32, num_attention_heads: 32, num_key_value_heads: 8, intermediate_size: 14336, vocab_size: 128256, max_position_embeddings: 131072, torch_dtype: "bfloat16" };
-const vllm = (id: string, o: Record<string, unknown> = {}) => JSON.stringify({ request_id: id, input_toks: 4, output_toks: 3, queued_ts: 0, scheduled_ts: 0, first_token_ts: 0.012, last_token_ts: 0.016, ...o });
+const LLAMA = {
+  architectures: ["LlamaForCausalLM"],
+  hidden_size: 4096,
+  num_hidden_layers: 32,
+  num_attention_heads: 32,
+  num_key_value_heads: 8,
+  intermediate_size: 14336,
+  vocab_size: 128256,
+  max_position_embeddings: 131072,
+  torch_dtype: "bfloat16",
+};
+const vllm = (id: string, o: Record<string, unknown> = {}) =>
+  JSON.stringify({ request_id: id, input_toks: 4, output_toks: 3, queued_ts: 0, scheduled_ts: 0, first_token_ts: 0.012, last_token_ts: 0.016, ...o });
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "kvsim-hostile-"));
-  writeFileSync(path("linear.json"), JSON.stringify({ schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 }));
-  writeFileSync(path("trace.jsonl"), '{"request_id":"a","arrival_ms":0,"input_tokens":4,"output_tokens":3}\n{"request_id":"b","arrival_ms":2000,"input_tokens":4,"output_tokens":3}\n');
+  writeFileSync(
+    path("linear.json"),
+    JSON.stringify({ schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 }),
+  );
+  writeFileSync(
+    path("trace.jsonl"),
+    '{"request_id":"a","arrival_ms":0,"input_tokens":4,"output_tokens":3}\n{"request_id":"b","arrival_ms":2000,"input_tokens":4,"output_tokens":3}\n',
+  );
   writeFileSync(
     path("spec.yaml"),
     "version: 1\nprofile: ./linear.json\ntopology: { kind: aggregated, workers: 1 }\nengine: { num_gpu_blocks: 16, block_size: 4, max_num_seqs: 4 }\ntiming: { type: fixed, prefill_ms: 10, decode_ms: 2 }\nworkload: { trace: ./trace.jsonl, format: kvsim }\n",
@@ -50,10 +67,15 @@ const zeros = () =>
 
 describe("standard input is read within the 16 MiB cap", () => {
   it("validate - < /dev/zero and replay --spec - < /dev/zero are refused, naming <stdin>", async () => {
-    for (const args of [["validate", "-"], ["replay", "--spec", "-"]]) {
+    for (const args of [
+      ["validate", "-"],
+      ["replay", "--spec", "-"],
+    ]) {
       const r = await kvsim(args, zeros());
       expect(r.code).toBe(2);
-      expect(r.stderr).toBe("error: invalid input\n<stdin>: cannot read standard input: it is more than the 16 MiB kvsim reads for a profile, spec or engine-args file\n");
+      expect(r.stderr).toBe(
+        "error: invalid input\n<stdin>: cannot read standard input: it is more than the 16 MiB kvsim reads for a profile, spec or engine-args file\n",
+      );
     }
   });
 
@@ -86,13 +108,21 @@ describe("measured runs", () => {
     writeFileSync(path("m53.jsonl"), `${vllm("a")}\n${vllm("b", { last_token_ts: 2 ** 53 })}\n`);
     const r = await kvsim(["calibrate", "--spec", path("spec.yaml"), "--measured", path("m53.jsonl"), "--out", path("never.yaml")]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`error: invalid input\n${path("m53.jsonl")}:2: last_token_ts: must be from 0 to 10^10 seconds (about 317 years) (got 9007199254740992)\n`);
+    expect(r.stderr).toBe(
+      `error: invalid input\n${path("m53.jsonl")}:2: last_token_ts: must be from 0 to 10^10 seconds (about 317 years) (got 9007199254740992)\n`,
+    );
     expect(existsSync(path("never.yaml"))).toBe(false);
   });
 
   it("compare reads a vllm bench JSON with one request of 130,000 inter-token gaps", async () => {
-    writeFileSync(path("bench.json"), JSON.stringify({ input_lens: [4], output_lens: [130_001], ttfts: [0.1], itls: [new Array<number>(130_000).fill(0.001)], errors: [""] }));
-    writeFileSync(path("sim.jsonl"), `${JSON.stringify({ request_id: "bench-0", status: "completed", arrival_ms: 0, ttft_ms: 100, e2e_ms: 230_100, input_tokens: 4, output_tokens: 130_001 })}\n`);
+    writeFileSync(
+      path("bench.json"),
+      JSON.stringify({ input_lens: [4], output_lens: [130_001], ttfts: [0.1], itls: [new Array<number>(130_000).fill(0.001)], errors: [""] }),
+    );
+    writeFileSync(
+      path("sim.jsonl"),
+      `${JSON.stringify({ request_id: "bench-0", status: "completed", arrival_ms: 0, ttft_ms: 100, e2e_ms: 230_100, input_tokens: 4, output_tokens: 130_001 })}\n`,
+    );
     const r = await kvsim(["compare", "--measured", path("bench.json"), "--requests", path("sim.jsonl"), "--format", "json"]);
     expect(r.code, r.stderr).toBe(0);
     // 130,000 gaps of 1 ms: the measured ITL p99 is 1 ms.
@@ -135,7 +165,9 @@ describe("diff", () => {
     writeFileSync(path("b.json"), '{"digest": "y", "mean_ttft_ms": 1}');
     const r = await kvsim(["diff", path("a.json"), path("b.json")]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`error: invalid input\n${path("a.json")}:2:2: mean_ttft_ms: is not a finite number (1e400 and the like overflow a double; kvsim writes none)\n`);
+    expect(r.stderr).toBe(
+      `error: invalid input\n${path("a.json")}:2:2: mean_ttft_ms: is not a finite number (1e400 and the like overflow a double; kvsim writes none)\n`,
+    );
   });
 });
 
@@ -166,7 +198,9 @@ describe("replay --timeseries --sample-ms", () => {
     const r = await kvsim(["replay", "--spec", path("spec.yaml"), "--timeseries", path("ts.csv"), "--sample-ms", "0.001", "--report", path("r.json")]);
     expect(r.code).toBe(2);
     // 15 values a sample (8, 5 and 2 for the one cache group): 1,048,576 samples fit 2^24 values, twice as many do not.
-    expect(r.stderr).toMatch(/^error: --sample-ms 0\.001: the run had 1,048,576 samples of 15 values at 1048\.57\d+ ms and was not over; kvsim keeps at most 16,777,216 values/);
+    expect(r.stderr).toMatch(
+      /^error: --sample-ms 0\.001: the run had 1,048,576 samples of 15 values at 1048\.57\d+ ms and was not over; kvsim keeps at most 16,777,216 values/,
+    );
     expect(readdirSync(dir).filter((f) => f === "ts.csv" || f === "r.json" || f.endsWith(".tmp"))).toEqual([]);
   });
 });
@@ -175,7 +209,9 @@ describe("--set paths and large documents", () => {
   it("a --set path of 60,000 keys is refused at once, its text cut short", async () => {
     const r = await kvsim(["replay", "--spec", path("spec.yaml"), "--set", `${Array.from({ length: 60_000 }, () => "a").join(".")}=1`]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^error: invalid input\n--set a\.a\.a.*\.\.\. \(120001 characters\): the path is 119999 characters long; a spec path has at most 1024\n$/);
+    expect(r.stderr).toMatch(
+      /^error: invalid input\n--set a\.a\.a.*\.\.\. \(120001 characters\): the path is 119999 characters long; a spec path has at most 1024\n$/,
+    );
   });
 
   it("a YAML spec of more than 100,000 lines is refused before it is parsed, located", async () => {

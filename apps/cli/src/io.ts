@@ -92,7 +92,12 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  */
 export function readText(file: string): string {
   const tooLarge = (size: string) =>
-    new InputError(file, [{ path: "", message: `cannot read the file: it is ${size}, more than the ${describeBytes(MAX_DOCUMENT_BYTES)} kvsim reads for a profile, spec or engine-args file` }]);
+    new InputError(file, [
+      {
+        path: "",
+        message: `cannot read the file: it is ${size}, more than the ${describeBytes(MAX_DOCUMENT_BYTES)} kvsim reads for a profile, spec or engine-args file`,
+      },
+    ]);
   const size = regularFileSize(file);
   if (size > MAX_DOCUMENT_BYTES) throw tooLarge(`${size} bytes`);
   let fd: number;
@@ -284,7 +289,11 @@ export interface CommandContext {
 }
 
 /** Parses a numeric option, refusing anything but a finite number (and an integer when asked). */
-export function numberOption(name: string, raw: string, opts: { integer?: boolean; min?: number; exclusiveMin?: number; max?: number; maxText?: string } = {}): number {
+export function numberOption(
+  name: string,
+  raw: string,
+  opts: { integer?: boolean; min?: number; exclusiveMin?: number; max?: number; maxText?: string } = {},
+): number {
   const v = Number(raw);
   if (raw.trim() === "" || !Number.isFinite(v)) throw new UsageError(`${name} must be a finite number, got "${raw}"`);
   if (opts.integer === true && !Number.isSafeInteger(v)) throw new UsageError(`${name} must be an integer, got "${raw}"`);

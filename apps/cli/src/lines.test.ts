@@ -14,7 +14,10 @@ describe("splitLines", () => {
   });
   it("joins a line across chunks, a multi-byte character split between them included", async () => {
     const euro = Buffer.from("€"); // 3 bytes: e2 82 ac
-    expect(await lines([Buffer.from("ab"), euro.subarray(0, 1), Buffer.concat([euro.subarray(1), Buffer.from("c\nd")])])).toEqual([{ text: "ab€c" }, { text: "d" }]);
+    expect(await lines([Buffer.from("ab"), euro.subarray(0, 1), Buffer.concat([euro.subarray(1), Buffer.from("c\nd")])])).toEqual([
+      { text: "ab€c" },
+      { text: "d" },
+    ]);
   });
   it("yields blank lines and a last line without \\n", async () => {
     expect(await lines(["\n\nx"])).toEqual([{ text: "" }, { text: "" }, { text: "x" }]);

@@ -73,7 +73,9 @@ export function openTrace(path: string, format: TraceFormat, shown = path): Trac
       for await (const line of splitLines(stream, limit)) {
         n++;
         if (line.tooLong === true) {
-          throw new InputError(shown, [{ path: "", message: `the line is longer than ${describeBytes(limit)}, the longest ${FORMAT_LINE[format]} may be`, line: n }]);
+          throw new InputError(shown, [
+            { path: "", message: `the line is longer than ${describeBytes(limit)}, the longest ${FORMAT_LINE[format]} may be`, line: n },
+          ]);
         }
         yield line.text;
       }

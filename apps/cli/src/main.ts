@@ -58,7 +58,14 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
     )
     // The Node it runs on too, for bug reports.
     .version(`kvsim ${VERSION} (node ${process.versions.node})`, "-V, --version")
-    .configureOutput({ writeOut: (s) => { io.out(s); }, writeErr: (s) => { io.err(s); } })
+    .configureOutput({
+      writeOut: (s) => {
+        io.out(s);
+      },
+      writeErr: (s) => {
+        io.err(s);
+      },
+    })
     .exitOverride();
   for (const register of await commandsFor(argv)) register(program, ctx);
   conciseUsageErrors(program);

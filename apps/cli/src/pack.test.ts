@@ -39,7 +39,11 @@ describe("the packed CLI", () => {
     const deps = cli.dependencies ?? {};
     // npm cannot install workspace: or catalog: versions, nor @kvsim packages (never published).
     for (const [name, version] of Object.entries(deps)) {
-      expect({ name, version, workspace: name.startsWith("@kvsim/") }).toEqual({ name, version: expect.stringMatching(/^\d+\.\d+\.\d+$/) as string, workspace: false });
+      expect({ name, version, workspace: name.startsWith("@kvsim/") }).toEqual({
+        name,
+        version: expect.stringMatching(/^\d+\.\d+\.\d+$/) as string,
+        workspace: false,
+      });
     }
     // Every @kvsim package the CLI uses, and those they use in turn, is bundled: its own
     // dependencies must be the CLI's.
@@ -93,6 +97,10 @@ describe("the packed CLI", () => {
     const refused = older
       ? spawnSync(machine, [join(prefix, "bin", "kvsim"), "--version"], { cwd: elsewhere, encoding: "utf8" })
       : spawnSync(process.execPath, ["--require", fake, join(prefix, "bin", "kvsim"), "--version"], { cwd: elsewhere, encoding: "utf8" });
-    expect([refused.status, refused.stdout, refused.stderr]).toEqual([1, "", `kvsim needs Node 22 (22.12 or later) or Node 24 or later; this is Node ${older ? machineVersion : "20.20.2"}\n`]);
+    expect([refused.status, refused.stdout, refused.stderr]).toEqual([
+      1,
+      "",
+      `kvsim needs Node 22 (22.12 or later) or Node 24 or later; this is Node ${older ? machineVersion : "20.20.2"}\n`,
+    ]);
   }, 240_000);
 });

@@ -21,7 +21,17 @@ export interface ProfileRow {
 export function profileRows(p: Profile, linearBlockSize: number): ProfileRow[] {
   if (!isGroupedProfile(p)) {
     const perToken = p.kv_bytes_per_token ?? 0;
-    return [{ name: "(linear)", kind: "full_attention", num_layers: undefined, block_size_tokens: linearBlockSize, window_tokens: undefined, bytes_per_block: perToken * linearBlockSize, bytes_per_token: perToken }];
+    return [
+      {
+        name: "(linear)",
+        kind: "full_attention",
+        num_layers: undefined,
+        block_size_tokens: linearBlockSize,
+        window_tokens: undefined,
+        bytes_per_block: perToken * linearBlockSize,
+        bytes_per_token: perToken,
+      },
+    ];
   }
   return p.kv_cache_groups.map((g) => ({
     name: g.name,
@@ -35,7 +45,8 @@ export function profileRows(p: Profile, linearBlockSize: number): ProfileRow[] {
 }
 
 /** The page (one pool block) of a profile: page_size_bytes, or kv_bytes_per_token x block size. */
-export const pageBytes = (p: Profile, linearBlockSize: number): number => (isGroupedProfile(p) ? p.page_size_bytes : (p.kv_bytes_per_token ?? 0) * linearBlockSize);
+export const pageBytes = (p: Profile, linearBlockSize: number): number =>
+  isGroupedProfile(p) ? p.page_size_bytes : (p.kv_bytes_per_token ?? 0) * linearBlockSize;
 
 /**
  * Tokens a pool of `pages` pages holds as vLLM logs it ("GPU KV cache size"): floor(pages /
@@ -51,17 +62,31 @@ const dash = (v: number | undefined) => (v === undefined ? "-" : thousands(v));
 /** The `profile show` table: the header, one row per group, the page, per-token bytes and memory. */
 export function formatProfile(p: Profile, linearBlockSize: number, pages: number | undefined): string {
   const lines: string[] = [];
-  lines.push(`profile   ${p.model} (vLLM ${p.vllm_version}, TP ${p.tensor_parallel_size}${p.kv_cache_dtype === undefined ? "" : `, KV cache ${p.kv_cache_dtype}`})`);
+  lines.push(
+    `profile   ${p.model} (vLLM ${p.vllm_version}, TP ${p.tensor_parallel_size}${p.kv_cache_dtype === undefined ? "" : `, KV cache ${p.kv_cache_dtype}`})`,
+  );
   const rows = profileRows(p, linearBlockSize);
   if (isGroupedProfile(p)) {
-    lines.push(`layout    grouped: ${p.kv_cache_groups.length} cache group${p.kv_cache_groups.length === 1 ? "" : "s"} sharing one pool of ${thousands(p.page_size_bytes)}-byte pages`);
+    lines.push(
+      `layout    grouped: ${p.kv_cache_groups.length} cache group${p.kv_cache_groups.length === 1 ? "" : "s"} sharing one pool of ${thousands(p.page_size_bytes)}-byte pages`,
+    );
   } else {
-    lines.push(`layout    linear: ${thousands(p.kv_bytes_per_token ?? 0)} bytes per token; the engine's block of ${thousands(linearBlockSize)} tokens makes a ${thousands(pageBytes(p, linearBlockSize))}-byte page`);
+    lines.push(
+      `layout    linear: ${thousands(p.kv_bytes_per_token ?? 0)} bytes per token; the engine's block of ${thousands(linearBlockSize)} tokens makes a ${thousands(pageBytes(p, linearBlockSize))}-byte page`,
+    );
   }
   lines.push("");
   const table = [
     ["group", "kind", "layers", "block", "window", "bytes/block", "bytes/token"],
-    ...rows.map((r) => [r.name, r.kind, dash(r.num_layers), thousands(r.block_size_tokens), dash(r.window_tokens), dash(r.bytes_per_block), dash(r.bytes_per_token)]),
+    ...rows.map((r) => [
+      r.name,
+      r.kind,
+      dash(r.num_layers),
+      thousands(r.block_size_tokens),
+      dash(r.window_tokens),
+      dash(r.bytes_per_block),
+      dash(r.bytes_per_token),
+    ]),
   ];
   lines.push(...tableLines(table, "llrrrrr"), "");
   const perToken = (kind: string) => rows.filter((r) => r.kind === kind).reduce((s, r) => s + (r.bytes_per_token ?? 0), 0);
@@ -70,7 +95,9 @@ export function formatProfile(p: Profile, linearBlockSize: number, pages: number
   if (perToken("sliding_window") > 0) parts.push(`${thousands(perToken("sliding_window"))} B sliding window (inside the window)`);
   const fixed = state > 0 ? `; plus ${thousands(state)} B of state per request (one block per state group)` : "";
   lines.push(`per token ${parts.join(" + ")}${fixed}`);
-  lines.push(`page      ${thousands(pageBytes(p, linearBlockSize))} bytes${isGroupedProfile(p) ? " (a block of any group takes one page; bytes/block is what a handoff moves, without padding)" : ""}`);
+  lines.push(
+    `page      ${thousands(pageBytes(p, linearBlockSize))} bytes${isGroupedProfile(p) ? " (a block of any group takes one page; bytes/block is what a handoff moves, without padding)" : ""}`,
+  );
   if (pages !== undefined) {
     lines.push(
       `capacity  ${thousands(pages)} pages = ${thousands(capacityTokens(p, pages, linearBlockSize))} tokens${isGroupedProfile(p) ? ` (floor(${thousands(pages)} / ${p.kv_cache_groups.length} groups) x ${Math.min(...p.kv_cache_groups.map((g) => g.block_size_tokens))}, vLLM's "GPU KV cache size")` : ""}`,
@@ -79,7 +106,9 @@ export function formatProfile(p: Profile, linearBlockSize: number, pages: number
   const m = p.memory;
   if (m !== undefined) {
     const w = m.weights_bytes === undefined ? "weights not estimated" : `weights ${gib(m.weights_bytes)} (${thousands(m.weights_bytes)} B)`;
-    lines.push(`memory    ${w}; activations ${thousands(m.activation_bytes_per_token)} B per batched token + ${thousands(m.sampler_bytes_per_sequence)} B per sampled sequence (estimates)`);
+    lines.push(
+      `memory    ${w}; activations ${thousands(m.activation_bytes_per_token)} B per batched token + ${thousands(m.sampler_bytes_per_sequence)} B per sampled sequence (estimates)`,
+    );
   }
   if (p.model_shape !== undefined) lines.push("", ...formatShape(p.model_shape));
   return `${lines.join("\n")}\n`;
@@ -87,7 +116,9 @@ export function formatProfile(p: Profile, linearBlockSize: number, pages: number
 
 /** The model shape in a few lines (whole model): layers, attention, MLP/MoE, mixer, vocabulary, weight bytes. */
 function formatShape(s: ModelShape): string[] {
-  const lines = [`shape     ${thousands(s.num_layers)} layers, hidden ${thousands(s.hidden_size)}, vocabulary ${thousands(s.vocab_size)}${s.tie_word_embeddings ? " (tied LM head)" : ""}`];
+  const lines = [
+    `shape     ${thousands(s.num_layers)} layers, hidden ${thousands(s.hidden_size)}, vocabulary ${thousands(s.vocab_size)}${s.tie_word_embeddings ? " (tied LM head)" : ""}`,
+  ];
   const a = s.attention;
   if (a !== undefined && a.layers > 0) {
     const heads =
@@ -99,13 +130,18 @@ function formatShape(s: ModelShape): string[] {
   }
   const m = s.linear_mixer;
   if (m !== undefined && m.layers > 0) {
-    lines.push(`mixer     ${m.layers} ${m.kind} layers${m.parallel_attention ? " beside attention" : ""}: ${thousands(m.params_per_layer)} parameters, ${thousands(m.state_bytes_per_layer)} B state per sequence each`);
+    lines.push(
+      `mixer     ${m.layers} ${m.kind} layers${m.parallel_attention ? " beside attention" : ""}: ${thousands(m.params_per_layer)} parameters, ${thousands(m.state_bytes_per_layer)} B state per sequence each`,
+    );
   }
-  if (s.mlp !== undefined && s.mlp.layers > 0) lines.push(`mlp       ${s.mlp.layers} layers, width ${thousands(s.mlp.intermediate_size)}${s.mlp.gated ? " (gated)" : " (up and down only)"}`);
+  if (s.mlp !== undefined && s.mlp.layers > 0)
+    lines.push(`mlp       ${s.mlp.layers} layers, width ${thousands(s.mlp.intermediate_size)}${s.mlp.gated ? " (gated)" : " (up and down only)"}`);
   const e = s.moe;
   if (e !== undefined && e.layers > 0) {
     const shared = e.shared_expert_intermediate_size > 0 ? ` + shared width ${thousands(e.shared_expert_intermediate_size)}` : "";
-    lines.push(`moe       ${e.layers} layers, ${e.num_experts} experts of width ${thousands(e.expert_intermediate_size)}, top ${e.num_experts_per_tok}${shared}`);
+    lines.push(
+      `moe       ${e.layers} layers, ${e.num_experts} experts of width ${thousands(e.expert_intermediate_size)}, top ${e.num_experts_per_tok}${shared}`,
+    );
   }
   const experts = s.expert_weight_bytes === undefined ? "" : `, experts ${s.expert_weight_bytes} B`;
   lines.push(`weights   ${s.weight_bytes} B per weight${experts}${s.fp8_compute ? ", FP8 compute" : ""}`);
@@ -119,9 +155,25 @@ export function formatCapacity(c: KvCapacity, vllmVersion: string, shape: { read
     ["GPU memory", " ", gib(c.gpu_memory_bytes), `${c.gpu ?? "given"} (${thousands(c.gpu_memory_bytes)} B)`],
     [`x utilization ${c.gpu_memory_utilization}`, " ", gib(c.requested_bytes), ""],
     ["- weights", est("weights"), gib(c.weights_bytes), ""],
-    ["- activation peak", est("activation"), gib(c.activation_bytes), c.estimated.includes("activation") ? `(${thousands(shape.batchedTokens)} batched tokens, ${thousands(Math.min(shape.sequences, shape.batchedTokens))} sequences)` : ""],
+    [
+      "- activation peak",
+      est("activation"),
+      gib(c.activation_bytes),
+      c.estimated.includes("activation")
+        ? `(${thousands(shape.batchedTokens)} batched tokens, ${thousands(Math.min(shape.sequences, shape.batchedTokens))} sequences)`
+        : "",
+    ],
     ["- non-torch", est("non_torch"), gib(c.non_torch_bytes), ""],
-    ["- CUDA graphs", est("cuda_graph"), gib(c.cuda_graph_bytes), c.estimated.includes("cuda_graph") ? "" : versionAtLeast(vllmVersion, CUDA_GRAPH_ESTIMATE_SINCE) ? "(given)" : `(vLLM before ${CUDA_GRAPH_ESTIMATE_SINCE} reserves none)`],
+    [
+      "- CUDA graphs",
+      est("cuda_graph"),
+      gib(c.cuda_graph_bytes),
+      c.estimated.includes("cuda_graph")
+        ? ""
+        : versionAtLeast(vllmVersion, CUDA_GRAPH_ESTIMATE_SINCE)
+          ? "(given)"
+          : `(vLLM before ${CUDA_GRAPH_ESTIMATE_SINCE} reserves none)`,
+    ],
     ["= KV cache", " ", gib(c.kv_cache_bytes), `(${thousands(c.kv_cache_bytes)} B)`],
     ["/ page", " ", `${thousands(c.page_bytes)} B`, ""],
     ["num_gpu_blocks", " ", thousands(c.num_gpu_blocks), `pages = ${thousands(c.kv_cache_tokens)} tokens`],

@@ -115,7 +115,12 @@ function loadProfileOutcome(ref: string): ProfileOutcome {
  * that names it (`at` points to its line, or to the `--set` flag that set it); problems inside a
  * readable profile stay at their own file and line.
  */
-function profileLoader(specDoc: LocatedDocument, problems: Problem[], at: (path: readonly string[], message: string) => Problem, cache: SpecCheckCache | undefined) {
+function profileLoader(
+  specDoc: LocatedDocument,
+  problems: Problem[],
+  at: (path: readonly string[], message: string) => Problem,
+  cache: SpecCheckCache | undefined,
+) {
   const byFile = new Map<string, LoadedProfile | undefined>();
   return (ref: string | Profile, path: readonly string[]): LoadedProfile | undefined => {
     if (typeof ref !== "string") {
@@ -189,7 +194,12 @@ export function checkSpec(doc: LocatedDocument, overrides: readonly SpecOverride
   );
   for (const p of ruled.problems) {
     if (p.at.in === "spec") {
-      problems.push(at(p.at.path, p.at.path.join(".") === pairPath(spec) ? `${p.message} (prefill: ${loadedOf("prefill")?.file}, decode: ${loadedOf("decode")?.file})` : p.message));
+      problems.push(
+        at(
+          p.at.path,
+          p.at.path.join(".") === pairPath(spec) ? `${p.message} (prefill: ${loadedOf("prefill")?.file}, decode: ${loadedOf("decode")?.file})` : p.message,
+        ),
+      );
     } else {
       const loaded = loadedOf(p.at.role);
       if (loaded !== undefined) problems.push(...profileProblems(loaded, [{ path: p.at.path, message: p.message }]));

@@ -29,7 +29,9 @@ async function readStdin(io: StdinIo, limit = MAX_DOCUMENT_BYTES): Promise<strin
     size += bytes.length;
     if (size > limit) {
       if (input === process.stdin) process.stdin.destroy();
-      throw new InputError(STDIN_SPEC, [{ path: "", message: `cannot read standard input: it is more than the ${describeBytes(limit)} kvsim reads for a profile, spec or engine-args file` }]);
+      throw new InputError(STDIN_SPEC, [
+        { path: "", message: `cannot read standard input: it is more than the ${describeBytes(limit)} kvsim reads for a profile, spec or engine-args file` },
+      ]);
     }
     chunks.push(bytes);
   }
@@ -49,7 +51,8 @@ export const documentText = (doc: LocatedDocument): string | undefined => texts.
 /** Reads a spec or profile document from a file, or from standard input when `file` is `-`. */
 export async function readDocument(io: StdinIo, file: string): Promise<LocatedDocument> {
   if (file === "-") {
-    if (io.stdin === undefined && process.stdin.isTTY) throw new UsageError("--spec - reads the spec from standard input, but it is a terminal; pipe a spec in");
+    if (io.stdin === undefined && process.stdin.isTTY)
+      throw new UsageError("--spec - reads the spec from standard input, but it is a terminal; pipe a spec in");
     const text = await readStdin(io);
     const doc = parseDocumentText(text, STDIN_SPEC, "yaml");
     texts.set(doc, text);

@@ -162,12 +162,17 @@ export function compareRuns(measured: MeasuredRun, simulated: MeasuredRun, selec
   const tm = throughput(m);
   const ts = throughput(s);
   const notes: string[] = [];
-  const noItl = [m.some((r) => r.itlsMs === undefined) ? `${measured.file} (${measured.format})` : undefined, s.some((r) => r.itlsMs === undefined) ? `${simulated.file} (${simulated.format})` : undefined].filter(
-    (x): x is string => x !== undefined,
-  );
-  if (noItl.length > 0) notes.push(`ITL percentiles need per-token times, which ${noItl.join(" and ")} lack${noItl.length === 1 ? "s" : ""}; mean ITL is exact from first and last token times`);
+  const noItl = [
+    m.some((r) => r.itlsMs === undefined) ? `${measured.file} (${measured.format})` : undefined,
+    s.some((r) => r.itlsMs === undefined) ? `${simulated.file} (${simulated.format})` : undefined,
+  ].filter((x): x is string => x !== undefined);
+  if (noItl.length > 0)
+    notes.push(
+      `ITL percentiles need per-token times, which ${noItl.join(" and ")} lack${noItl.length === 1 ? "s" : ""}; mean ITL is exact from first and last token times`,
+    );
   if (tm.rps === null || ts.rps === null) notes.push("throughput needs arrival times on both sides");
-  if (missingCount > 0) notes.push(`${missingCount} selected measured request${missingCount === 1 ? "" : "s"} did not complete in the simulation (or are not in it)`);
+  if (missingCount > 0)
+    notes.push(`${missingCount} selected measured request${missingCount === 1 ? "" : "s"} did not complete in the simulation (or are not in it)`);
   return {
     selection,
     selected: chosen.length,

@@ -47,14 +47,16 @@ export function missedTargetWarnings(rows: readonly OwnTargets[]): FitWarning[] 
       out.push({
         kind: "missed_target",
         message: `${r.label}: the fitted timing misses the fit part's own TPOT mean by ${pct(r.tpotMeanError)} (more than ${MISS_TOLERANCE * 100}%): the fit failed on the data it was given`,
-        settle: "runs at a lower and a higher load (the decode step's cost per running request and per KV token then separate), or a timing model with the missing term",
+        settle:
+          "runs at a lower and a higher load (the decode step's cost per running request and per KV token then separate), or a timing model with the missing term",
       });
     }
     if (r.ttftMeanError !== null && Math.abs(r.ttftMeanError) > MISS_TOLERANCE) {
       out.push({
         kind: "missed_target",
         message: `${r.label}: the fitted timing misses the fit part's own TTFT mean by ${pct(r.ttftMeanError)} (more than ${MISS_TOLERANCE * 100}%): the fit failed on the data it was given`,
-        settle: "a run at low load with short prompts and one with long prompts (the prefill cost per token, the per-step cost and the front end then separate)",
+        settle:
+          "a run at low load with short prompts and one with long prompts (the prefill cost per token, the per-step cost and the front end then separate)",
       });
     }
   }
@@ -110,7 +112,12 @@ export function symmetricEigen(matrix: readonly (readonly number[])[]): { values
  * sqrt(eigenvalue) below it names the terms that trade off along it (components of at least 0.3).
  * `advice` says, per term, what data would pin it down.
  */
-export function identifiabilityWarnings(jacobian: readonly (readonly number[])[], names: readonly string[], advice: Readonly<Record<string, string>>, scope: string): FitWarning[] {
+export function identifiabilityWarnings(
+  jacobian: readonly (readonly number[])[],
+  names: readonly string[],
+  advice: Readonly<Record<string, string>>,
+  scope: string,
+): FitWarning[] {
   const out: FitWarning[] = [];
   const n = names.length;
   const colNorm = (j: number) => Math.sqrt(jacobian.reduce((s, row) => s + row[j]! ** 2, 0));
@@ -136,11 +143,17 @@ export function identifiabilityWarnings(jacobian: readonly (readonly number[])[]
   values.forEach((lambda, e) => {
     const size = Math.sqrt(Math.max(0, lambda));
     if (size >= FLAT_TOLERANCE) return;
-    const comps = live.map((j, i) => ({ name: names[j]!, w: vectors[i]![e]! })).filter((c) => Math.abs(c.w) >= 0.3).sort((x, y) => Math.abs(y.w) - Math.abs(x.w));
+    const comps = live
+      .map((j, i) => ({ name: names[j]!, w: vectors[i]![e]! }))
+      .filter((c) => Math.abs(c.w) >= 0.3)
+      .sort((x, y) => Math.abs(y.w) - Math.abs(x.w));
     if (comps.length < 2) return;
     const up = comps.filter((c) => c.w > 0).map((c) => c.name);
     const down = comps.filter((c) => c.w < 0).map((c) => c.name);
-    const move = up.length > 0 && down.length > 0 ? `raising ${up.join(" and ")} while lowering ${down.join(" and ")}` : `moving ${comps.map((c) => c.name).join(" and ")} together`;
+    const move =
+      up.length > 0 && down.length > 0
+        ? `raising ${up.join(" and ")} while lowering ${down.join(" and ")}`
+        : `moving ${comps.map((c) => c.name).join(" and ")} together`;
     const terms = comps.map((c) => c.name);
     const key = [...terms].sort().join("\n");
     if (said.has(key)) return;

@@ -160,7 +160,12 @@ function bestShift(targets: readonly Target[], replayedMs: number): number {
 }
 
 function evaluateRequests(label: string, fit: MeasuredRun, records: readonly RequestRecord[] | undefined, client: boolean): RunEvaluation {
-  if (records === undefined) return { targets: FIT_TARGETS.map(() => ({ measured: null, simulated: null, shifts: false })), penalty: 1e6, fit: { label, kind: "requests", objective: 1e6 } };
+  if (records === undefined)
+    return {
+      targets: FIT_TARGETS.map(() => ({ measured: null, simulated: null, shifts: false })),
+      penalty: 1e6,
+      fit: { label, kind: "requests", objective: 1e6 },
+    };
   const c = compareRuns(fit, simulatedRun(records, undefined, clockStartFor(fit)));
   const targets = FIT_TARGETS.map((t) => {
     const row = c.latency.find((l) => l.metric === t.metric && l.stat === t.stat);
@@ -173,7 +178,11 @@ function evaluateRequests(label: string, fit: MeasuredRun, records: readonly Req
 function evaluateStages(label: string, run: StageRun, records: readonly RequestRecord[] | undefined): RunEvaluation {
   const fitted = run.stages.filter((s) => !s.excluded);
   if (records === undefined) {
-    return { targets: fitted.flatMap(() => [0, 1, 2, 3].map(() => ({ measured: null, simulated: null, shifts: false }))), penalty: 1e6, fit: { label, kind: "stages", objective: 1e6 } };
+    return {
+      targets: fitted.flatMap(() => [0, 1, 2, 3].map(() => ({ measured: null, simulated: null, shifts: false }))),
+      penalty: 1e6,
+      fit: { label, kind: "stages", objective: 1e6 },
+    };
   }
   const stages = stageMetrics(records, run);
   const targets: Target[] = [];
@@ -181,7 +190,12 @@ function evaluateStages(label: string, run: StageRun, records: readonly RequestR
   for (const s of stages) {
     if (s.excluded) continue;
     // TPOT is (e2e - ttft) / (output - 1): the front end cancels out of it.
-    for (const [v, shifts] of [[s.ttftMean, true], [s.ttftP90, true], [s.tpot, false], [s.e2eMean, true]] as const) {
+    for (const [v, shifts] of [
+      [s.ttftMean, true],
+      [s.ttftP90, true],
+      [s.tpot, false],
+      [s.e2eMean, true],
+    ] as const) {
       if (v.measured !== null) targets.push({ measured: v.measured, simulated: v.simulated, shifts });
     }
     const total = s.simulatedRequests + s.simulatedIncomplete;
@@ -191,14 +205,25 @@ function evaluateStages(label: string, run: StageRun, records: readonly RequestR
 }
 
 /** The spec a run replays with: its workload the records (stage runs), its front end per its clock. */
-function replayInput(run: CalibrationRun): { spec: Spec; specFile?: string; profiles?: ReadonlyMap<string, Profile>; records?: readonly TraceRecord[]; traceFile?: string } {
+function replayInput(run: CalibrationRun): {
+  spec: Spec;
+  specFile?: string;
+  profiles?: ReadonlyMap<string, Profile>;
+  records?: readonly TraceRecord[];
+  traceFile?: string;
+} {
   const d = run.data;
   const base = { ...(run.specFile === undefined ? {} : { specFile: run.specFile }), ...(run.profiles === undefined ? {} : { profiles: run.profiles }) };
   if (d.kind === "stages") {
     const spec: Spec = { ...run.spec, workload: { trace: d.run.file, format: "kvsim", trace_block_size: 512, speedup: 1 } };
     return { ...base, spec, records: d.records, traceFile: d.run.file };
   }
-  return { ...base, spec: run.spec, ...(d.records === undefined ? {} : { records: d.records }), ...(d.traceFile === undefined ? {} : { traceFile: d.traceFile }) };
+  return {
+    ...base,
+    spec: run.spec,
+    ...(d.records === undefined ? {} : { records: d.records }),
+    ...(d.traceFile === undefined ? {} : { traceFile: d.traceFile }),
+  };
 }
 
 /** Virtual time after which a run's replay cannot change its fit part. */
@@ -275,7 +300,14 @@ export async function fitRoofline(input: RooflineFitInput): Promise<RooflineFitR
       const records = await replayTiming(inputs[i]!, timing, caps[i], frontend);
       evals.push(d.kind === "requests" ? evaluateRequests(runs[i]!.label, d.fit, records, g >= 0) : evaluateStages(runs[i]!.label, d.run, records));
     }
-    const shifts = groupKeys.map((_, g) => (optimise ? bestShift(evals.filter((_, i) => groupOf[i] === g).flatMap((e) => e.targets), frontends[g]!) : 0));
+    const shifts = groupKeys.map((_, g) =>
+      optimise
+        ? bestShift(
+            evals.filter((_, i) => groupOf[i] === g).flatMap((e) => e.targets),
+            frontends[g]!,
+          )
+        : 0,
+    );
     let f = penalty;
     evals.forEach((e, i) => {
       const shift = groupOf[i]! >= 0 ? shifts[groupOf[i]!]! : 0;
@@ -310,10 +342,22 @@ export async function fitRoofline(input: RooflineFitInput): Promise<RooflineFitR
   const warnings: FitWarning[] = [];
   for (const r of runs) {
     if (r.data.kind !== "stages") continue;
-    for (const s of r.data.run.stages) if (s.excluded) warnings.push({ kind: "excluded", message: `${r.label} stage ${s.stage} (${s.rate} req/s): ${s.excludedReason ?? "excluded"}` });
-    if (r.data.run.stages.every((s) => s.excluded)) warnings.push({ kind: "excluded", message: `${r.label}: every stage is excluded, so this run does not inform the fit`, settle: "a run at a load the server sustains (no failed requests)" });
+    for (const s of r.data.run.stages)
+      if (s.excluded) warnings.push({ kind: "excluded", message: `${r.label} stage ${s.stage} (${s.rate} req/s): ${s.excludedReason ?? "excluded"}` });
+    if (r.data.run.stages.every((s) => s.excluded))
+      warnings.push({
+        kind: "excluded",
+        message: `${r.label}: every stage is excluded, so this run does not inform the fit`,
+        settle: "a run at a load the server sustains (no failed requests)",
+      });
   }
-  for (const n of unused) warnings.push({ kind: "unused", message: `${n} is not exercised by these runs and stays at ${start[n as keyof RooflineParams]}`, settle: ROOFLINE_ADVICE[n]!, terms: [n] });
+  for (const n of unused)
+    warnings.push({
+      kind: "unused",
+      message: `${n} is not exercised by these runs and stays at ${start[n as keyof RooflineParams]}`,
+      settle: ROOFLINE_ADVICE[n]!,
+      terms: [n],
+    });
   warnings.push(...missedTargetWarnings(ownTargets(runFits)));
   // An efficiency the search pushed to its cap of 1: the data ask for more than the GPU's peak, so
   // the roofline overprices that term (the Jacobian there is flat only because of the cap).
@@ -343,11 +387,18 @@ export async function fitRoofline(input: RooflineFitInput): Promise<RooflineFitR
     const colNames = [...probed];
     groupKeys.forEach((key, g) => {
       const f = fitted.frontends[g]!;
-      columns.push(final.evals.flatMap((e, i) => e.targets.map((t) => (groupOf[i] === g && t.shifts && t.measured !== null && t.measured !== 0 && t.simulated !== null ? f / t.measured : 0))));
+      columns.push(
+        final.evals.flatMap((e, i) =>
+          e.targets.map((t) => (groupOf[i] === g && t.shifts && t.measured !== null && t.measured !== 0 && t.simulated !== null ? f / t.measured : 0)),
+        ),
+      );
       colNames.push(groupKeys.length === 1 ? FRONTEND_TERM : `${FRONTEND_TERM} (${key})`);
     });
     const jacobian = base.map((_, k) => columns.map((c) => c[k] ?? 0));
-    const advice = { ...ROOFLINE_ADVICE, ...Object.fromEntries(colNames.filter((n) => n.startsWith(`${FRONTEND_TERM} (`)).map((n) => [n, ROOFLINE_ADVICE[FRONTEND_TERM]!])) };
+    const advice = {
+      ...ROOFLINE_ADVICE,
+      ...Object.fromEntries(colNames.filter((n) => n.startsWith(`${FRONTEND_TERM} (`)).map((n) => [n, ROOFLINE_ADVICE[FRONTEND_TERM]!])),
+    };
     warnings.push(...identifiabilityWarnings(jacobian, colNames, advice, "roofline fit"));
   }
   return {

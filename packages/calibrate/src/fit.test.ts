@@ -20,9 +20,26 @@ import {
 describe("nonNegativeLeastSquares", () => {
   it("solves an exact system and clamps a coefficient the data wants negative to 0", () => {
     // y = 2 a + 3 b exactly on (1,0), (0,1), (1,1): x = [2, 3].
-    expect(nonNegativeLeastSquares([[1, 0], [0, 1], [1, 1]], [2, 3, 5])!.map((v) => Number(v.toFixed(9)))).toEqual([2, 3]);
+    expect(
+      nonNegativeLeastSquares(
+        [
+          [1, 0],
+          [0, 1],
+          [1, 1],
+        ],
+        [2, 3, 5],
+      )!.map((v) => Number(v.toFixed(9))),
+    ).toEqual([2, 3]);
     // y = a - b wants b = -1 on (1,0) -> 1, (0,1) -> -1; with b >= 0 the best is b = 0 and a = 1.
-    expect(nonNegativeLeastSquares([[1, 0], [0, 1]], [1, -1])!.map((v) => Number(v.toFixed(9)))).toEqual([1, 0]);
+    expect(
+      nonNegativeLeastSquares(
+        [
+          [1, 0],
+          [0, 1],
+        ],
+        [1, -1],
+      )!.map((v) => Number(v.toFixed(9))),
+    ).toEqual([1, 0]);
   });
 });
 
@@ -54,7 +71,14 @@ function workload(): TraceRecord[] {
   return out;
 }
 
-const TRUE: LinearCoefficients = { step_ms: 12, per_sequence_ms: 0.2, per_kv_token_us: 0.5, per_prompt_token_us: 60, per_cached_token_us: 0, prompt_step_ms: 3 };
+const TRUE: LinearCoefficients = {
+  step_ms: 12,
+  per_sequence_ms: 0.2,
+  per_kv_token_us: 0.5,
+  per_prompt_token_us: 60,
+  per_cached_token_us: 0,
+  prompt_step_ms: 3,
+};
 
 function spec(): Spec {
   return SpecSchema.parse({
@@ -125,7 +149,9 @@ describe("fitTiming", () => {
 
   it("refuses a fit part of fewer than 10 requests", async () => {
     const { records, run } = await measuredRun();
-    await expect(fitTiming({ spec: spec(), records, fit: { ...run, requests: run.requests.slice(0, 9) } })).rejects.toThrow(/9 requests in its fit part, fewer than the 10/);
+    await expect(fitTiming({ spec: spec(), records, fit: { ...run, requests: run.requests.slice(0, 9) } })).rejects.toThrow(
+      /9 requests in its fit part, fewer than the 10/,
+    );
   });
 });
 
@@ -154,7 +180,11 @@ describe("simulatedRun", () => {
 
   it("starts TTFT and E2E at the arrival by default", () => {
     // a: 50 - 0, 150 - 0, (150 - 50) / 2; b: 140 - 20, 200 - 20, 60 / 1; c: 260 - 30, 300 - 30, 40.
-    expect(times(simulatedRun(records))).toEqual([["a", 50, 150, 50], ["b", 120, 180, 60], ["c", 230, 270, 40]]);
+    expect(times(simulatedRun(records))).toEqual([
+      ["a", 50, 150, 50],
+      ["b", 120, 180, 60],
+      ["c", 230, 270, 40],
+    ]);
   });
 
   it("starts them at the engine's pickup for a request admitted at the first step end after its arrival", () => {
@@ -162,7 +192,11 @@ describe("simulatedRun", () => {
     // admitted at 50: its clock starts 30 ms later, TTFT 140 - 50 = 90, E2E 200 - 50 = 150. c was
     // admitted at 150, after that end: it waited for a slot and keeps its arrival (230, 270). a
     // was admitted on arrival: no change. TPOT never changes.
-    expect(times(simulatedRun(records, undefined, "engine-pickup"))).toEqual([["a", 50, 150, 50], ["b", 90, 150, 60], ["c", 230, 270, 40]]);
+    expect(times(simulatedRun(records, undefined, "engine-pickup"))).toEqual([
+      ["a", 50, 150, 50],
+      ["b", 90, 150, 60],
+      ["c", 230, 270, 40],
+    ]);
   });
 
   it("matches vLLM's per-request stats (TTFT from queued_ts) with the pickup, other formats with the arrival", () => {
@@ -182,7 +216,11 @@ describe("checkMeasuredAgainstWorkload", () => {
       expect.unreachable();
     } catch (e) {
       expect(e).toBeInstanceOf(InputError);
-      expect((e as InputError).issues[0]).toMatchObject({ line: 7, path: "request_id", message: expect.stringContaining("nobody is not a request of the workload w.jsonl") });
+      expect((e as InputError).issues[0]).toMatchObject({
+        line: 7,
+        path: "request_id",
+        message: expect.stringContaining("nobody is not a request of the workload w.jsonl"),
+      });
     }
     const longer = { ...run, requests: [{ ...run.requests[0]!, inputTokens: run.requests[0]!.inputTokens + 1 }] };
     expect(() => {

@@ -43,7 +43,14 @@ function shareTouched(tokens: number, experts: number, perToken: number): number
 /** The plain-number coefficients (all but the optional `experts` term). */
 export type ScalarCoefficient = Exclude<keyof LinearCoefficients, "experts">;
 
-export const COEFFICIENT_NAMES: readonly ScalarCoefficient[] = ["step_ms", "per_sequence_ms", "per_kv_token_us", "per_prompt_token_us", "per_cached_token_us", "prompt_step_ms"];
+export const COEFFICIENT_NAMES: readonly ScalarCoefficient[] = [
+  "step_ms",
+  "per_sequence_ms",
+  "per_kv_token_us",
+  "per_prompt_token_us",
+  "per_cached_token_us",
+  "prompt_step_ms",
+];
 
 /** Fewest measured requests `fitTiming` fits on. */
 export const MIN_FIT_REQUESTS = 10;
@@ -66,13 +73,31 @@ export function checkMeasuredAgainstWorkload(run: MeasuredRun, records: readonly
     const w = byId.get(m.requestId);
     const at = { line: m.line };
     if (w === undefined) {
-      throw new InputError(run.file, [{ ...at, path: "request_id", message: `${m.requestId} is not a request of the workload ${workloadFile} (the spec must describe the same requests, with the same ids)` }]);
+      throw new InputError(run.file, [
+        {
+          ...at,
+          path: "request_id",
+          message: `${m.requestId} is not a request of the workload ${workloadFile} (the spec must describe the same requests, with the same ids)`,
+        },
+      ]);
     }
     if (w.inputTokens !== m.inputTokens) {
-      throw new InputError(run.file, [{ ...at, path: "input_toks", message: `${m.requestId} has ${m.inputTokens} prompt tokens, the workload's request (${workloadFile}:${w.line}) has ${w.inputTokens}` }]);
+      throw new InputError(run.file, [
+        {
+          ...at,
+          path: "input_toks",
+          message: `${m.requestId} has ${m.inputTokens} prompt tokens, the workload's request (${workloadFile}:${w.line}) has ${w.inputTokens}`,
+        },
+      ]);
     }
     if (w.outputTokens !== m.outputTokens) {
-      throw new InputError(run.file, [{ ...at, path: "output_toks", message: `${m.requestId} has ${m.outputTokens} output tokens, the workload's request (${workloadFile}:${w.line}) asks for ${w.outputTokens}` }]);
+      throw new InputError(run.file, [
+        {
+          ...at,
+          path: "output_toks",
+          message: `${m.requestId} has ${m.outputTokens} output tokens, the workload's request (${workloadFile}:${w.line}) asks for ${w.outputTokens}`,
+        },
+      ]);
     }
   }
 }
@@ -92,7 +117,10 @@ export function clockStartFor(run: MeasuredRun): SimulatedClockStart {
 export function simulatedRun(records: readonly RequestRecord[], file = "<simulated>", clockStart: SimulatedClockStart = "arrival"): MeasuredRun {
   const requests: MeasuredRequest[] = [];
   let skipped = 0;
-  const waits = clockStart === "engine-pickup" ? pickupWaits(records.map((r) => ({ arrivalMs: r.arrival_ms, admittedMs: r.admitted_ms, firstTokenMs: r.first_token_ms, lastTokenMs: r.last_token_ms }))) : undefined;
+  const waits =
+    clockStart === "engine-pickup"
+      ? pickupWaits(records.map((r) => ({ arrivalMs: r.arrival_ms, admittedMs: r.admitted_ms, firstTokenMs: r.first_token_ms, lastTokenMs: r.last_token_ms })))
+      : undefined;
   records.forEach((r, i) => {
     if (r.status !== "completed" || r.ttft_ms === null || r.e2e_ms === null) {
       skipped++;
@@ -146,14 +174,25 @@ export function regressionGridMs(endMs: number, sumE2eMs: number): number {
 
 export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number, experts?: Omit<ExpertsTerm, "all_experts_ms">): LinearCoefficients {
   const reqs = fit.requests.filter((r) => r.arrivalMs !== null);
-  const tpots = reqs.map((r) => r.tpotMs).filter((t): t is number => t !== null).sort((a, b) => a - b);
+  const tpots = reqs
+    .map((r) => r.tpotMs)
+    .filter((t): t is number => t !== null)
+    .sort((a, b) => a - b);
   const medianTpot = tpots.length === 0 ? 20 : tpots[Math.floor(tpots.length / 2)]!;
   const withExperts = (c: Omit<LinearCoefficients, "experts">, allExpertsMs: number): LinearCoefficients =>
-    experts === undefined ? c : { ...c, experts: { num_experts: experts.num_experts, num_experts_per_tok: experts.num_experts_per_tok, all_experts_ms: allExpertsMs } };
-  const fallback = withExperts({ step_ms: medianTpot, per_sequence_ms: 0, per_kv_token_us: 0, per_prompt_token_us: 0, per_cached_token_us: 0, prompt_step_ms: 0 }, 0);
+    experts === undefined
+      ? c
+      : { ...c, experts: { num_experts: experts.num_experts, num_experts_per_tok: experts.num_experts_per_tok, all_experts_ms: allExpertsMs } };
+  const fallback = withExperts(
+    { step_ms: medianTpot, per_sequence_ms: 0, per_kv_token_us: 0, per_prompt_token_us: 0, per_cached_token_us: 0, prompt_step_ms: 0 },
+    0,
+  );
   if (reqs.length < 2 || tpots.length < 2) return fallback;
   const end = maxOf(reqs.map((r) => r.arrivalMs! + r.e2eMs));
-  const dt = regressionGridMs(end, reqs.reduce((s, r) => s + r.e2eMs, 0));
+  const dt = regressionGridMs(
+    end,
+    reqs.reduce((s, r) => s + r.e2eMs, 0),
+  );
   const n = Math.ceil(end / dt) + 2;
   const running = new Float64Array(n);
   const kv = new Float64Array(n);
@@ -195,7 +234,12 @@ export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number, e
       if (hi <= lo) continue;
       const share = (hi - lo) / (full - lo);
       if (share < minShare) continue;
-      let sr = 0, skv = 0, sp = 0, sc = 0, sa = 0, se = 0;
+      let sr = 0,
+        skv = 0,
+        sp = 0,
+        sc = 0,
+        sa = 0,
+        se = 0;
       for (let k = lo; k < hi; k++) {
         // Experts touched: every one in a step with prompt work; else the share the running
         // sequences' tokens touch (all ranks' decode rows reach every expert-parallel rank).
@@ -222,7 +266,10 @@ export function regressionStart(fit: MeasuredRun, maxNumBatchedTokens: number, e
   if (rows.length < 6) return fallback;
   const x = nonNegativeLeastSquares(rows, ys);
   if (x === undefined || x[0]! + x[1]! + x[2]! + (x[6] ?? 0) <= 0) return fallback;
-  return withExperts({ step_ms: x[0]!, per_sequence_ms: x[1]!, per_kv_token_us: x[2]!, per_prompt_token_us: x[3]!, per_cached_token_us: x[4]!, prompt_step_ms: x[5]! }, x[6] ?? 0);
+  return withExperts(
+    { step_ms: x[0]!, per_sequence_ms: x[1]!, per_kv_token_us: x[2]!, per_prompt_token_us: x[3]!, per_cached_token_us: x[4]!, prompt_step_ms: x[5]! },
+    x[6] ?? 0,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -355,7 +402,12 @@ export function roundCoefficients(c: LinearCoefficients): LinearCoefficients {
 }
 
 /** Replays the spec with the given coefficients; the records of every request (completed or not). */
-export async function replayWith(input: Omit<FitInput, "fit">, c: LinearCoefficients, maxVirtualTimeMs?: number, frontendMs?: number | null): Promise<readonly RequestRecord[] | undefined> {
+export async function replayWith(
+  input: Omit<FitInput, "fit">,
+  c: LinearCoefficients,
+  maxVirtualTimeMs?: number,
+  frontendMs?: number | null,
+): Promise<readonly RequestRecord[] | undefined> {
   return replayTiming(input, { type: "linear", ...c }, maxVirtualTimeMs, frontendMs);
 }
 
@@ -411,7 +463,12 @@ const DIAGNOSTIC_STEP = 0.1;
 export async function fitTiming(input: FitInput): Promise<FitResult> {
   const fit = input.fit;
   if (fit.requests.length < MIN_FIT_REQUESTS) {
-    throw new InputError(fit.file, [{ path: "", message: `has ${fit.requests.length} requests in its fit part, fewer than the ${MIN_FIT_REQUESTS} kvsim calibrate needs (raise --fit-fraction or measure more requests)` }]);
+    throw new InputError(fit.file, [
+      {
+        path: "",
+        message: `has ${fit.requests.length} requests in its fit part, fewer than the ${MIN_FIT_REQUESTS} kvsim calibrate needs (raise --fit-fraction or measure more requests)`,
+      },
+    ]);
   }
   const timing = input.spec.timing;
   const experts = timing.type === "linear" ? timing.experts : undefined;
@@ -423,7 +480,8 @@ export async function fitTiming(input: FitInput): Promise<FitResult> {
   const fitFrontend = fit.format === "vllm-bench";
   const frontendFor = (theta: readonly number[]): number | null | undefined =>
     fitFrontend ? Number(Math.exp(theta[3]!).toPrecision(4)) : fit.format === "vllm-requests" ? null : undefined;
-  const coefficientsAt = (theta: readonly number[]) => floored(roundCoefficients(scaled(start, Math.exp(theta[0]!), Math.exp(theta[1]!), Math.exp(theta[2]!))), floors);
+  const coefficientsAt = (theta: readonly number[]) =>
+    floored(roundCoefficients(scaled(start, Math.exp(theta[0]!), Math.exp(theta[1]!), Math.exp(theta[2]!))), floors);
   // Replays stop a while after the fit part's last measured token: later events cannot change it.
   const lastMs = maxOf(fit.requests.map((r) => (r.arrivalMs ?? 0) + r.e2eMs));
   const cap = lastMs * 1.5 + 1000;
@@ -459,7 +517,8 @@ export async function fitTiming(input: FitInput): Promise<FitResult> {
   if (floors === undefined) {
     warnings.push({
       kind: "no_floor",
-      message: "the linear fit has no physical floor for its per-token terms (the profile has no model_shape, or engine.gpu no datasheet): a term the data do not exercise may come out 0",
+      message:
+        "the linear fit has no physical floor for its per-token terms (the profile has no model_shape, or engine.gpu no datasheet): a term the data do not exercise may come out 0",
       settle: "add model_shape to the profile and engine.gpu to the spec",
     });
   }

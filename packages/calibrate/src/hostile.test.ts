@@ -25,7 +25,8 @@ function issue(fn: () => unknown): string {
   throw new Error("expected an InputError");
 }
 
-const vllm = (id: string, o: Record<string, unknown> = {}) => JSON.stringify({ request_id: id, input_toks: 100, output_toks: 11, queued_ts: 10, scheduled_ts: 10.01, first_token_ts: 10.2, last_token_ts: 10.7, ...o });
+const vllm = (id: string, o: Record<string, unknown> = {}) =>
+  JSON.stringify({ request_id: id, input_toks: 100, output_toks: 11, queued_ts: 10, scheduled_ts: 10.01, first_token_ts: 10.2, last_token_ts: 10.7, ...o });
 
 describe("measured files", () => {
   it("refuse a key given twice, as traces and specs do (JSON.parse would keep the last)", () => {
@@ -44,14 +45,20 @@ describe("measured files", () => {
   });
 
   it("refuse timestamps below 0 or beyond 10^10 s (kvsim's latest time), naming the field", () => {
-    expect(issue(() => parseMeasured(vllm("a", { queued_ts: -1 }), "r.jsonl"))).toBe("r.jsonl:1:- queued_ts: must be from 0 to 10^10 seconds (about 317 years) (got -1)");
-    expect(issue(() => parseMeasured(vllm("a", { last_token_ts: 2 ** 53 }), "r.jsonl"))).toBe("r.jsonl:1:- last_token_ts: must be from 0 to 10^10 seconds (about 317 years) (got 9007199254740992)");
+    expect(issue(() => parseMeasured(vllm("a", { queued_ts: -1 }), "r.jsonl"))).toBe(
+      "r.jsonl:1:- queued_ts: must be from 0 to 10^10 seconds (about 317 years) (got -1)",
+    );
+    expect(issue(() => parseMeasured(vllm("a", { last_token_ts: 2 ** 53 }), "r.jsonl"))).toBe(
+      "r.jsonl:1:- last_token_ts: must be from 0 to 10^10 seconds (about 317 years) (got 9007199254740992)",
+    );
     // 10^10 s itself is accepted.
     expect(parseMeasured(vllm("a", { last_token_ts: 1e10 }), "r.jsonl").requests[0]!.e2eMs).toBe((1e10 - 10) * 1000);
   });
 
   it("refuse more tokens than kvsim's largest request (2^24), so a trace written from them replays", () => {
-    expect(issue(() => parseMeasured(vllm("a", { input_toks: 2 ** 24 + 1 }), "r.jsonl"))).toBe("r.jsonl:1:- input_toks: must be at most 2^24 = 16777216 tokens, kvsim's largest request (got 16777217)");
+    expect(issue(() => parseMeasured(vllm("a", { input_toks: 2 ** 24 + 1 }), "r.jsonl"))).toBe(
+      "r.jsonl:1:- input_toks: must be at most 2^24 = 16777216 tokens, kvsim's largest request (got 16777217)",
+    );
     expect(parseMeasured(vllm("a", { input_toks: 2 ** 24 }), "r.jsonl").requests[0]!.inputTokens).toBe(2 ** 24);
   });
 });
@@ -61,15 +68,26 @@ describe("trace from-measured --prompts", () => {
   const ids = JSON.stringify(Array.from({ length: 100 }, (_, i) => i));
   it("refuses a prompt for a request the run does not have, naming its line", () => {
     const prompts = parsePromptTokens(`{"request_id":"a","input_tok_ids":${ids}}\n{"request_id":"zz","input_tok_ids":${ids}}\n`, "p.jsonl");
-    expect(issue(() => measuredToTrace(run, prompts, "p.jsonl"))).toBe("p.jsonl:2:- request_id: zz is not a request of the measured run r.jsonl (line N is request bench-N unless it has a request_id)");
+    expect(issue(() => measuredToTrace(run, prompts, "p.jsonl"))).toBe(
+      "p.jsonl:2:- request_id: zz is not a request of the measured run r.jsonl (line N is request bench-N unless it has a request_id)",
+    );
   });
 
   it("refuses a request's prompt given twice", () => {
-    expect(issue(() => parsePromptTokens(`{"request_id":"a","input_tok_ids":[1]}\n\n{"request_id":"a","input_tok_ids":[2]}\n`, "p.jsonl"))).toBe("p.jsonl:3:- request_id: repeats request a (first on line 1)");
+    expect(issue(() => parsePromptTokens(`{"request_id":"a","input_tok_ids":[1]}\n\n{"request_id":"a","input_tok_ids":[2]}\n`, "p.jsonl"))).toBe(
+      "p.jsonl:3:- request_id: repeats request a (first on line 1)",
+    );
   });
 
   it("takes a prompt for a failed bench request (it is in the file, not in the compared requests)", () => {
-    const bench = JSON.stringify({ input_lens: [3, 3], output_lens: [2, 2], ttfts: [0.1, 0.1], itls: [[0.01], [0.01]], errors: ["", "timeout"], start_times: [0, 1] });
+    const bench = JSON.stringify({
+      input_lens: [3, 3],
+      output_lens: [2, 2],
+      ttfts: [0.1, 0.1],
+      itls: [[0.01], [0.01]],
+      errors: ["", "timeout"],
+      start_times: [0, 1],
+    });
     const b = parseMeasured(bench, "b.json");
     expect(b.skippedIds).toEqual(["bench-1"]);
     const prompts = parsePromptTokens('{"input_tok_ids":[1,2,3]}\n{"input_tok_ids":[4,5,6]}\n', "p.jsonl");
@@ -81,7 +99,17 @@ describe("compare with a request of 130,000 inter-token gaps", () => {
   it("takes every gap (no spread of the gaps into a call, which overflowed the stack)", () => {
     // 130,000 gaps of 1 ms: every ITL percentile is 1 ms.
     const itlsMs = new Array<number>(130_000).fill(1);
-    const r: MeasuredRequest = { line: 1, requestId: "bench-0", arrivalMs: 0, inputTokens: 4, outputTokens: 130_001, ttftMs: 100, e2eMs: 130_100, tpotMs: 1, itlsMs };
+    const r: MeasuredRequest = {
+      line: 1,
+      requestId: "bench-0",
+      arrivalMs: 0,
+      inputTokens: 4,
+      outputTokens: 130_001,
+      ttftMs: 100,
+      e2eMs: 130_100,
+      tpotMs: 1,
+      itlsMs,
+    };
     const m: MeasuredRun = { format: "vllm-bench", file: "b.json", requests: [r], skipped: 0, lacks: [] };
     const c = compareRuns(m, m);
     expect(c.latency.find((l) => l.metric === "itl" && l.stat === "p99")!.measured).toBe(1);

@@ -53,9 +53,36 @@ export {
   type StageEngine,
   type SharedPrefixWorkload,
 } from "./stage-summary.js";
-export { stageWorkload, stageMetrics, chatTemplateTokens, stageOutputTokens, stageRequestId, type StageWorkloadOptions, type StageComparison } from "./stage-workload.js";
-export { fitRoofline, clientClock, ownTargets, FRONTEND_TERM, ROOFLINE_ADVICE, type CalibrationData, type CalibrationRun, type RooflineFitInput, type RooflineFitResult, type RunFit } from "./fit-roofline.js";
-export { missedTargetWarnings, identifiabilityWarnings, symmetricEigen, MISS_TOLERANCE, FLAT_TOLERANCE, type FitWarning, type OwnTargets } from "./fit-diagnostics.js";
+export {
+  stageWorkload,
+  stageMetrics,
+  chatTemplateTokens,
+  stageOutputTokens,
+  stageRequestId,
+  type StageWorkloadOptions,
+  type StageComparison,
+} from "./stage-workload.js";
+export {
+  fitRoofline,
+  clientClock,
+  ownTargets,
+  FRONTEND_TERM,
+  ROOFLINE_ADVICE,
+  type CalibrationData,
+  type CalibrationRun,
+  type RooflineFitInput,
+  type RooflineFitResult,
+  type RunFit,
+} from "./fit-roofline.js";
+export {
+  missedTargetWarnings,
+  identifiabilityWarnings,
+  symmetricEigen,
+  MISS_TOLERANCE,
+  FLAT_TOLERANCE,
+  type FitWarning,
+  type OwnTargets,
+} from "./fit-diagnostics.js";
 export {
   deploymentFromMeta,
   deploymentFromServeArgs,

@@ -3,7 +3,17 @@ import { describe, expect, it } from "vitest";
 import { detectMeasuredFormat, fromEnginePickup, parseMeasured } from "./index.js";
 
 const vllmLine = (id: string, o: Partial<Record<string, number>> = {}) =>
-  JSON.stringify({ request_id: id, input_toks: 100, output_toks: 11, arrival_time: 1e9, queued_ts: 10, scheduled_ts: 10.01, first_token_ts: 10.2, last_token_ts: 10.7, ...o });
+  JSON.stringify({
+    request_id: id,
+    input_toks: 100,
+    output_toks: 11,
+    arrival_time: 1e9,
+    queued_ts: 10,
+    scheduled_ts: 10.01,
+    first_token_ts: 10.2,
+    last_token_ts: 10.7,
+    ...o,
+  });
 
 function issue(fn: () => unknown): { file: string; line: number | undefined; path: string; message: string } {
   try {
@@ -36,18 +46,35 @@ describe("vLLM per-request stats (requests.jsonl)", () => {
 
   it("names the file, line and field of a missing field", () => {
     const bad = JSON.stringify({ request_id: "x", input_toks: 5, output_toks: 2, queued_ts: 1, scheduled_ts: 1, last_token_ts: 2 });
-    expect(issue(() => parseMeasured(`${vllmLine("a")}\n${bad}\n`, "r.jsonl"))).toEqual({ file: "r.jsonl", line: 2, path: "first_token_ts", message: "is required" });
+    expect(issue(() => parseMeasured(`${vllmLine("a")}\n${bad}\n`, "r.jsonl"))).toEqual({
+      file: "r.jsonl",
+      line: 2,
+      path: "first_token_ts",
+      message: "is required",
+    });
   });
 
   it("refuses a request that finished before its first token, or a token before it was scheduled", () => {
-    expect(issue(() => parseMeasured(vllmLine("a", { last_token_ts: 10.1 }), "r.jsonl"))).toMatchObject({ line: 1, path: "last_token_ts", message: expect.stringContaining("finished before its first token") });
+    expect(issue(() => parseMeasured(vllmLine("a", { last_token_ts: 10.1 }), "r.jsonl"))).toMatchObject({
+      line: 1,
+      path: "last_token_ts",
+      message: expect.stringContaining("finished before its first token"),
+    });
     expect(issue(() => parseMeasured(vllmLine("a", { first_token_ts: 9 }), "r.jsonl"))).toMatchObject({ line: 1, path: "first_token_ts" });
   });
 
   it("refuses repeated ids, bad JSON and bad counts", () => {
-    expect(issue(() => parseMeasured(`${vllmLine("a")}\n${vllmLine("a")}`, "r.jsonl"))).toMatchObject({ line: 2, path: "request_id", message: "repeats a (first on line 1)" });
+    expect(issue(() => parseMeasured(`${vllmLine("a")}\n${vllmLine("a")}`, "r.jsonl"))).toMatchObject({
+      line: 2,
+      path: "request_id",
+      message: "repeats a (first on line 1)",
+    });
     expect(issue(() => parseMeasured(`${vllmLine("a")}\n{"request_id": `, "r.jsonl"))).toMatchObject({ line: 2, path: "" });
-    expect(issue(() => parseMeasured(vllmLine("a", { output_toks: 0 }), "r.jsonl"))).toMatchObject({ line: 1, path: "output_toks", message: "must be an integer of at least 1 (got 0)" });
+    expect(issue(() => parseMeasured(vllmLine("a", { output_toks: 0 }), "r.jsonl"))).toMatchObject({
+      line: 1,
+      path: "output_toks",
+      message: "must be an integer of at least 1 (got 0)",
+    });
   });
 });
 
@@ -62,8 +89,16 @@ describe("kvsim replay --requests records", () => {
     expect(run.requests).toEqual([{ line: 1, requestId: "a", arrivalMs: 0, inputTokens: 10, outputTokens: 3, ttftMs: 30, e2eMs: 130, tpotMs: 50 }]);
   });
   it("locates a missing field and an end before the first token", () => {
-    expect(issue(() => parseMeasured(rec("a", { e2e_ms: undefined }), "sim.jsonl"))).toEqual({ file: "sim.jsonl", line: 1, path: "e2e_ms", message: "is required" });
-    expect(issue(() => parseMeasured(rec("a", { e2e_ms: 10 }), "sim.jsonl"))).toMatchObject({ path: "e2e_ms", message: expect.stringContaining("finished before its first token") });
+    expect(issue(() => parseMeasured(rec("a", { e2e_ms: undefined }), "sim.jsonl"))).toEqual({
+      file: "sim.jsonl",
+      line: 1,
+      path: "e2e_ms",
+      message: "is required",
+    });
+    expect(issue(() => parseMeasured(rec("a", { e2e_ms: 10 }), "sim.jsonl"))).toMatchObject({
+      path: "e2e_ms",
+      message: expect.stringContaining("finished before its first token"),
+    });
   });
   it("refuses a file with no completed request", () => {
     expect(issue(() => parseMeasured(rec("a", { status: "failed" }), "sim.jsonl"))).toMatchObject({ path: "", message: "holds no completed request" });
@@ -75,16 +110,33 @@ describe("kvsim replay --requests records", () => {
     const times = (id: string, arrival: number, admitted: number, first: number, last: number) =>
       rec(id, { arrival_ms: arrival, admitted_ms: admitted, first_token_ms: first, last_token_ms: last, ttft_ms: first - arrival, e2e_ms: last - arrival });
     const run = parseMeasured([times("a", 0, 0, 50, 150), times("b", 20, 50, 140, 200), times("c", 30, 150, 260, 300)].join("\n"), "sim.jsonl");
-    expect(run.requests.map((r) => [r.requestId, r.pickupWaitMs])).toEqual([["a", 0], ["b", 30], ["c", 0]]);
+    expect(run.requests.map((r) => [r.requestId, r.pickupWaitMs])).toEqual([
+      ["a", 0],
+      ["b", 30],
+      ["c", 0],
+    ]);
     // From the pickup: b's TTFT 120 - 30 = 90 and E2E 180 - 30 = 150; TPOT (150 - 90) / 2 = 30 as before.
-    expect(fromEnginePickup(run).requests.map((r) => [r.requestId, r.ttftMs, r.e2eMs, r.tpotMs])).toEqual([["a", 50, 150, 50], ["b", 90, 150, 30], ["c", 230, 270, 20]]);
+    expect(fromEnginePickup(run).requests.map((r) => [r.requestId, r.ttftMs, r.e2eMs, r.tpotMs])).toEqual([
+      ["a", 50, 150, 50],
+      ["b", 90, 150, 30],
+      ["c", 230, 270, 20],
+    ]);
   });
 });
 
 describe("vllm bench serve --save-detailed JSON", () => {
   const bench = (o: Record<string, unknown> = {}) =>
     JSON.stringify(
-      { duration: 3, input_lens: [7, 8, 9], output_lens: [3, 0, 1], ttfts: [0.1, 0, 0.2], itls: [[0.02, 0.04], [], []], errors: ["", "boom", ""], start_times: [100.5, 100.6, 100], ...o },
+      {
+        duration: 3,
+        input_lens: [7, 8, 9],
+        output_lens: [3, 0, 1],
+        ttfts: [0.1, 0, 0.2],
+        itls: [[0.02, 0.04], [], []],
+        errors: ["", "boom", ""],
+        start_times: [100.5, 100.6, 100],
+        ...o,
+      },
       null,
       2,
     );
@@ -110,7 +162,10 @@ describe("vllm bench serve --save-detailed JSON", () => {
     expect(run.lacks.some((l) => l.startsWith("arrival"))).toBe(true);
   });
   it("locates a missing list, a length mismatch and a bad entry", () => {
-    expect(issue(() => parseMeasured(bench({ itls: undefined }), "bench.json"))).toMatchObject({ path: "itls", message: expect.stringContaining("--save-detailed") });
+    expect(issue(() => parseMeasured(bench({ itls: undefined }), "bench.json"))).toMatchObject({
+      path: "itls",
+      message: expect.stringContaining("--save-detailed"),
+    });
     expect(issue(() => parseMeasured(bench({ ttfts: [0.1] }), "bench.json"))).toMatchObject({ path: "ttfts", message: "has 1 entries, input_lens has 3" });
     expect(issue(() => parseMeasured(bench({ itls: [[0.02, -1], [], []] }), "bench.json"))).toMatchObject({ path: "itls[0][1]" });
   });

@@ -90,7 +90,8 @@ function count(file: string, line: number, obj: Record<string, unknown>, key: st
   const v = num(file, line, obj, key, where);
   if (!Number.isInteger(v) || v < min) fail(file, [{ line, path: where, message: `must be an integer of at least ${min} (got ${v})` }]);
   // A trace written from the run (trace from-measured) must replay: kvsim's limit per request.
-  if (v > MAX_REQUEST_TOKENS) fail(file, [{ line, path: where, message: `must be at most 2^24 = ${MAX_REQUEST_TOKENS} tokens, kvsim's largest request (got ${v})` }]);
+  if (v > MAX_REQUEST_TOKENS)
+    fail(file, [{ line, path: where, message: `must be at most 2^24 = ${MAX_REQUEST_TOKENS} tokens, kvsim's largest request (got ${v})` }]);
   return v;
 }
 
@@ -161,11 +162,25 @@ function parseVllmRequests(text: string, file: string): MeasuredRun {
     const first = seconds(file, line, o, "first_token_ts");
     const last = seconds(file, line, o, "last_token_ts");
     if (scheduled < queued) fail(file, [{ line, path: "scheduled_ts", message: `is before queued_ts (${scheduled} < ${queued})` }]);
-    if (first < scheduled) fail(file, [{ line, path: "first_token_ts", message: `is before scheduled_ts: the request produced a token before it was scheduled (${first} < ${scheduled})` }]);
-    if (last < first) fail(file, [{ line, path: "last_token_ts", message: `is before first_token_ts: the request finished before its first token (${last} < ${first})` }]);
+    if (first < scheduled)
+      fail(file, [
+        { line, path: "first_token_ts", message: `is before scheduled_ts: the request produced a token before it was scheduled (${first} < ${scheduled})` },
+      ]);
+    if (last < first)
+      fail(file, [{ line, path: "last_token_ts", message: `is before first_token_ts: the request finished before its first token (${last} < ${first})` }]);
     const ttft = (first - queued) * 1000;
     const e2e = (last - queued) * 1000;
-    requests.push({ line, requestId: id, arrivalMs: queued * 1000, inputTokens: input, outputTokens: output, ttftMs: ttft, e2eMs: e2e, tpotMs: tpot(ttft, e2e, output), queueMs: (scheduled - queued) * 1000 });
+    requests.push({
+      line,
+      requestId: id,
+      arrivalMs: queued * 1000,
+      inputTokens: input,
+      outputTokens: output,
+      ttftMs: ttft,
+      e2eMs: e2e,
+      tpotMs: tpot(ttft, e2e, output),
+      queueMs: (scheduled - queued) * 1000,
+    });
   }
   checkUniqueIds(file, requests);
   return { format: "vllm-requests", file, requests: byArrival(requests), skipped: 0, lacks: MEASURED_FORMAT_LACKS["vllm-requests"] };
@@ -184,7 +199,13 @@ function parseKvsimRequests(text: string, file: string): MeasuredRun {
   for (const { line, text: t } of jsonLines(text)) {
     const o = parseJsonLine(file, line, t);
     const id = requestId(file, line, o);
-    if (typeof o.arrival_ms === "number") times.push({ arrivalMs: o.arrival_ms, admittedMs: optionalMs(o, "admitted_ms"), firstTokenMs: optionalMs(o, "first_token_ms"), lastTokenMs: optionalMs(o, "last_token_ms") });
+    if (typeof o.arrival_ms === "number")
+      times.push({
+        arrivalMs: o.arrival_ms,
+        admittedMs: optionalMs(o, "admitted_ms"),
+        firstTokenMs: optionalMs(o, "first_token_ms"),
+        lastTokenMs: optionalMs(o, "last_token_ms"),
+      });
     if (o.status !== "completed") {
       if (typeof o.status !== "string") fail(file, [{ line, path: "status", message: "is required (completed, rejected, failed or in_flight)" }]);
       skipped++;
@@ -199,7 +220,16 @@ function parseKvsimRequests(text: string, file: string): MeasuredRun {
     if (ttft < 0) fail(file, [{ line, path: "ttft_ms", message: `must not be negative: the first token came before the request arrived (got ${ttft})` }]);
     if (e2e < ttft) fail(file, [{ line, path: "e2e_ms", message: `is less than ttft_ms: the request finished before its first token (${e2e} < ${ttft})` }]);
     timeIndex.push(times.length - 1);
-    requests.push({ line, requestId: id, arrivalMs: arrival, inputTokens: input, outputTokens: output, ttftMs: ttft, e2eMs: e2e, tpotMs: tpot(ttft, e2e, output) });
+    requests.push({
+      line,
+      requestId: id,
+      arrivalMs: arrival,
+      inputTokens: input,
+      outputTokens: output,
+      ttftMs: ttft,
+      e2eMs: e2e,
+      tpotMs: tpot(ttft, e2e, output),
+    });
   }
   checkUniqueIds(file, requests);
   // The waits need every record's step ends, so they are placed once all lines are read.
@@ -222,7 +252,8 @@ function parseVllmBench(text: string, file: string): MeasuredRun {
     const err = jsonSyntaxError(text);
     fail(file, [{ line: err.line, column: err.column, path: "", message: err.message }]);
   }
-  if (doc === null || typeof doc !== "object" || Array.isArray(doc)) fail(file, [{ path: "", message: "must be a JSON object (vllm bench serve --save-result --save-detailed)" }]);
+  if (doc === null || typeof doc !== "object" || Array.isArray(doc))
+    fail(file, [{ path: "", message: "must be a JSON object (vllm bench serve --save-result --save-detailed)" }]);
   const dup = duplicateKey(text);
   if (dup !== undefined) {
     const before = text.slice(0, dup.offset);
@@ -245,7 +276,13 @@ function parseVllmBench(text: string, file: string): MeasuredRun {
   const errors = list("errors", false);
   const starts = list("start_times", false);
   const n = inputs.length;
-  for (const [key, l] of [["output_lens", outputs], ["ttfts", ttfts], ["itls", itls], ["errors", errors], ["start_times", starts]] as const) {
+  for (const [key, l] of [
+    ["output_lens", outputs],
+    ["ttfts", ttfts],
+    ["itls", itls],
+    ["errors", errors],
+    ["start_times", starts],
+  ] as const) {
     if (l !== undefined && l.length !== n) fail(file, [{ path: key, message: `has ${l.length} entries, input_lens has ${n}` }]);
   }
   const requests: MeasuredRequest[] = [];
@@ -272,12 +309,23 @@ function parseVllmBench(text: string, file: string): MeasuredRun {
     const itlsMs: number[] = [];
     for (let j = 0; j < gaps.length; j++) {
       const g = gaps[j] as unknown;
-      if (typeof g !== "number" || !Number.isFinite(g) || g < 0 || g > MAX_MEASURED_SECONDS) fail(file, [{ line: 1, path: `itls[${i}][${j}]`, message: `must be a number of seconds from 0 to 10^10 (got ${JSON.stringify(g)})` }]);
+      if (typeof g !== "number" || !Number.isFinite(g) || g < 0 || g > MAX_MEASURED_SECONDS)
+        fail(file, [{ line: 1, path: `itls[${i}][${j}]`, message: `must be a number of seconds from 0 to 10^10 (got ${JSON.stringify(g)})` }]);
       itlsMs.push(g * 1000);
     }
     const e2e = ttft + itlsMs.reduce((a, b) => a + b, 0);
     const arrival = starts === undefined ? null : seconds(file, 1, field(starts, "start_times", i), `start_times[${i}]`) * 1000;
-    requests.push({ line: 1, requestId: `bench-${i}`, arrivalMs: arrival, inputTokens: input, outputTokens: output, ttftMs: ttft, e2eMs: e2e, tpotMs: tpot(ttft, e2e, output), itlsMs });
+    requests.push({
+      line: 1,
+      requestId: `bench-${i}`,
+      arrivalMs: arrival,
+      inputTokens: input,
+      outputTokens: output,
+      ttftMs: ttft,
+      e2eMs: e2e,
+      tpotMs: tpot(ttft, e2e, output),
+      itlsMs,
+    });
   }
   const lacks = MEASURED_FORMAT_LACKS["vllm-bench"].filter((l) => starts === undefined || !l.startsWith("arrival"));
   return { format: "vllm-bench", file, requests: byArrival(requests), skipped, skippedIds, lacks };

@@ -7,7 +7,15 @@ const META = {
   schema_version: 1,
   model: "test/model",
   vllm_version: "0.19.0",
-  engine_kwargs: { model: "test/model", tensor_parallel_size: 2, data_parallel_size: 1, enable_expert_parallel: false, max_num_seqs: 64, max_num_batched_tokens: 4096, max_model_len: 8192 },
+  engine_kwargs: {
+    model: "test/model",
+    tensor_parallel_size: 2,
+    data_parallel_size: 1,
+    enable_expert_parallel: false,
+    max_num_seqs: 64,
+    max_num_batched_tokens: 4096,
+    max_model_len: 8192,
+  },
   kv_cache: { num_gpu_blocks: 1000, block_size: 16, gpu_memory_utilization: 0.9, enable_prefix_caching: false },
   hardware: { device_name: "NVIDIA GeForce RTX 4090" },
   resolved_config: {
@@ -34,13 +42,28 @@ describe("a spec from a run's meta.json", () => {
     });
     const { spec } = specFromVllm(d, { profile: "./p.json", trace: "./t.jsonl" });
     // A known GPU: the roofline on it, engine.gpu set.
-    expect(spec).toMatchObject({ profile: "./p.json", topology: { kind: "aggregated", workers: 1 }, timing: { type: "roofline" }, workload: { trace: "./t.jsonl", format: "kvsim" }, engine: { gpu: "RTX-4090" } });
+    expect(spec).toMatchObject({
+      profile: "./p.json",
+      topology: { kind: "aggregated", workers: 1 },
+      timing: { type: "roofline" },
+      workload: { trace: "./t.jsonl", format: "kvsim" },
+      engine: { gpu: "RTX-4090" },
+    });
   });
 
   it("assumes vLLM's defaults for what the run does not record, and says so; data parallelism with its expert flag", () => {
     const d = deploymentFromMeta({ model: "m", engine_kwargs: { max_num_seqs: 8, data_parallel_size: 2, enable_expert_parallel: true } }, "meta.json");
-    expect(d.engine).toMatchObject({ async_scheduling: true, scheduler_reserve_full_isl: true, data_parallel_size: 2, enable_expert_parallel: true, block_size: 16 });
-    expect(d.notes).toEqual(["async_scheduling: not recorded in the run, vLLM's default (on) assumed", "scheduler_reserve_full_isl: not recorded in the run, vLLM's default (on) assumed"]);
+    expect(d.engine).toMatchObject({
+      async_scheduling: true,
+      scheduler_reserve_full_isl: true,
+      data_parallel_size: 2,
+      enable_expert_parallel: true,
+      block_size: 16,
+    });
+    expect(d.notes).toEqual([
+      "async_scheduling: not recorded in the run, vLLM's default (on) assumed",
+      "scheduler_reserve_full_isl: not recorded in the run, vLLM's default (on) assumed",
+    ]);
     // No pool and no GPU: the note says how to get one; the timing falls back to the profile's tables.
     const { spec, notes } = specFromVllm(d, { profile: "./p.json" });
     expect(spec.timing).toEqual({ type: "profile" });
@@ -82,8 +105,27 @@ describe("a spec from vllm serve arguments", () => {
   });
 
   it("takes --cuda-graph-sizes as a list, data parallelism, enforce-eager (no graphs, no graph memory)", () => {
-    const d = deploymentFromServeArgs(["--cuda-graph-sizes", "8", "2", "4", "--data-parallel-size", "2", "--enable-expert-parallel", "--scheduler-reserve-full-isl", "--no-async-scheduling", "--num-gpu-blocks-override", "500"]);
-    expect(d.engine).toMatchObject({ num_gpu_blocks: 500, cudagraph_capture_sizes: [2, 4, 8], data_parallel_size: 2, enable_expert_parallel: true, async_scheduling: false, scheduler_reserve_full_isl: true });
+    const d = deploymentFromServeArgs([
+      "--cuda-graph-sizes",
+      "8",
+      "2",
+      "4",
+      "--data-parallel-size",
+      "2",
+      "--enable-expert-parallel",
+      "--scheduler-reserve-full-isl",
+      "--no-async-scheduling",
+      "--num-gpu-blocks-override",
+      "500",
+    ]);
+    expect(d.engine).toMatchObject({
+      num_gpu_blocks: 500,
+      cudagraph_capture_sizes: [2, 4, 8],
+      data_parallel_size: 2,
+      enable_expert_parallel: true,
+      async_scheduling: false,
+      scheduler_reserve_full_isl: true,
+    });
     const eager = deploymentFromServeArgs(["--enforce-eager", "--cuda-graph-sizes", "1", "2"]);
     expect([eager.engine.cudagraph_capture_sizes, eager.engine.cuda_graph_memory_gib]).toEqual([undefined, 0]);
   });
@@ -96,12 +138,23 @@ describe("a spec from vllm serve arguments", () => {
 
 describe("helpers", () => {
   it("read token counts as vLLM does: k thousands, K powers of 1,024", () => {
-    expect([parseTokenCount("2048"), parseTokenCount("32k"), parseTokenCount("32K"), parseTokenCount("1m"), parseTokenCount("x")]).toEqual([2048, 32000, 32768, 1_000_000, undefined]);
+    expect([parseTokenCount("2048"), parseTokenCount("32k"), parseTokenCount("32K"), parseTokenCount("1m"), parseTokenCount("x")]).toEqual([
+      2048,
+      32000,
+      32768,
+      1_000_000,
+      undefined,
+    ]);
   });
   it("split a quoted argument string", () => {
     expect(splitArgs(`a --b 'c d' "e"`)).toEqual(["a", "--b", "c d", "e"]);
   });
   it("name kvsim's GPU for a CUDA device name", () => {
-    expect([gpuForDevice("NVIDIA GeForce RTX 4090"), gpuForDevice("NVIDIA H100 80GB HBM3"), gpuForDevice("NVIDIA RTX PRO 6000 Blackwell Server Edition"), gpuForDevice("Tesla T4")]).toEqual(["RTX-4090", "H100-SXM", "RTX-PRO-6000", undefined]);
+    expect([
+      gpuForDevice("NVIDIA GeForce RTX 4090"),
+      gpuForDevice("NVIDIA H100 80GB HBM3"),
+      gpuForDevice("NVIDIA RTX PRO 6000 Blackwell Server Edition"),
+      gpuForDevice("Tesla T4"),
+    ]).toEqual(["RTX-4090", "H100-SXM", "RTX-PRO-6000", undefined]);
   });
 });

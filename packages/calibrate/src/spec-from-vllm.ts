@@ -73,8 +73,10 @@ export function deploymentFromMeta(meta: unknown, file: string): VllmDeployment 
     }
     return v;
   };
-  if (!isRecord(meta.engine_kwargs)) issues.push({ path: "engine_kwargs", message: "is required: the engine arguments of the run (max_num_seqs, max_num_batched_tokens, ...)" });
-  const model = typeof meta.model === "string" ? meta.model : typeof at(meta, "engine_kwargs.model") === "string" ? (at(meta, "engine_kwargs.model") as string) : undefined;
+  if (!isRecord(meta.engine_kwargs))
+    issues.push({ path: "engine_kwargs", message: "is required: the engine arguments of the run (max_num_seqs, max_num_batched_tokens, ...)" });
+  const model =
+    typeof meta.model === "string" ? meta.model : typeof at(meta, "engine_kwargs.model") === "string" ? (at(meta, "engine_kwargs.model") as string) : undefined;
   const vllmVersion = typeof meta.vllm_version === "string" ? meta.vllm_version : undefined;
   const tp = num("engine_kwargs.tensor_parallel_size") ?? num("resolved_config.parallel_config.tensor_parallel_size") ?? 1;
   const dp = num("engine_kwargs.data_parallel_size") ?? num("resolved_config.parallel_config.data_parallel_size") ?? 1;
@@ -102,7 +104,12 @@ export function deploymentFromMeta(meta: unknown, file: string): VllmDeployment 
     ...(!eager && Array.isArray(sizes) && sizes.length > 0 && sizes.every((s) => Number.isSafeInteger(s) && (s as number) > 0)
       ? { cudagraph_capture_sizes: [...new Set(sizes as number[])].sort((a, b) => a - b) }
       : {}),
-    ...(dp > 1 ? { data_parallel_size: dp, enable_expert_parallel: bool("engine_kwargs.enable_expert_parallel") ?? bool("resolved_config.parallel_config.enable_expert_parallel") ?? false } : {}),
+    ...(dp > 1
+      ? {
+          data_parallel_size: dp,
+          enable_expert_parallel: bool("engine_kwargs.enable_expert_parallel") ?? bool("resolved_config.parallel_config.enable_expert_parallel") ?? false,
+        }
+      : {}),
     ...(blocks === undefined && utilization !== undefined ? { gpu_memory_utilization: utilization } : {}),
     ...(eager ? { cuda_graph_memory_gib: 0 } : {}),
   };
@@ -110,7 +117,8 @@ export function deploymentFromMeta(meta: unknown, file: string): VllmDeployment 
   if (issues.length > 0) throw new InputError(file, issues);
   const deviceName = typeof at(meta, "hardware.device_name") === "string" ? (at(meta, "hardware.device_name") as string) : undefined;
   const gpu = deviceName === undefined ? undefined : gpuForDevice(deviceName);
-  if (deviceName !== undefined && gpu === undefined) notes.push(`hardware.device_name "${deviceName}" is no GPU kvsim knows (kvsim gpus lists them): describe it inline in engine.gpu for the roofline`);
+  if (deviceName !== undefined && gpu === undefined)
+    notes.push(`hardware.device_name "${deviceName}" is no GPU kvsim knows (kvsim gpus lists them): describe it inline in engine.gpu for the roofline`);
   return { source: "meta", model, vllmVersion, tensorParallelSize: tp, engine, gpu, deviceName, notes };
 }
 
@@ -134,7 +142,25 @@ const SERVE_FLAGS: Readonly<Record<string, { readonly key: string; readonly kind
 /** Short forms vLLM accepts. */
 const SHORT_FLAGS: Readonly<Record<string, string>> = { tp: "tensor-parallel-size", dp: "data-parallel-size", O: "compilation-config" };
 /** Flags that take a value but do not change what kvsim models (served names, ports, logging, ...). */
-const IGNORED_WITH_VALUE = new Set(["host", "port", "served-model-name", "seed", "api-key", "uvicorn-log-level", "tokenizer", "revision", "download-dir", "load-format", "trust-remote-code", "chat-template", "root-path", "max-log-len", "disable-log-stats", "disable-log-requests", "config"]);
+const IGNORED_WITH_VALUE = new Set([
+  "host",
+  "port",
+  "served-model-name",
+  "seed",
+  "api-key",
+  "uvicorn-log-level",
+  "tokenizer",
+  "revision",
+  "download-dir",
+  "load-format",
+  "trust-remote-code",
+  "chat-template",
+  "root-path",
+  "max-log-len",
+  "disable-log-stats",
+  "disable-log-requests",
+  "config",
+]);
 
 /**
  * A token count as vLLM reads one: digits, or with a suffix k/m/g (thousands, millions,
@@ -223,7 +249,8 @@ export function deploymentFromServeArgs(argv: readonly string[]): VllmDeployment
     if (name === "tensor-parallel-size") {
       const v = takeValue();
       const n = v === undefined ? undefined : Number(v);
-      if (n === undefined || !Number.isSafeInteger(n) || n < 1) issues.push({ path: "--tensor-parallel-size", message: `must be a whole number of at least 1 (got ${JSON.stringify(v)})` });
+      if (n === undefined || !Number.isSafeInteger(n) || n < 1)
+        issues.push({ path: "--tensor-parallel-size", message: `must be a whole number of at least 1 (got ${JSON.stringify(v)})` });
       else tp = n;
       continue;
     }
@@ -246,7 +273,8 @@ export function deploymentFromServeArgs(argv: readonly string[]): VllmDeployment
       const values: string[] = inline === undefined ? [] : inline.split(/[\s,]+/);
       while (inline === undefined && args[i + 1] !== undefined && !args[i + 1]!.startsWith("-")) values.push(...args[++i]!.split(/[\s,]+/));
       const sizes = values.filter((v) => v !== "").map(Number);
-      if (sizes.length === 0 || !sizes.every((s) => Number.isSafeInteger(s) && s > 0)) issues.push({ path: `--${name}`, message: `must list positive whole numbers (got ${JSON.stringify(values.join(" "))})` });
+      if (sizes.length === 0 || !sizes.every((s) => Number.isSafeInteger(s) && s > 0))
+        issues.push({ path: `--${name}`, message: `must list positive whole numbers (got ${JSON.stringify(values.join(" "))})` });
       else set.cudagraph_capture_sizes = [...new Set(sizes)].sort((a, b) => a - b);
       continue;
     }
@@ -259,16 +287,27 @@ export function deploymentFromServeArgs(argv: readonly string[]): VllmDeployment
       continue;
     }
     if (flag.kind === "bool") {
-      if (inline !== undefined && !/^(true|false)$/i.test(inline)) issues.push({ path: `--${name}`, message: `takes no value, or true or false (got ${JSON.stringify(inline)})` });
+      if (inline !== undefined && !/^(true|false)$/i.test(inline))
+        issues.push({ path: `--${name}`, message: `takes no value, or true or false (got ${JSON.stringify(inline)})` });
       set[flag.key] = negated ? false : inline === undefined || /^true$/i.test(inline);
       continue;
     }
     const v = takeValue();
     if (v === undefined) continue;
     const n = flag.kind === "tokens" ? parseTokenCount(v) : Number(v);
-    const ok = n !== undefined && Number.isFinite(n) && (flag.kind === "fraction" ? n > 0 && n <= 1 : Number.isSafeInteger(n) && n >= (flag.key === "long_prefill_token_threshold" ? 0 : 1));
+    const ok =
+      n !== undefined &&
+      Number.isFinite(n) &&
+      (flag.kind === "fraction" ? n > 0 && n <= 1 : Number.isSafeInteger(n) && n >= (flag.key === "long_prefill_token_threshold" ? 0 : 1));
     const least = flag.key === "long_prefill_token_threshold" ? 0 : 1;
-    if (!ok) issues.push({ path: `--${name}`, message: flag.kind === "fraction" ? `must be in (0, 1] (got ${JSON.stringify(v)})` : `must be a whole number of at least ${least}${flag.kind === "tokens" ? " (or with k, K, m, M)" : ""} (got ${JSON.stringify(v)})` });
+    if (!ok)
+      issues.push({
+        path: `--${name}`,
+        message:
+          flag.kind === "fraction"
+            ? `must be in (0, 1] (got ${JSON.stringify(v)})`
+            : `must be a whole number of at least ${least}${flag.kind === "tokens" ? " (or with k, K, m, M)" : ""} (got ${JSON.stringify(v)})`,
+      });
     else set[flag.key] = n;
   }
   if (issues.length > 0) throw new InputError(file, issues);
@@ -294,8 +333,10 @@ export function deploymentFromServeArgs(argv: readonly string[]): VllmDeployment
     ...pick(set, ["gpu_memory_utilization"]),
     ...(eager ? { cuda_graph_memory_gib: 0 } : {}),
   };
-  for (const k of ["max_num_batched_tokens", "max_num_seqs"]) if (engine[k] === undefined) notes.push(`${k}: not given, kvsim's default (vLLM's: 8192 tokens and 256 sequences for vllm serve)`);
-  if (set.enable_expert_parallel === true && dp <= 1) notes.push("--enable-expert-parallel without --data-parallel-size: kvsim models expert parallelism across data-parallel ranks only");
+  for (const k of ["max_num_batched_tokens", "max_num_seqs"])
+    if (engine[k] === undefined) notes.push(`${k}: not given, kvsim's default (vLLM's: 8192 tokens and 256 sequences for vllm serve)`);
+  if (set.enable_expert_parallel === true && dp <= 1)
+    notes.push("--enable-expert-parallel without --data-parallel-size: kvsim models expert parallelism across data-parallel ranks only");
   if (ignored.length > 0) notes.push(`not modelled, left out: ${ignored.join(", ")}`);
   return { source: "serve-args", model, vllmVersion: undefined, tensorParallelSize: tp, engine, gpu: undefined, deviceName: undefined, notes };
 }
@@ -347,7 +388,8 @@ export function specFromVllm(d: VllmDeployment, opts: SpecFromVllmOptions): { sp
     opts.trace === undefined
       ? { synthetic: { requests: 100, input_tokens: 1024, output_tokens: 128, rate_per_s: 1 } }
       : { trace: opts.trace, format: opts.format ?? "kvsim" };
-  if (opts.trace === undefined) notes.push("workload: a synthetic placeholder (100 requests of 1024 + 128 tokens at 1 req/s): give --trace, e.g. from kvsim trace from-measured");
+  if (opts.trace === undefined)
+    notes.push("workload: a synthetic placeholder (100 requests of 1024 + 128 tokens at 1 req/s): give --trace, e.g. from kvsim trace from-measured");
   return {
     spec: { version: 1, profile: opts.profile, topology: { kind: "aggregated", workers: 1 }, engine, timing, workload },
     notes,

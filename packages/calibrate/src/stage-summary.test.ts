@@ -10,7 +10,13 @@ function stageFile(patch: Record<string, unknown> = {}): string {
     engine: { model: "m", tensor_parallelism: 2, max_model_len: 4096, max_num_batched_tokens: 2048, max_num_seqs: 64 },
     workload: {
       data: { type: "shared_prefix", shared_prefix: { num_groups: 2, num_prompts_per_group: 2, system_prompt_len: 3, question_len: 2, output_len: 12 } },
-      load: { type: "constant", stages: [{ rate: 2, duration: 3 }, { rate: 4, duration: 1 }] },
+      load: {
+        type: "constant",
+        stages: [
+          { rate: 2, duration: 3 },
+          { rate: 4, duration: 1 },
+        ],
+      },
     },
     stages: [
       {
@@ -77,21 +83,35 @@ describe("parseStageSummary", () => {
   it("marks a stage with failures excluded from fitting and says why", () => {
     const s = parseStageSummary(stageFile(), "s.json").stages[1]!;
     expect(s.excluded).toBe(true);
-    expect(s.excludedReason).toBe("3 of 4 requests failed (client timeouts): the stage was overloaded and its means cover only the requests that finished, so it is not fitted on");
+    expect(s.excludedReason).toBe(
+      "3 of 4 requests failed (client timeouts): the stage was overloaded and its means cover only the requests that finished, so it is not fitted on",
+    );
     // A mean output of one token has no time per output token.
     expect(s.tpotMs).toBeNull();
   });
 
   it("names the file and the field path of a problem", () => {
-    expect(issue(() => parseStageSummary(stageFile({ "stages.1.ttft.mean": undefined }), "s.json"))).toEqual({ file: "s.json", path: "stages[1].ttft.mean", message: "is required" });
+    expect(issue(() => parseStageSummary(stageFile({ "stages.1.ttft.mean": undefined }), "s.json"))).toEqual({
+      file: "s.json",
+      path: "stages[1].ttft.mean",
+      message: "is required",
+    });
     expect(issue(() => parseStageSummary(stageFile({ "workload.data.type": "random" }), "s.json"))).toEqual({
       file: "s.json",
       path: "workload.data.type",
       message: 'must be shared_prefix, the workload kvsim rebuilds (got "random")',
     });
-    expect(issue(() => parseStageSummary(stageFile({ "workload.load.stages": [{ rate: 2, duration: 3 }] }), "s.json")).message).toBe("has 2 stages, workload.load.stages has 1");
-    expect(issue(() => parseStageSummary(stageFile({ "stages.0.rate": 3 }), "s.json"))).toEqual({ file: "s.json", path: "stages[0].rate", message: "is 3, workload.load.stages[0].rate is 2" });
-    expect(issue(() => parseStageSummary(stageFile({ "workload.data.shared_prefix.num_groups": 0.5 }), "s.json")).path).toBe("workload.data.shared_prefix.num_groups");
+    expect(issue(() => parseStageSummary(stageFile({ "workload.load.stages": [{ rate: 2, duration: 3 }] }), "s.json")).message).toBe(
+      "has 2 stages, workload.load.stages has 1",
+    );
+    expect(issue(() => parseStageSummary(stageFile({ "stages.0.rate": 3 }), "s.json"))).toEqual({
+      file: "s.json",
+      path: "stages[0].rate",
+      message: "is 3, workload.load.stages[0].rate is 2",
+    });
+    expect(issue(() => parseStageSummary(stageFile({ "workload.data.shared_prefix.num_groups": 0.5 }), "s.json")).path).toBe(
+      "workload.data.shared_prefix.num_groups",
+    );
     expect(issue(() => parseStageSummary(stageFile({ "stages.0.e2e.mean": 0.01 }), "s.json")).path).toBe("stages[0].e2e.mean");
     expect(issue(() => parseStageSummary("{ nope", "s.json")).path).toBe("");
   });
@@ -186,7 +206,13 @@ describe("stageMetrics", () => {
   });
 
   it("compares each stage's simulated means with the measured ones, TPOT derived the same way on both sides", () => {
-    const records = [rec("stage0-0", 20, 1020, 11), rec("stage0-1", 40, 1240, 11), rec("stage0-2", null, null, 0, "failed"), rec("stage1-0", 2000, 2000, 1), rec("other", 1, 1, 1)];
+    const records = [
+      rec("stage0-0", 20, 1020, 11),
+      rec("stage0-1", 40, 1240, 11),
+      rec("stage0-2", null, null, 0, "failed"),
+      rec("stage1-0", 2000, 2000, 1),
+      rec("other", 1, 1, 1),
+    ];
     const [s0, s1] = stageMetrics(records, run);
     expect([s0!.measuredRequests, s0!.simulatedRequests, s0!.simulatedIncomplete, s0!.excluded]).toEqual([6, 2, 1, false]);
     // TTFT mean (20 + 40) / 2 = 30 against 25: +5 ms, +20%.

@@ -104,7 +104,8 @@ function number(file: string, o: Json, key: string, path: string, check?: { min:
   if (typeof v !== "number" || !Number.isFinite(v)) fail(file, at, `must be a finite number (got ${JSON.stringify(v)})`);
   if (check !== undefined) {
     if (check.integer === true && !Number.isInteger(v)) fail(file, at, `must be a whole number (got ${v})`);
-    if (check.exclusive === true ? v <= check.min : v < check.min) fail(file, at, `must be ${check.exclusive === true ? "greater than" : "at least"} ${check.min} (got ${v})`);
+    if (check.exclusive === true ? v <= check.min : v < check.min)
+      fail(file, at, `must be ${check.exclusive === true ? "greater than" : "at least"} ${check.min} (got ${v})`);
   }
   return v;
 }
@@ -154,7 +155,14 @@ export function parseStageSummary(text: string, file: string): StageRun {
   const dup = duplicateKey(text);
   if (dup !== undefined) {
     const before = text.slice(0, dup.offset);
-    throw new InputError(file, [{ line: before.split("\n").length, column: dup.offset - before.lastIndexOf("\n"), path: dup.key, message: "duplicate key (JSON.parse would keep the last)" }]);
+    throw new InputError(file, [
+      {
+        line: before.split("\n").length,
+        column: dup.offset - before.lastIndexOf("\n"),
+        path: dup.key,
+        message: "duplicate key (JSON.parse would keep the last)",
+      },
+    ]);
   }
   const root = object(file, doc, "");
 
@@ -182,7 +190,8 @@ export function parseStageSummary(text: string, file: string): StageRun {
     outputLen: number(file, sp, "output_len", spPath, { min: 1, integer: true }),
   };
   const load = object(file, w.load, "workload.load");
-  if (load.type !== "constant") fail(file, "workload.load.type", `must be constant (arrivals evenly spaced at the stage's rate), got ${JSON.stringify(load.type)}`);
+  if (load.type !== "constant")
+    fail(file, "workload.load.type", `must be constant (arrivals evenly spaced at the stage's rate), got ${JSON.stringify(load.type)}`);
   const loadStages = list(file, load.stages, "workload.load.stages");
 
   const raw = list(file, root.stages, "stages");
@@ -203,7 +212,8 @@ export function parseStageSummary(text: string, file: string): StageRun {
     const e2eMs = distribution(file, o, "e2e", at, 1000);
     const promptLen = distribution(file, o, "prompt_len", at, 1);
     const outputLen = distribution(file, o, "output_len", at, 1);
-    if (e2eMs.mean < ttftMs.mean) fail(file, `${at}.e2e.mean`, `is less than ttft.mean: requests finished before their first token (${e2eMs.mean / 1000} < ${ttftMs.mean / 1000})`);
+    if (e2eMs.mean < ttftMs.mean)
+      fail(file, `${at}.e2e.mean`, `is less than ttft.mean: requests finished before their first token (${e2eMs.mean / 1000} < ${ttftMs.mean / 1000})`);
     const tpotMs = outputLen.mean >= 2 ? (e2eMs.mean - ttftMs.mean) / (outputLen.mean - 1) : null;
     const excluded = failures > 0;
     return {
@@ -219,7 +229,9 @@ export function parseStageSummary(text: string, file: string): StageRun {
       tpotMs,
       excluded,
       ...(excluded
-        ? { excludedReason: `${failures} of ${successes + failures} requests failed (client timeouts): the stage was overloaded and its means cover only the requests that finished, so it is not fitted on` }
+        ? {
+            excludedReason: `${failures} of ${successes + failures} requests failed (client timeouts): the stage was overloaded and its means cover only the requests that finished, so it is not fitted on`,
+          }
         : {}),
     };
   });

@@ -41,7 +41,7 @@ const STAGE_ID = /^stage(\d+)-\d+$/;
 
 /** A small seeded generator (xorshift32 over a seed spread by an odd multiplier): uint32 draws. */
 function generator(seed: number): () => number {
-  let x = (Math.imul((seed >>> 0) ^ 0x5bd1e995, 0x2c1b3c6d) >>> 0) || 0x1234567;
+  let x = Math.imul((seed >>> 0) ^ 0x5bd1e995, 0x2c1b3c6d) >>> 0 || 0x1234567;
   return () => {
     x ^= x << 13;
     x >>>= 0;
@@ -96,7 +96,14 @@ export function stageWorkload(run: StageRun, options: StageWorkloadOptions = {})
     const outputTokens = stageOutputTokens(run, s.stage);
     for (let j = 0; j < count; j++, i++) {
       const ids = prompts[order[i % n]!]!;
-      out.push({ line: out.length + 1, requestId: stageRequestId(s.stage, j), arrivalMs: startMs + (j * 1000) / s.rate, inputTokens: ids.length, outputTokens, inputTokenIds: ids });
+      out.push({
+        line: out.length + 1,
+        requestId: stageRequestId(s.stage, j),
+        arrivalMs: startMs + (j * 1000) / s.rate,
+        inputTokens: ids.length,
+        outputTokens,
+        inputTokenIds: ids,
+      });
     }
     startMs += seconds * 1000;
   }

@@ -35,14 +35,17 @@ export function parsePromptTokens(text: string, file: string): PromptTokens {
     }
     if (o === null || typeof o !== "object" || Array.isArray(o)) throw new InputError(file, [{ line, path: "", message: "must be a JSON object" }]);
     const dup = duplicateKey(t);
-    if (dup !== undefined) throw new InputError(file, [{ line, column: dup.offset + 1, path: dup.key, message: `duplicate key (also at column ${dup.firstOffset + 1})` }]);
+    if (dup !== undefined)
+      throw new InputError(file, [{ line, column: dup.offset + 1, path: dup.key, message: `duplicate key (also at column ${dup.firstOffset + 1})` }]);
     const rec = o as Record<string, unknown>;
     const key = "input_tok_ids" in rec ? "input_tok_ids" : "input_token_ids";
     const ids = rec[key];
-    if (!Array.isArray(ids) || ids.length === 0) throw new InputError(file, [{ line, path: key, message: "is required: a non-empty list of the prompt's token ids (input_tok_ids or input_token_ids)" }]);
+    if (!Array.isArray(ids) || ids.length === 0)
+      throw new InputError(file, [{ line, path: key, message: "is required: a non-empty list of the prompt's token ids (input_tok_ids or input_token_ids)" }]);
     for (let j = 0; j < ids.length; j++) {
       const v = ids[j] as unknown;
-      if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > 2 ** 32 - 1) throw new InputError(file, [{ line, path: `${key}[${j}]`, message: `must be a token id, an integer in [0, 2^32 - 1] (got ${JSON.stringify(v)})` }]);
+      if (typeof v !== "number" || !Number.isInteger(v) || v < 0 || v > 2 ** 32 - 1)
+        throw new InputError(file, [{ line, path: `${key}[${j}]`, message: `must be a token id, an integer in [0, 2^32 - 1] (got ${JSON.stringify(v)})` }]);
     }
     const id = typeof rec.request_id === "string" ? rec.request_id : `bench-${n}`;
     const first = lineOf.get(id);
@@ -67,19 +70,29 @@ export function measuredToTrace(run: MeasuredRun, prompts?: PromptTokens, prompt
     for (const id of prompts.keys()) {
       if (known.has(id)) continue;
       const line = promptLines.get(prompts)?.get(id);
-      throw new InputError(promptsFile, [{ ...(line === undefined ? {} : { line }), path: "request_id", message: `${id} is not a request of the measured run ${run.file} (line N is request bench-N unless it has a request_id)` }]);
+      throw new InputError(promptsFile, [
+        {
+          ...(line === undefined ? {} : { line }),
+          path: "request_id",
+          message: `${id} is not a request of the measured run ${run.file} (line N is request bench-N unless it has a request_id)`,
+        },
+      ]);
     }
   }
   let out = "";
   for (const r of run.requests) {
-    if (r.arrivalMs === null) throw new InputError(run.file, [{ line: r.line, path: "", message: "has no arrival times (a vllm bench JSON without start_times): a trace needs them" }]);
+    if (r.arrivalMs === null)
+      throw new InputError(run.file, [{ line: r.line, path: "", message: "has no arrival times (a vllm bench JSON without start_times): a trace needs them" }]);
     const ids = prompts?.get(r.requestId);
     if (ids !== undefined && ids.length !== r.inputTokens) {
-      throw new InputError(promptsFile, [{ path: r.requestId, message: `has ${ids.length} prompt token ids, the measured request (${run.file}:${r.line}) has ${r.inputTokens} prompt tokens` }]);
+      throw new InputError(promptsFile, [
+        { path: r.requestId, message: `has ${ids.length} prompt token ids, the measured request (${run.file}:${r.line}) has ${r.inputTokens} prompt tokens` },
+      ]);
     }
-    const line = ids === undefined
-      ? { request_id: r.requestId, arrival_ms: Number(r.arrivalMs.toFixed(3)), input_tokens: r.inputTokens, output_tokens: r.outputTokens }
-      : { request_id: r.requestId, arrival_ms: Number(r.arrivalMs.toFixed(3)), input_token_ids: ids, output_tokens: r.outputTokens };
+    const line =
+      ids === undefined
+        ? { request_id: r.requestId, arrival_ms: Number(r.arrivalMs.toFixed(3)), input_tokens: r.inputTokens, output_tokens: r.outputTokens }
+        : { request_id: r.requestId, arrival_ms: Number(r.arrivalMs.toFixed(3)), input_token_ids: ids, output_tokens: r.outputTokens };
     out += `${JSON.stringify(line)}\n`;
   }
   return out;

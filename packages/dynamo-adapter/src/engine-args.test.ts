@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { DYNAMO_VLLM_BLOCK_SIZE, UNBOUNDED, fromMockEngineArgs, toMockEngineArgs } from "./engine-args.js";
 import { GLM, LLAMA_8B, refusal } from "./test-profiles.js";
 
-
 /** Dynamo's defaults for a linear profile (docs/rules/dynamo.md §3), written out. */
 const DEFAULTS = {
   role: "aggregated",
@@ -93,7 +92,17 @@ describe("fromMockEngineArgs: defaults (docs/rules/dynamo.md §3 and §8.7)", ()
     });
   });
   it("inert values of unsupported fields ask for nothing: the settings are the defaults", () => {
-    const inert = { sglang: null, trtllm: null, dp_size: 1, aic_backend: null, aic_mtp_seed: 42, num_g2_blocks: null, enable_g4_storage: false, zmq_kv_events_port: null, bandwidth_g1_to_g2_gbps: null };
+    const inert = {
+      sglang: null,
+      trtllm: null,
+      dp_size: 1,
+      aic_backend: null,
+      aic_mtp_seed: 42,
+      num_g2_blocks: null,
+      enable_g4_storage: false,
+      zmq_kv_events_port: null,
+      bandwidth_g1_to_g2_gbps: null,
+    };
     expect(fromMockEngineArgs(inert, LLAMA_8B)).toEqual(DEFAULTS);
     // Beside a supported field, they leave it as given.
     expect(fromMockEngineArgs({ ...inert, num_gpu_blocks: 100 }, LLAMA_8B)).toEqual({ ...DEFAULTS, engine: { ...DEFAULTS.engine, num_gpu_blocks: 100 } });
@@ -102,14 +111,20 @@ describe("fromMockEngineArgs: defaults (docs/rules/dynamo.md §3 and §8.7)", ()
 
 describe("fromMockEngineArgs: refusals name the field", () => {
   it("is_prefill and is_decode both true (8.7)", () => {
-    expect(refusal(() => fromMockEngineArgs({ is_prefill: true, is_decode: true }, LLAMA_8B))).toEqual(["is_decode: is_prefill and is_decode cannot both be true"]);
+    expect(refusal(() => fromMockEngineArgs({ is_prefill: true, is_decode: true }, LLAMA_8B))).toEqual([
+      "is_decode: is_prefill and is_decode cannot both be true",
+    ]);
   });
   it("an unknown key (8.7)", () => {
     expect(refusal(() => fromMockEngineArgs({ num_gpu_blocks: 10, bogus: 1 }, LLAMA_8B))).toEqual(["bogus: unknown key"]);
   });
   it("other engines", () => {
-    expect(refusal(() => fromMockEngineArgs({ engine_type: "sglang" }, LLAMA_8B))).toEqual(["engine_type: sglang is not supported: kvsim models the vLLM engine only"]);
-    expect(refusal(() => fromMockEngineArgs({ engine_type: "trtllm" }, LLAMA_8B))).toEqual(["engine_type: trtllm is not supported: kvsim models the vLLM engine only"]);
+    expect(refusal(() => fromMockEngineArgs({ engine_type: "sglang" }, LLAMA_8B))).toEqual([
+      "engine_type: sglang is not supported: kvsim models the vLLM engine only",
+    ]);
+    expect(refusal(() => fromMockEngineArgs({ engine_type: "trtllm" }, LLAMA_8B))).toEqual([
+      "engine_type: trtllm is not supported: kvsim models the vLLM engine only",
+    ]);
   });
   it("unsupported features with a live value, every one listed", () => {
     const issues = refusal(() =>
@@ -171,7 +186,14 @@ describe("fromMockEngineArgs: refusals name the field", () => {
     expect(refusal(() => fromMockEngineArgs({ kv_bytes_per_token: 5995 }, GLM))[0]).toMatch(/^kv_bytes_per_token: must be null for a grouped profile/);
   });
   it("negative bandwidth, a bad timing mode, a bad timing model", () => {
-    expect(refusal(() => fromMockEngineArgs({ kv_transfer_bandwidth: -1, kv_transfer_timing_mode: "eager", timing_model: { type: "fixed", prefill_ms: -1, decode_ms: 1 } }, LLAMA_8B))).toEqual([
+    expect(
+      refusal(() =>
+        fromMockEngineArgs(
+          { kv_transfer_bandwidth: -1, kv_transfer_timing_mode: "eager", timing_model: { type: "fixed", prefill_ms: -1, decode_ms: 1 } },
+          LLAMA_8B,
+        ),
+      ),
+    ).toEqual([
       "kv_transfer_bandwidth: must be a finite number of GB/s >= 0 (0 or null: no transfer delay), got -1",
       'kv_transfer_timing_mode: must be full_prompt or destination_missing, got "eager"',
       "timing_model.prefill_ms: must be from 0 to 1000000 ms, about 17 minutes (got -1)",
@@ -215,7 +237,16 @@ describe("toMockEngineArgs", () => {
     expect(r.ok && r.value.kv_transfer_bandwidth).toBe(1);
   });
   it("round trip: args -> kvsim -> args -> kvsim is the identity on kvsim settings", () => {
-    const first = fromMockEngineArgs({ worker_type: "prefill", block_size: 32, max_num_batched_tokens: null, kv_transfer_bandwidth: 25, timing_model: { type: "fixed", prefill_ms: 1, decode_ms: 2 } }, LLAMA_8B);
+    const first = fromMockEngineArgs(
+      {
+        worker_type: "prefill",
+        block_size: 32,
+        max_num_batched_tokens: null,
+        kv_transfer_bandwidth: 25,
+        timing_model: { type: "fixed", prefill_ms: 1, decode_ms: 2 },
+      },
+      LLAMA_8B,
+    );
     const back = toMockEngineArgs(first, LLAMA_8B);
     if (!back.ok) throw new Error(back.reason);
     expect(fromMockEngineArgs(back.value, LLAMA_8B)).toEqual(first);
@@ -226,7 +257,10 @@ describe("toMockEngineArgs", () => {
       ok: false,
       reason: "long_prefill_token_threshold 512 has no MockEngineArgs field (Dynamo caps no per-request chunk)",
     });
-    expect(toMockEngineArgs({ ...args, engine: { ...args.engine, async_scheduling: true } }, LLAMA_8B)).toEqual({ ok: false, reason: "async_scheduling has no MockEngineArgs field" });
+    expect(toMockEngineArgs({ ...args, engine: { ...args.engine, async_scheduling: true } }, LLAMA_8B)).toEqual({
+      ok: false,
+      reason: "async_scheduling has no MockEngineArgs field",
+    });
     expect(toMockEngineArgs({ ...args, engine: { ...args.engine, data_parallel_size: 2 } }, LLAMA_8B)).toEqual({
       ok: false,
       reason: "data_parallel_size 2: one kvsim rank serves one data-parallel rank",

@@ -239,7 +239,9 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
     const fifo = args.preemption_mode === "fifo" || args.preemption_mode === "Fifo";
     issue(
       "preemption_mode",
-      fifo ? "fifo is not supported: kvsim preempts as vLLM v1 does, the tail of the running list (lifo)" : `must be lifo, got ${describeJson(args.preemption_mode)}`,
+      fifo
+        ? "fifo is not supported: kvsim preempts as vLLM v1 does, the tail of the running list (lifo)"
+        : `must be lifo, got ${describeJson(args.preemption_mode)}`,
     );
   }
 
@@ -252,7 +254,10 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
   } else if (grouped) {
     const b = groupedBlockSize(profile);
     if (rawBlock !== 0 && rawBlock !== b) {
-      issue("block_size", `is ${rawBlock} but a grouped profile takes its block size from its full-attention groups (${b === undefined ? "which do not share one" : `${b} tokens`})`);
+      issue(
+        "block_size",
+        `is ${rawBlock} but a grouped profile takes its block size from its full-attention groups (${b === undefined ? "which do not share one" : `${b} tokens`})`,
+      );
     }
   } else {
     blockSize = rawBlock === 0 ? DYNAMO_VLLM_BLOCK_SIZE : rawBlock;
@@ -280,9 +285,15 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
   if (bpt !== undefined && bpt !== null) {
     if (typeof bpt !== "number" || !Number.isSafeInteger(bpt) || bpt <= 0) issue("kv_bytes_per_token", `must be an integer > 0, got ${describeJson(bpt)}`);
     else if (grouped) {
-      issue("kv_bytes_per_token", "must be null for a grouped profile: its handoff is priced per cache group (block bytes plus fixed window/state bytes), which one per-token rate cannot carry");
+      issue(
+        "kv_bytes_per_token",
+        "must be null for a grouped profile: its handoff is priced per cache group (block bytes plus fixed window/state bytes), which one per-token rate cannot carry",
+      );
     } else if (bpt !== profile.kv_bytes_per_token) {
-      issue("kv_bytes_per_token", `is ${bpt} but the profile's kv_bytes_per_token is ${profile.kv_bytes_per_token ?? "absent"}; kvsim prices KV from the profile`);
+      issue(
+        "kv_bytes_per_token",
+        `is ${bpt} but the profile's kv_bytes_per_token is ${profile.kv_bytes_per_token ?? "absent"}; kvsim prices KV from the profile`,
+      );
     }
   }
 
@@ -290,7 +301,8 @@ export function fromMockEngineArgs(json: unknown, profile: Profile, file = "<eng
   let bandwidthGbps: number | undefined;
   const bw = args.kv_transfer_bandwidth;
   if (bw !== undefined && bw !== null) {
-    if (typeof bw !== "number" || !Number.isFinite(bw) || bw < 0) issue("kv_transfer_bandwidth", `must be a finite number of GB/s >= 0 (0 or null: no transfer delay), got ${describeJson(bw)}`);
+    if (typeof bw !== "number" || !Number.isFinite(bw) || bw < 0)
+      issue("kv_transfer_bandwidth", `must be a finite number of GB/s >= 0 (0 or null: no transfer delay), got ${describeJson(bw)}`);
     else if (bw > 0) {
       const why = checkBandwidth(bw);
       if (why === undefined) bandwidthGbps = bw;
@@ -338,7 +350,10 @@ export type Conversion<T> = { readonly ok: true; readonly value: T } | { readonl
 export function toMockEngineArgs(args: KvsimEngineArgs, profile: Profile): Conversion<MockEngineArgs> {
   const e = args.engine;
   if (e.long_prefill_token_threshold !== 0) {
-    return { ok: false, reason: `long_prefill_token_threshold ${e.long_prefill_token_threshold} has no MockEngineArgs field (Dynamo caps no per-request chunk)` };
+    return {
+      ok: false,
+      reason: `long_prefill_token_threshold ${e.long_prefill_token_threshold} has no MockEngineArgs field (Dynamo caps no per-request chunk)`,
+    };
   }
   for (const key of ["async_scheduling", "scheduler_reserve_full_isl", "enable_expert_parallel"] as const) {
     if (e[key]) return { ok: false, reason: `${key} has no MockEngineArgs field` };
@@ -346,8 +361,10 @@ export function toMockEngineArgs(args: KvsimEngineArgs, profile: Profile): Conve
   if (e.data_parallel_size !== 1) return { ok: false, reason: `data_parallel_size ${e.data_parallel_size}: one kvsim rank serves one data-parallel rank` };
   const grouped = isGroupedProfile(profile);
   const blockSize = grouped ? groupedBlockSize(profile) : (e.block_size ?? DYNAMO_VLLM_BLOCK_SIZE);
-  if (blockSize === undefined) return { ok: false, reason: "the profile's full-attention groups do not share one block size, so block_size has no single value" };
-  if (grouped && e.block_size !== undefined) return { ok: false, reason: "engine block_size is set but a grouped profile takes its block size from its groups" };
+  if (blockSize === undefined)
+    return { ok: false, reason: "the profile's full-attention groups do not share one block size, so block_size has no single value" };
+  if (grouped && e.block_size !== undefined)
+    return { ok: false, reason: "engine block_size is set but a grouped profile takes its block size from its groups" };
   const bound = (n: number) => (n === UNBOUNDED ? null : n);
   return {
     ok: true,
@@ -391,11 +408,14 @@ export function toDynamoKvTransfer(kvTransfer: KvTransfer): Conversion<DynamoKvT
   const net = kvTransfer.network;
   if (net !== undefined) {
     dropped.push("kv_transfer.network.nic (Dynamo prices each handoff alone at line rate when it starts; concurrent transfers do not share a NIC)");
-    if (net.max_concurrent_transfers !== undefined) dropped.push("kv_transfer.network.max_concurrent_transfers (Dynamo starts every transfer at once; there is no per-NIC queue)");
+    if (net.max_concurrent_transfers !== undefined)
+      dropped.push("kv_transfer.network.max_concurrent_transfers (Dynamo starts every transfer at once; there is no per-NIC queue)");
     if (net.nodes !== undefined) dropped.push("kv_transfer.network.nodes (Dynamo has one bandwidth for every pair of workers; there is no intra-node link)");
   }
   if (kvTransfer.fallback_latency_ms > 0) {
-    dropped.push(`kv_transfer.fallback_latency_ms (${kvTransfer.fallback_latency_ms} ms: Dynamo charges 0 ms for a timing without bandwidth; use setup_latency_ms)`);
+    dropped.push(
+      `kv_transfer.fallback_latency_ms (${kvTransfer.fallback_latency_ms} ms: Dynamo charges 0 ms for a timing without bandwidth; use setup_latency_ms)`,
+    );
   }
   if (dropped.length > 0) return { ok: false, reason: `Dynamo's engine args would drop ${dropped.join("; ")}` };
   return {

@@ -21,12 +21,31 @@ const groupedProfile = fc
   })
   .map(({ block, perToken, remainder, secondFull, window, state }): Profile => {
     const faBytes = block * perToken + (remainder % block);
-    const groups: CacheGroup[] = [{ name: "fa", kind: "full_attention", num_layers: 1, block_size_tokens: block, prefix_cacheable: true, transfer_bytes_per_block: faBytes }];
-    if (secondFull) groups.push({ name: "fa2", kind: "full_attention", num_layers: 1, block_size_tokens: block, prefix_cacheable: true, transfer_bytes_per_block: block * perToken });
+    const groups: CacheGroup[] = [
+      { name: "fa", kind: "full_attention", num_layers: 1, block_size_tokens: block, prefix_cacheable: true, transfer_bytes_per_block: faBytes },
+    ];
+    if (secondFull)
+      groups.push({
+        name: "fa2",
+        kind: "full_attention",
+        num_layers: 1,
+        block_size_tokens: block,
+        prefix_cacheable: true,
+        transfer_bytes_per_block: block * perToken,
+      });
     if (window !== undefined) {
-      groups.push({ name: "sw", kind: "sliding_window", num_layers: 1, block_size_tokens: block, window_tokens: window.tokens, prefix_cacheable: true, transfer_bytes_per_block: window.bytes });
+      groups.push({
+        name: "sw",
+        kind: "sliding_window",
+        num_layers: 1,
+        block_size_tokens: block,
+        window_tokens: window.tokens,
+        prefix_cacheable: true,
+        transfer_bytes_per_block: window.bytes,
+      });
     }
-    if (state !== undefined) groups.push({ name: "st", kind: "state", num_layers: 1, block_size_tokens: block, prefix_cacheable: state.mamba, transfer_bytes_per_block: state.bytes });
+    if (state !== undefined)
+      groups.push({ name: "st", kind: "state", num_layers: 1, block_size_tokens: block, prefix_cacheable: state.mamba, transfer_bytes_per_block: state.bytes });
     return { schema_version: 1, model: "prop", vllm_version: "0.32.0", tensor_parallel_size: 1, page_size_bytes: 2 ** 40, kv_cache_groups: groups };
   });
 

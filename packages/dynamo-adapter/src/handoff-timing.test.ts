@@ -68,7 +68,13 @@ describe("docs/rules/dynamo.md §8.1: the four-field delay (decimal GB)", () => 
 
 describe("docs/rules/dynamo.md §8.2: the fixed term", () => {
   // DestinationMissing, full 4,096 tokens, 4,444 B/token, 21,479,424 fixed, 100 GB/s (10^11 B/s).
-  const fixed = timing({ mode: "destination_missing", full_prompt_tokens: 4096, kv_bytes_per_token: 4444, kv_bytes_per_request: 21_479_424, bandwidth_gb_s: 100 });
+  const fixed = timing({
+    mode: "destination_missing",
+    full_prompt_tokens: 4096,
+    kv_bytes_per_token: 4444,
+    kv_bytes_per_request: 21_479_424,
+    bandwidth_gb_s: 100,
+  });
 
   it("Dynamo's formula charges the request bytes at every missing count", () => {
     // 0 x 4,444 + 21,479,424 = 21,479,424 B / 1e11 B/s = 0.21479424 ms
@@ -102,7 +108,10 @@ describe("docs/rules/dynamo.md §8.2: the fixed term", () => {
 
   describe("adapter regression: the fixed bytes survive the boundary", () => {
     // A source that prices 4,444 B per token and 21,479,424 fixed bytes at 100 GB/s, as kvsim terms.
-    const terms: TransferTerms = { ...sourceTerms(linearProfile(4444), tokens(4096), { mode: "destination_missing", bandwidthGbps: 100 }), fixedBytes: bytes(21_479_424) };
+    const terms: TransferTerms = {
+      ...sourceTerms(linearProfile(4444), tokens(4096), { mode: "destination_missing", bandwidthGbps: 100 }),
+      fixedBytes: bytes(21_479_424),
+    };
 
     it("SourceHeld carries kv_bytes_per_request, so Dynamo's coordinator issues 0.21479424 ms for DestinationReserved{0}, not 0", () => {
       const held = ok(toDynamoTiming(terms));
@@ -123,7 +132,8 @@ describe("docs/rules/dynamo.md §8.2: the fixed term", () => {
       const legacy = toLegacyTiming(terms);
       expect(legacy).toEqual({
         ok: false,
-        reason: "the legacy four-field timing would lose the fixed bytes (21479424 B per request of window and state groups; the legacy shape has no kv_bytes_per_request)",
+        reason:
+          "the legacy four-field timing would lose the fixed bytes (21479424 B per request of window and state groups; the legacy shape has no kv_bytes_per_request)",
       });
     });
   });
@@ -173,7 +183,11 @@ describe("docs/rules/dynamo.md §8.3: block units", () => {
   it("delays: FullPrompt 100 ms; DestinationMissing 112, 48 and 0 ms", () => {
     const held = ok(toDynamoTiming(src));
     expect(dynamoDelayMs({ ...held, mode: "full_prompt" })).toBe(100);
-    for (const [hit, ms] of [[0, 112], [64, 48], [112, 0]] as const) {
+    for (const [hit, ms] of [
+      [0, 112],
+      [64, 48],
+      [112, 0],
+    ] as const) {
       expect(handoffDelayMs(held, ok(toDestinationTransfer(at(hit))))).toBe(ms);
       expect(transferDelayMs(at(hit))).toBe(ms);
     }
@@ -255,13 +269,21 @@ describe("block units are never passed as tokens inexactly", () => {
 
 describe("parseHandoffTiming", () => {
   it("reads the current shape and legacy capitalised modes", () => {
-    expect(parseHandoffTiming({ mode: "DestinationMissing", full_prompt_tokens: 5, kv_bytes_per_token: 7, kv_bytes_per_request: 9, bandwidth_gb_s: null })).toEqual({
+    expect(
+      parseHandoffTiming({ mode: "DestinationMissing", full_prompt_tokens: 5, kv_bytes_per_token: 7, kv_bytes_per_request: 9, bandwidth_gb_s: null }),
+    ).toEqual({
       ok: true,
       value: { mode: "destination_missing", full_prompt_tokens: 5, kv_bytes_per_token: 7, kv_bytes_per_request: 9, bandwidth_gb_s: null },
     });
   });
   it("refuses unknown keys and bad counts by field", () => {
-    expect(parseHandoffTiming({ mode: "full_prompt", full_prompt_tokens: 5, state_bytes: 3 })).toEqual({ ok: false, reason: "transfer_timing.state_bytes: unknown key" });
-    expect(parseHandoffTiming({ mode: "full_prompt", full_prompt_tokens: 1.5 })).toEqual({ ok: false, reason: "transfer_timing.full_prompt_tokens must be an integer >= 0, got 1.5" });
+    expect(parseHandoffTiming({ mode: "full_prompt", full_prompt_tokens: 5, state_bytes: 3 })).toEqual({
+      ok: false,
+      reason: "transfer_timing.state_bytes: unknown key",
+    });
+    expect(parseHandoffTiming({ mode: "full_prompt", full_prompt_tokens: 1.5 })).toEqual({
+      ok: false,
+      reason: "transfer_timing.full_prompt_tokens must be an integer >= 0, got 1.5",
+    });
   });
 });

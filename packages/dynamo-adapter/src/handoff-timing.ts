@@ -1,4 +1,17 @@
-import { blocks, bytes, cdiv, isGroupedProfile, millis, tokens, type Blocks, type InputIssue, type Millis, type Profile, type Tokens, type TransferMode } from "@kvsim/profile-schema";
+import {
+  blocks,
+  bytes,
+  cdiv,
+  isGroupedProfile,
+  millis,
+  tokens,
+  type Blocks,
+  type InputIssue,
+  type Millis,
+  type Profile,
+  type Tokens,
+  type TransferMode,
+} from "@kvsim/profile-schema";
 import {
   blocksToTokens,
   checkBandwidth,
@@ -55,8 +68,7 @@ export interface DestinationTransfer {
  * block size and the transferred and backoff tokens (blocks x block size only bounds them).
  */
 export type TermsShape =
-  | { readonly unit: "token" }
-  | { readonly unit: "block"; readonly blockSizeTokens: Tokens; readonly transferredTokens: Tokens; readonly backoffTokens: Tokens };
+  { readonly unit: "token" } | { readonly unit: "block"; readonly blockSizeTokens: Tokens; readonly transferredTokens: Tokens; readonly backoffTokens: Tokens };
 
 /** The shape of given terms, for the reverse conversion. */
 export function termsShape(terms: TransferTerms): TermsShape {
@@ -175,7 +187,8 @@ export function fromDynamoTiming(
   }
   const base = { mode: timing.mode, bandwidthGbps: bw ?? undefined, fixedBytes: bytes(fixed) };
   if (destination !== undefined) {
-    if (!isCount(destination.transferable_prompt_tokens, 0)) return fail(`transferable_prompt_tokens must be an integer >= 0, got ${describeJson(destination.transferable_prompt_tokens)}`);
+    if (!isCount(destination.transferable_prompt_tokens, 0))
+      return fail(`transferable_prompt_tokens must be an integer >= 0, got ${describeJson(destination.transferable_prompt_tokens)}`);
     if (destination.kv_bytes_per_request !== undefined && !isCount(destination.kv_bytes_per_request, 0)) {
       return fail(`destination kv_bytes_per_request must be an integer >= 0, got ${describeJson(destination.kv_bytes_per_request)}`);
     }
@@ -200,7 +213,9 @@ export function fromDynamoTiming(
   if (timing.full_prompt_tokens % b !== 0) return fail(`full_prompt_tokens ${timing.full_prompt_tokens} is not a whole number of ${b}-token blocks`);
   const promptUnits = timing.full_prompt_tokens / b;
   if (promptUnits !== cdiv(shape.transferredTokens, b)) {
-    return fail(`full_prompt_tokens ${timing.full_prompt_tokens} is ${promptUnits} blocks but ${shape.transferredTokens} transferred tokens need cdiv(${shape.transferredTokens}, ${b}) = ${cdiv(shape.transferredTokens, b)}`);
+    return fail(
+      `full_prompt_tokens ${timing.full_prompt_tokens} is ${promptUnits} blocks but ${shape.transferredTokens} transferred tokens need cdiv(${shape.transferredTokens}, ${b}) = ${cdiv(shape.transferredTokens, b)}`,
+    );
   }
   const perBlock = bpt * b;
   if (!Number.isSafeInteger(perBlock)) return fail(`kv_bytes_per_token ${bpt} x ${b} tokens exceeds 2^53 bytes per block`);
@@ -265,7 +280,11 @@ export function handoffDelayMs(timing: HandoffTransferTiming | LegacyHandoffTran
  * Dynamo's coordinator does. Dynamo's `HandoffTransferTiming` has no latency field, so the latency
  * travels only here.
  */
-export function startTransferDelayMs(timing: HandoffTransferTiming | LegacyHandoffTransferTiming, destination: DestinationTransfer | undefined, setupLatencyMs: number): Millis {
+export function startTransferDelayMs(
+  timing: HandoffTransferTiming | LegacyHandoffTransferTiming,
+  destination: DestinationTransfer | undefined,
+  setupLatencyMs: number,
+): Millis {
   if (!(setupLatencyMs >= 0) || !Number.isFinite(setupLatencyMs)) throw new RangeError(`setup latency must be finite and >= 0 ms, got ${setupLatencyMs}`);
   const wire = handoffDelayMs(timing, destination) ?? 0;
   return millis(setupLatencyMs === 0 ? wire : setupLatencyMs + wire);

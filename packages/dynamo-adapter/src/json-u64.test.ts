@@ -30,7 +30,7 @@ describe("exact u64 JSON", () => {
   it.each([
     ["", "unexpected end of input at character 1"],
     ["{", "expected a double-quoted property name at character 2"],
-    ["[1,]", "unexpected character \"]\" at character 4"],
+    ["[1,]", 'unexpected character "]" at character 4'],
     ['{"a" 1}', "expected ':' at character 6"],
     ["nul", "unexpected token at character 1"],
     ["1 2", "unexpected content after the JSON value at character 3"],

@@ -57,13 +57,17 @@ describe("router events (6.2)", () => {
   it("the later removal of both blocks, then cleared; ids count up per rank", () => {
     const p = new RouterEventPublisher(0, 3);
     p.publish([stored]);
-    expect(stringifyJsonExact(p.publish([removed]))).toBe('[{"event_id":1,"dp_rank":3,"data":{"removed":{"block_hashes":[4117275816416024698,5947898228081096063]}}}]');
+    expect(stringifyJsonExact(p.publish([removed]))).toBe(
+      '[{"event_id":1,"dp_rank":3,"data":{"removed":{"block_hashes":[4117275816416024698,5947898228081096063]}}}]',
+    );
     expect(stringifyJsonExact(p.cleared())).toBe('{"event_id":2,"dp_rank":3,"data":{"cleared":{}}}');
   });
   it("a continuation carries its parent hash exactly (17335092954915961572 > 2^53)", () => {
     const [, , third] = computeBlockHashes([11, 22, 33, 44, 55, 66, 77, 88, 99, 100, 101, 102], 4);
     const data = toRouterEventData({ type: "stored", groupIndex: 0, parentHash: 5947898228081096063n, blocks: [third!] });
-    expect(stringifyJsonExact(data)).toBe('{"stored":{"parent_hash":5947898228081096063,"start_position":null,"blocks":[{"block_hash":17335092954915961572,"tokens_hash":12699502035523072446}]}}');
+    expect(stringifyJsonExact(data)).toBe(
+      '{"stored":{"parent_hash":5947898228081096063,"start_position":null,"blocks":[{"block_hash":17335092954915961572,"tokens_hash":12699502035523072446}]}}',
+    );
   });
   it("only the router-visible group publishes: a state group's removal never reaches the router", () => {
     // GLM's first full-attention group is index 0; its ring and KDA groups are 1..5.
@@ -84,7 +88,10 @@ describe("router events (6.2)", () => {
     const p = new RouterEventPublisher(0, 0);
     const [s] = p.publish([stored]);
     const [r] = p.publish([removed]);
-    for (const [ev, orig] of [[s!, stored], [r!, removed]] as const) {
+    for (const [ev, orig] of [
+      [s!, stored],
+      [r!, removed],
+    ] as const) {
       const parsed = parseRouterKvEvent(parseJsonExact(stringifyJsonExact(ev)));
       expect(parsed).toEqual({ ok: true, value: ev });
       if (parsed.ok) expect(fromRouterEventData(parsed.value.data, 0)).toEqual(orig);
@@ -94,6 +101,9 @@ describe("router events (6.2)", () => {
   it("refuses a hash that is not a u64, naming the field", () => {
     const bad = parseJsonExact('{"event_id":0,"dp_rank":0,"data":{"removed":{"block_hashes":[18446744073709551616]}}}');
     // 2^64 = 18,446,744,073,709,551,616 is one past the largest u64.
-    expect(parseRouterKvEvent(bad)).toEqual({ ok: false, reason: 'data.removed.block_hashes[0] must be an unsigned 64-bit integer, got "18446744073709551616"' });
+    expect(parseRouterKvEvent(bad)).toEqual({
+      ok: false,
+      reason: 'data.removed.block_hashes[0] must be an unsigned 64-bit integer, got "18446744073709551616"',
+    });
   });
 });

@@ -87,7 +87,8 @@ function u64(v: JsonValue | undefined, path: string): Conversion<bigint> {
   let n: bigint | undefined;
   if (typeof v === "bigint") n = v;
   else if (typeof v === "number" && Number.isSafeInteger(v)) n = BigInt(v);
-  if (n === undefined || n < 0n || n > U64_MAX) return { ok: false, reason: `${path} must be an unsigned 64-bit integer, got ${JSON.stringify(typeof v === "bigint" ? v.toString() : v)}` };
+  if (n === undefined || n < 0n || n > U64_MAX)
+    return { ok: false, reason: `${path} must be an unsigned 64-bit integer, got ${JSON.stringify(typeof v === "bigint" ? v.toString() : v)}` };
   return { ok: true, value: n };
 }
 
@@ -116,7 +117,8 @@ export function parseRouterKvEvent(value: JsonValue): Conversion<RouterKvEvent> 
       if (!p.ok) return p;
       parent = p.value;
     }
-    if (stored.start_position !== null && stored.start_position !== undefined) return fail("data.stored.start_position must be null (kvsim streams are parent-linked)");
+    if (stored.start_position !== null && stored.start_position !== undefined)
+      return fail("data.stored.start_position must be null (kvsim streams are parent-linked)");
     if (!Array.isArray(stored.blocks)) return fail("data.stored.blocks must be an array");
     const out: RouterStoredBlock[] = [];
     for (const [i, b] of (stored.blocks as readonly JsonValue[]).entries()) {

@@ -17,7 +17,14 @@ const errorOf = (r: Record<string, JsonValue>) => r.error as Record<string, Json
 
 /** A GLM timing as a prefill rank reports it for a 2,176-token prompt: 1 block x 2,176 tokens, 5,995 B per token. */
 const timing = (patch: Record<string, string> = {}) => {
-  const fields: Record<string, string> = { mode: '"destination_missing"', full_prompt_tokens: "2176", kv_bytes_per_token: "5995", kv_bytes_per_request: "36927488", bandwidth_gb_s: "1", ...patch };
+  const fields: Record<string, string> = {
+    mode: '"destination_missing"',
+    full_prompt_tokens: "2176",
+    kv_bytes_per_token: "5995",
+    kv_bytes_per_request: "36927488",
+    bandwidth_gb_s: "1",
+    ...patch,
+  };
   return `{${Object.entries(fields)
     .map(([k, v]) => `"${k}":${v}`)
     .join(",")}}`;
@@ -25,10 +32,26 @@ const timing = (patch: Record<string, string> = {}) => {
 
 /** The reproducers of the issue, with the refusal each must get. */
 const BAD_LINES: readonly (readonly [string, string, string])[] = [
-  [`{"id":1,"op":"handoff_delay","transfer_timing":${timing({ bandwidth_gb_s: "5e-324" })}}`, "invalid_request", "transfer_timing.bandwidth_gb_s: bandwidth must be at least 0.001 and at most 100000 GB/s (1 MB/s to 100 TB/s), got 5e-324"],
-  [`{"id":2,"op":"handoff_delay","transfer_timing":${timing({ full_prompt_tokens: "18446744073709551616" })}}`, "invalid_request", "transfer_timing.full_prompt_tokens must be an integer >= 0, got 18446744073709551616"],
-  [`{"id":3,"op":"handoff_delay","transfer_timing":${timing({ kv_bytes_per_token: "9007199254740992" })}}`, "invalid_request", "transfer_timing.kv_bytes_per_token must be an integer > 0 or null, got 9007199254740992"],
-  [`{"id":4,"op":"handoff_delay","transfer_timing":${timing({ kv_bytes_per_request: "18446744073709551615" })}}`, "invalid_request", "transfer_timing.kv_bytes_per_request must be an integer >= 0, got 18446744073709551615"],
+  [
+    `{"id":1,"op":"handoff_delay","transfer_timing":${timing({ bandwidth_gb_s: "5e-324" })}}`,
+    "invalid_request",
+    "transfer_timing.bandwidth_gb_s: bandwidth must be at least 0.001 and at most 100000 GB/s (1 MB/s to 100 TB/s), got 5e-324",
+  ],
+  [
+    `{"id":2,"op":"handoff_delay","transfer_timing":${timing({ full_prompt_tokens: "18446744073709551616" })}}`,
+    "invalid_request",
+    "transfer_timing.full_prompt_tokens must be an integer >= 0, got 18446744073709551616",
+  ],
+  [
+    `{"id":3,"op":"handoff_delay","transfer_timing":${timing({ kv_bytes_per_token: "9007199254740992" })}}`,
+    "invalid_request",
+    "transfer_timing.kv_bytes_per_token must be an integer > 0 or null, got 9007199254740992",
+  ],
+  [
+    `{"id":4,"op":"handoff_delay","transfer_timing":${timing({ kv_bytes_per_request: "18446744073709551615" })}}`,
+    "invalid_request",
+    "transfer_timing.kv_bytes_per_request must be an integer >= 0, got 18446744073709551615",
+  ],
   // 10^12 transferable tokens on a 2,176-token prompt (one block): at most 2,176.
   [
     `{"id":5,"op":"handoff_delay","transfer_timing":${timing()},"destination_reserved":{"transferable_prompt_tokens":1000000000000}}`,
@@ -36,9 +59,21 @@ const BAD_LINES: readonly (readonly [string, string, string])[] = [
     "destination_reserved.transferable_prompt_tokens must be at most 2176 (transfer_timing.full_prompt_tokens in whole 2176-token blocks): a destination cannot lack more than the whole prompt, got 1000000000000",
   ],
   ['{"id":6,"op":"step","now_ms":1e300}', "invalid_request", "now_ms must be a number from 0 to 10^13 ms (about 317 years), got 1e+300"],
-  ['{"id":7,"op":"submit","request":{"request_id":"x","tokens":[18446744073709551616],"max_output_tokens":1}}', "invalid_request", "request.tokens[0] must be a u32 token id, got 18446744073709551616"],
-  ['{"id":8,"op":"submit","request":{"request_id":"x","tokens":[1],"max_output_tokens":9007199254740991}}', "invalid_request", "request.max_output_tokens must be an integer from 0 to 16777216 (2^24), got 9007199254740991"],
-  ['{"id":9,"op":"submit","request":[18446744073709551616, {"a": 1e999}]}', "invalid_request", 'request must be an object, got [18446744073709551616,{"a":Infinity}]'],
+  [
+    '{"id":7,"op":"submit","request":{"request_id":"x","tokens":[18446744073709551616],"max_output_tokens":1}}',
+    "invalid_request",
+    "request.tokens[0] must be a u32 token id, got 18446744073709551616",
+  ],
+  [
+    '{"id":8,"op":"submit","request":{"request_id":"x","tokens":[1],"max_output_tokens":9007199254740991}}',
+    "invalid_request",
+    "request.max_output_tokens must be an integer from 0 to 16777216 (2^24), got 9007199254740991",
+  ],
+  [
+    '{"id":9,"op":"submit","request":[18446744073709551616, {"a": 1e999}]}',
+    "invalid_request",
+    'request must be an object, got [18446744073709551616,{"a":Infinity}]',
+  ],
   ['{"id":10,"op":"step","now_ms":0,"__proto__":{"x":1}}', "invalid_request", "__proto__: unknown key for op step"],
   // `{"id":11,"op":"info","x":` is 25 characters and the object is level 0: level 257 opens at offset 25 + 256 = 281.
   [`{"id":11,"op":"info","x":${"[".repeat(300)}${"]".repeat(300)}}`, "parse_error", "not JSON: nesting deeper than 256 at character 282"],
@@ -84,7 +119,10 @@ describe("stdio engine session: issue 11 reproducers", () => {
 describe("engine args: keys that name Object.prototype members", () => {
   it("refuses __proto__ and constructor as unknown keys and values instead of crashing", () => {
     const args = JSON.parse('{"__proto__": {}, "constructor": 1}') as unknown;
-    expect(refusal(() => createEngineSession({ profile: GLM, role: "prefill", engineArgs: args }))).toEqual(["__proto__: unknown key", "constructor: unknown key"]);
+    expect(refusal(() => createEngineSession({ profile: GLM, role: "prefill", engineArgs: args }))).toEqual([
+      "__proto__: unknown key",
+      "constructor: unknown key",
+    ]);
     expect(refusal(() => createEngineSession({ profile: GLM, role: "prefill", engineArgs: { worker_type: "constructor" } }))).toEqual([
       'worker_type: must be aggregated, prefill or decode, got "constructor"',
     ]);
@@ -110,7 +148,9 @@ describe("a timing refusal is named, not an internal error", () => {
     expect(r.ok, JSON.stringify(r)).toBe(false);
     expect(errorOf(r).code).toBe("timing_refused");
     // The query (batch 1, 3 new tokens, 0 cached) lies outside the one-point grid (new_tokens 1..1).
-    expect(errorOf(r).message as string).toMatch(/^forward_pass.prefill: the query \(batch_size 1, new_tokens 3, cached_tokens 0\) is outside the measured grid/);
+    expect(errorOf(r).message as string).toMatch(
+      /^forward_pass.prefill: the query \(batch_size 1, new_tokens 3, cached_tokens 0\) is outside the measured grid/,
+    );
     expect(errorOf(answer(s, '{"id":3,"op":"step","now_ms":100}')).code).toBe("session_poisoned");
   });
 });

@@ -209,27 +209,71 @@ describe("a prefill rank and a decode rank through one full handoff and a cancel
     // The source's last pass (r1's prefill) ended at 10 ms; h1 is used on it.
     const { prefill, decode } = held();
     const errors: [EngineSession, string, JsonValue, string, string][] = [
-      [prefill, "garbage", null, "parse_error", "not JSON: unexpected character \"g\" at character 1"],
+      [prefill, "garbage", null, "parse_error", 'not JSON: unexpected character "g" at character 1'],
       [prefill, "", null, "parse_error", "not JSON: unexpected end of input at character 1"],
-      [prefill, '{"id":30,"op":"teleport"}', 30, "invalid_request", 'unknown op "teleport"; ops: submit, submit_handoff_prefill, reserve_destination, activate_destination, cancel_destination, release_source, cancel_source, cancel_request, step, metrics, info, handoff_delay'],
+      [
+        prefill,
+        '{"id":30,"op":"teleport"}',
+        30,
+        "invalid_request",
+        'unknown op "teleport"; ops: submit, submit_handoff_prefill, reserve_destination, activate_destination, cancel_destination, release_source, cancel_source, cancel_request, step, metrics, info, handoff_delay',
+      ],
       [prefill, '{"id":31,"op":"step"}', 31, "invalid_request", "now_ms must be a number from 0 to 10^13 ms (about 317 years), got nothing"],
-      [prefill, '{"id":32,"op":"submit","request":{"request_id":"x","tokens":"abc","max_output_tokens":1}}', 32, "invalid_request", 'request.tokens must be an array of u32 token ids, got "abc"'],
+      [
+        prefill,
+        '{"id":32,"op":"submit","request":{"request_id":"x","tokens":"abc","max_output_tokens":1}}',
+        32,
+        "invalid_request",
+        'request.tokens must be an array of u32 token ids, got "abc"',
+      ],
       [prefill, '{"id":33,"op":"step","now_ms":5}', 33, "invalid_time", "now_ms 5 is before the end of the last pass (10 ms)"],
-      [decode, '{"id":34,"op":"release_source","handoff_id":"h1"}', 34, "command_refused", "release_source is a source command: it needs a prefill rank, this rank is decode"],
-      [prefill, '{"id":35,"op":"submit_handoff_prefill","handoff_id":"h1","request":{"request_id":"r9","tokens":[1],"max_output_tokens":1}}', 35, "command_refused", 'handoff "h1" was already used on this rank'],
-      [decode, '{"id":36,"op":"handoff_delay","transfer_timing":{"mode":"full_prompt","full_prompt_tokens":8,"kv_bytes_per_token":1,"bandwidth_gb_s":0}}', 36, "invalid_request", "transfer_timing.bandwidth_gb_s: bandwidth must be greater than 0 GB/s (leave it unset for no modelled delay), got 0"],
+      [
+        decode,
+        '{"id":34,"op":"release_source","handoff_id":"h1"}',
+        34,
+        "command_refused",
+        "release_source is a source command: it needs a prefill rank, this rank is decode",
+      ],
+      [
+        prefill,
+        '{"id":35,"op":"submit_handoff_prefill","handoff_id":"h1","request":{"request_id":"r9","tokens":[1],"max_output_tokens":1}}',
+        35,
+        "command_refused",
+        'handoff "h1" was already used on this rank',
+      ],
+      [
+        decode,
+        '{"id":36,"op":"handoff_delay","transfer_timing":{"mode":"full_prompt","full_prompt_tokens":8,"kv_bytes_per_token":1,"bandwidth_gb_s":0}}',
+        36,
+        "invalid_request",
+        "transfer_timing.bandwidth_gb_s: bandwidth must be greater than 0 GB/s (leave it unset for no modelled delay), got 0",
+      ],
       // 10^12 tokens x 10^6 B = 10^18 B > 2^53 (about 9.007 x 10^15): refused, not a crash.
       // More tokens than the longest prompt (2^24 = 16,777,216; the linear engine block here is 4 tokens).
-      [decode, '{"id":37,"op":"handoff_delay","transfer_timing":{"mode":"full_prompt","full_prompt_tokens":1000000000000,"kv_bytes_per_token":1000000,"bandwidth_gb_s":1}}', 37, "invalid_request", "transfer_timing.full_prompt_tokens must be at most 16777216 (the longest prompt, 2^24 tokens, in whole 4-token blocks), got 1000000000000"],
+      [
+        decode,
+        '{"id":37,"op":"handoff_delay","transfer_timing":{"mode":"full_prompt","full_prompt_tokens":1000000000000,"kv_bytes_per_token":1000000,"bandwidth_gb_s":1}}',
+        37,
+        "invalid_request",
+        "transfer_timing.full_prompt_tokens must be at most 16777216 (the longest prompt, 2^24 tokens, in whole 4-token blocks), got 1000000000000",
+      ],
       // 10^6 tokens x 10^10 B = 10^16 B, beyond 2^53 (about 9.007 x 10^15).
-      [decode, '{"id":37,"op":"handoff_delay","transfer_timing":{"mode":"full_prompt","full_prompt_tokens":1000000,"kv_bytes_per_token":10000000000,"bandwidth_gb_s":1}}', 37, "invalid_request", "payload of 1000000 x 10000000000 + 0 bytes exceeds 2^53 bytes"],
+      [
+        decode,
+        '{"id":37,"op":"handoff_delay","transfer_timing":{"mode":"full_prompt","full_prompt_tokens":1000000,"kv_bytes_per_token":10000000000,"bandwidth_gb_s":1}}',
+        37,
+        "invalid_request",
+        "payload of 1000000 x 10000000000 + 0 bytes exceeds 2^53 bytes",
+      ],
     ];
     for (const [session, line, id, code, message] of errors) {
       expect(send(session, line)).toEqual({ id, ok: false, error: { code, message } });
     }
     // Still serving: the decode rank answers, and a new request runs on the prefill rank from 10 ms.
     expect(send(decode, { id: 39, op: "metrics" })).toMatchObject({ id: 39, ok: true });
-    expect(send(prefill, { id: 40, op: "submit_handoff_prefill", handoff_id: "h3", request: { request_id: "r3", tokens: [5, 6, 7], max_output_tokens: 1 } })).toMatchObject({ ok: true });
+    expect(
+      send(prefill, { id: 40, op: "submit_handoff_prefill", handoff_id: "h3", request: { request_id: "r3", tokens: [5, 6, 7], max_output_tokens: 1 } }),
+    ).toMatchObject({ ok: true });
     expect(send(prefill, { id: 41, op: "step", now_ms: 10 }).pass).toMatchObject({ start_ms: 10, end_ms: 20 });
   });
 });
@@ -287,13 +331,17 @@ describe("a grouped handoff: GLM-5.3-Flash, N = 1,000", () => {
 describe("createEngineSession refusals", () => {
   const fail = refusal;
   it("a worker_type that contradicts the role", () => {
-    expect(fail(() => createEngineSession({ profile: PROFILE, role: "prefill", engineArgs: { worker_type: "decode" } }))).toEqual(["worker_type: says decode but the session serves the prefill role"]);
+    expect(fail(() => createEngineSession({ profile: PROFILE, role: "prefill", engineArgs: { worker_type: "decode" } }))).toEqual([
+      "worker_type: says decode but the session serves the prefill role",
+    ]);
   });
   it("invalid engine args, by field", () => {
     expect(fail(() => createEngineSession({ profile: PROFILE, role: "aggregated", engineArgs: { speedup_ratio: 2 } }))[0]).toMatch(/^speedup_ratio: must be 1/);
   });
   it("a prefill rank whose grouped terms have no exact token form", () => {
-    expect(fail(() => createEngineSession({ profile: INEXACT, role: "prefill", engineArgs: { timing_model: { type: "fixed", prefill_ms: 1, decode_ms: 1 } } }))).toEqual([
+    expect(
+      fail(() => createEngineSession({ profile: INEXACT, role: "prefill", engineArgs: { timing_model: { type: "fixed", prefill_ms: 1, decode_ms: 1 } } })),
+    ).toEqual([
       // Placed on the first full-attention group's bytes per block, the field to change.
       "kv_cache_groups[0].transfer_bytes_per_block: has no exact Dynamo transfer timing: a grouped source counts full-attention blocks of 16 tokens at 1000 B per block, which is not a whole number of bytes per token (1000 / 16 = 62.5); block units are never passed as tokens inexactly (a prefill session reports Dynamo's transfer timing)",
     ]);
@@ -301,6 +349,8 @@ describe("createEngineSession refusals", () => {
   it("the P/D gate of the rank, as located issues", () => {
     // The 0.31.0 layout (no checkpoint blocks) relabelled as 0.30.0: only the version is wrong.
     const old = { ...glmFlashProfile("0.31.0"), vllm_version: "0.30.0" };
-    expect(fail(() => createEngineSession({ profile: old, role: "decode" }))).toEqual(["vllm_version: decode role: vllm_version must be 0.31.0 or 0.32.0 for a grouped P/D rank (got 0.30.0)"]);
+    expect(fail(() => createEngineSession({ profile: old, role: "decode" }))).toEqual([
+      "vllm_version: decode role: vllm_version must be 0.31.0 or 0.32.0 for a grouped P/D rank (got 0.30.0)",
+    ]);
   });
 });

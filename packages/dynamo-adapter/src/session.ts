@@ -1,9 +1,30 @@
 import { createPromptTokens } from "@kvsim/kv-pool";
 import { InputError, MAX_REQUEST_TOKENS, blocks, cdiv, isGroupedProfile, tokens, type Profile, type Tokens } from "@kvsim/profile-schema";
 import { sourceTerms, withDestination } from "@kvsim/transfer-rules";
-import { Rank, RankConfigError, TimingRefusedError, sampledTokenId, type Command, type Effects, type LifecycleFact, type RankMetrics, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
+import {
+  Rank,
+  RankConfigError,
+  TimingRefusedError,
+  sampledTokenId,
+  type Command,
+  type Effects,
+  type LifecycleFact,
+  type RankMetrics,
+  type RequestInput,
+  type StepResult,
+} from "@kvsim/vllm-scheduler";
 import { fromMockEngineArgs, toMockEngineArgs, type KvsimEngineArgs, type MockEngineArgs, type WorkerType } from "./engine-args.js";
-import { dynamoTimingIssues, handoffDelayMs, parseHandoffTiming, startTransferDelayMs, toDynamoTiming, transferablePromptTokens, transferTimingFor, type DestinationTransfer, type HandoffTransferTiming } from "./handoff-timing.js";
+import {
+  dynamoTimingIssues,
+  handoffDelayMs,
+  parseHandoffTiming,
+  startTransferDelayMs,
+  toDynamoTiming,
+  transferablePromptTokens,
+  transferTimingFor,
+  type DestinationTransfer,
+  type HandoffTransferTiming,
+} from "./handoff-timing.js";
 import { describeJson, stringifyJsonExact, type JsonValue } from "./json-u64.js";
 import { RouterEventPublisher, routerGroupIndex, type RouterKvEvent } from "./kv-events.js";
 import { parseLine, type ProtocolCommand, type ProtocolErrorCode, type ProtocolRequest, type RequestId } from "./protocol.js";
@@ -116,14 +137,30 @@ export function createEngineSession(options: EngineSessionOptions): EngineSessio
   if (!dynamoArgs.ok) throw new InputError(label, [{ path: "", message: dynamoArgs.reason }]);
   let rank: Rank;
   try {
-    rank = new Rank({ role: args.role, profile: options.profile, engine: args.engine, timing: args.timing, kvTransfer: args.kvTransfer, collectKvEvents: true });
+    rank = new Rank({
+      role: args.role,
+      profile: options.profile,
+      engine: args.engine,
+      timing: args.timing,
+      kvTransfer: args.kvTransfer,
+      collectKvEvents: true,
+    });
   } catch (e) {
-    if (e instanceof RankConfigError) throw new InputError(options.profileLabel ?? "<profile>", e.problems.map((p) => ({ path: p.path, message: p.message })), { cause: e });
+    if (e instanceof RankConfigError)
+      throw new InputError(
+        options.profileLabel ?? "<profile>",
+        e.problems.map((p) => ({ path: p.path, message: p.message })),
+        { cause: e },
+      );
     throw e;
   }
   if (args.role === "prefill") {
     const issues = dynamoTimingIssues(options.profile);
-    if (issues.length > 0) throw new InputError(options.profileLabel ?? "<profile>", issues.map((i) => ({ ...i, message: `${i.message} (a prefill session reports Dynamo's transfer timing)` })));
+    if (issues.length > 0)
+      throw new InputError(
+        options.profileLabel ?? "<profile>",
+        issues.map((i) => ({ ...i, message: `${i.message} (a prefill session reports Dynamo's transfer timing)` })),
+      );
   }
   return new Session(options.profile, args, dynamoArgs.value, rank, new RouterEventPublisher(routerGroupIndex(options.profile), options.dpRank ?? 0));
 }
@@ -256,7 +293,14 @@ class Session implements EngineSession {
     this.lastEndMs = r.endMs;
     return {
       result: "pass",
-      pass: { start_ms: r.startMs, end_ms: r.endMs, duration_ms: r.durationMs, prefill_ms: r.prefillMs, decode_ms: r.decodeMs, scheduled_tokens: r.scheduledTokens },
+      pass: {
+        start_ms: r.startMs,
+        end_ms: r.endMs,
+        duration_ms: r.durationMs,
+        prefill_ms: r.prefillMs,
+        decode_ms: r.decodeMs,
+        scheduled_tokens: r.scheduledTokens,
+      },
       effects: this.effects(r.effects),
     };
   }
@@ -353,7 +397,8 @@ class Session implements EngineSession {
     const pending = this.pendingDestinations.get(fact.handoffId);
     if (pending === undefined) throw new Error(`destination_reserved for handoff ${fact.handoffId}, which this session did not reserve`);
     this.forgetPending(pending.requestId);
-    const transferable = fact.missing.unit === "block" ? transferablePromptTokens(blocks(fact.missing.units), fullAttentionBlock(this.profile)) : fact.missing.units;
+    const transferable =
+      fact.missing.unit === "block" ? transferablePromptTokens(blocks(fact.missing.units), fullAttentionBlock(this.profile)) : fact.missing.units;
     return {
       destination_reserved: {
         handoff_id: fact.handoffId,

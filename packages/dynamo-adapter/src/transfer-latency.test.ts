@@ -8,7 +8,13 @@ import { GLM, LLAMA_8B, refusal } from "./test-profiles.js";
 
 // GLM-5.3-Flash at N = 1,000 (docs/rules/grouped-pd.md §2): 1 full-attention block of 2,176 tokens at
 // 5,995 B per token + 36,927,488 fixed bytes = 49,972,608 B: 49.972608 ms at 1 GB/s.
-const GLM_1000: HandoffTransferTiming = { mode: "destination_missing", full_prompt_tokens: 2176, kv_bytes_per_token: 5995, kv_bytes_per_request: 36_927_488, bandwidth_gb_s: 1 };
+const GLM_1000: HandoffTransferTiming = {
+  mode: "destination_missing",
+  full_prompt_tokens: 2176,
+  kv_bytes_per_token: 5995,
+  kv_bytes_per_request: 36_927_488,
+  bandwidth_gb_s: 1,
+};
 const ALL_MISSING = { transferable_prompt_tokens: 2176, kv_bytes_per_request: 36_927_488 };
 
 describe("the per-transfer setup latency through Dynamo's shapes", () => {
@@ -23,8 +29,12 @@ describe("the per-transfer setup latency through Dynamo's shapes", () => {
   });
 
   it("refuses a negative or absurd latency, naming the field", () => {
-    expect(refusal(() => fromMockEngineArgs({ kv_transfer_setup_latency_ms: -1 }, LLAMA_8B))).toStrictEqual(["kv_transfer_setup_latency_ms: must be a number of ms in [0, 1000000], got -1"]);
-    expect(refusal(() => fromMockEngineArgs({ kv_transfer_setup_latency_ms: "1ms" }, LLAMA_8B))).toStrictEqual(['kv_transfer_setup_latency_ms: must be a number of ms in [0, 1000000], got "1ms"']);
+    expect(refusal(() => fromMockEngineArgs({ kv_transfer_setup_latency_ms: -1 }, LLAMA_8B))).toStrictEqual([
+      "kv_transfer_setup_latency_ms: must be a number of ms in [0, 1000000], got -1",
+    ]);
+    expect(refusal(() => fromMockEngineArgs({ kv_transfer_setup_latency_ms: "1ms" }, LLAMA_8B))).toStrictEqual([
+      'kv_transfer_setup_latency_ms: must be a number of ms in [0, 1000000], got "1ms"',
+    ]);
   });
 
   it("StartTransfer.delay_ms = setup + bytes / bandwidth, and the setup alone when nothing moves", () => {
@@ -54,11 +64,17 @@ describe("toDynamoKvTransfer", () => {
       ok: true,
       value: { kv_transfer_bandwidth: 50, kv_transfer_timing_mode: "destination_missing", kv_transfer_setup_latency_ms: 0.2 },
     });
-    expect(toDynamoKvTransfer(kv({}))).toStrictEqual({ ok: true, value: { kv_transfer_bandwidth: null, kv_transfer_timing_mode: "destination_missing", kv_transfer_setup_latency_ms: 0 } });
+    expect(toDynamoKvTransfer(kv({}))).toStrictEqual({
+      ok: true,
+      value: { kv_transfer_bandwidth: null, kv_transfer_timing_mode: "destination_missing", kv_transfer_setup_latency_ms: 0 },
+    });
   });
   it("refuses, by name, the parts of a shared network Dynamo would drop", () => {
     const r = toDynamoKvTransfer(
-      kv({ setup_latency_ms: 0.2, network: { nic: { send: "50 GB/s", receive: "50 GB/s" }, max_concurrent_transfers: 4, nodes: { gpus_per_node: 8, intra_node_bandwidth: "450 GB/s" } } }),
+      kv({
+        setup_latency_ms: 0.2,
+        network: { nic: { send: "50 GB/s", receive: "50 GB/s" }, max_concurrent_transfers: 4, nodes: { gpus_per_node: 8, intra_node_bandwidth: "450 GB/s" } },
+      }),
     );
     expect(r.ok).toBe(false);
     const reason = r.ok ? "" : r.reason;
@@ -69,7 +85,8 @@ describe("toDynamoKvTransfer", () => {
   it("refuses a fallback latency Dynamo would turn into 0 ms", () => {
     expect(toDynamoKvTransfer(kv({ fallback_latency_ms: 3 }))).toStrictEqual({
       ok: false,
-      reason: "Dynamo's engine args would drop kv_transfer.fallback_latency_ms (3 ms: Dynamo charges 0 ms for a timing without bandwidth; use setup_latency_ms)",
+      reason:
+        "Dynamo's engine args would drop kv_transfer.fallback_latency_ms (3 ms: Dynamo charges 0 ms for a timing without bandwidth; use setup_latency_ms)",
     });
   });
 });

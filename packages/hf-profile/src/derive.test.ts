@@ -2,9 +2,25 @@ import { checkPdGate, engineSettings, InputError, isGroupedProfile, kvCapacity, 
 import { describe, expect, it } from "vitest";
 import { profileFromHfConfig, type HfProfileOptions } from "./derive.js";
 
-import { deepseekV3, falconH1, gemma2_9b, gemma3_12b, gptOss20b, graniteHybrid, jamba, kimiLinear, llama70b, llama8b, mistralWindowed, nemotronH, qwen3_32b, qwen3Next } from "./test-configs.js";
+import {
+  deepseekV3,
+  falconH1,
+  gemma2_9b,
+  gemma3_12b,
+  gptOss20b,
+  graniteHybrid,
+  jamba,
+  kimiLinear,
+  llama70b,
+  llama8b,
+  mistralWindowed,
+  nemotronH,
+  qwen3_32b,
+  qwen3Next,
+} from "./test-configs.js";
 
-const derive = (config: unknown, options: Partial<HfProfileOptions> = {}) => profileFromHfConfig(config, { tensorParallelSize: 1, file: "config.json", ...options });
+const derive = (config: unknown, options: Partial<HfProfileOptions> = {}) =>
+  profileFromHfConfig(config, { tensorParallelSize: 1, file: "config.json", ...options });
 
 const groupsOf = (config: unknown, options: Partial<HfProfileOptions> = {}) => {
   const { profile } = derive(config, options);
@@ -114,7 +130,15 @@ describe("sliding-window hybrids", () => {
     // Layer i is global when (i + 1) % 6 == 0: 8 global, 40 local. Group size = the smaller count, 8:
     // one full-attention group and 40 / 8 = 5 sliding groups. Per layer and block:
     // 16 tokens x 2 x 8 KV heads x 256 x 2 bytes = 131,072; page = 8 x 131,072 = 1,048,576.
-    const sw = (i: number): CacheGroup => ({ name: `sliding_window_${i}`, kind: "sliding_window", num_layers: 8, block_size_tokens: 16, window_tokens: 1024, prefix_cacheable: true, transfer_bytes_per_block: 1_048_576 });
+    const sw = (i: number): CacheGroup => ({
+      name: `sliding_window_${i}`,
+      kind: "sliding_window",
+      num_layers: 8,
+      block_size_tokens: 16,
+      window_tokens: 1024,
+      prefix_cacheable: true,
+      transfer_bytes_per_block: 1_048_576,
+    });
     expect(p.kv_cache_groups).toEqual([
       { name: "full_attention", kind: "full_attention", num_layers: 8, block_size_tokens: 16, prefix_cacheable: true, transfer_bytes_per_block: 1_048_576 },
       sw(0),
@@ -152,7 +176,15 @@ describe("sliding-window hybrids", () => {
     const p = groupsOf(mistralWindowed);
     // 32 layers x 16 x 2 x 8 x 128 x 2 = 32 x 65,536 = 2,097,152
     expect(p.kv_cache_groups).toEqual([
-      { name: "sliding_window", kind: "sliding_window", num_layers: 32, block_size_tokens: 16, window_tokens: 4096, prefix_cacheable: true, transfer_bytes_per_block: 2_097_152 },
+      {
+        name: "sliding_window",
+        kind: "sliding_window",
+        num_layers: 32,
+        block_size_tokens: 16,
+        window_tokens: 4096,
+        prefix_cacheable: true,
+        transfer_bytes_per_block: 2_097_152,
+      },
     ]);
     expect(checkPdGate(p, "prefill").map((g) => g.path)).toEqual(["kv_cache_groups"]);
   });
@@ -167,7 +199,14 @@ describe("Mamba and linear-attention hybrids", () => {
     // = 16 x 65 = 1,040 tokens; page per layer 1,040 x 4,096 = 4,259,840 (the state padded to it).
     // 4 attention and 24 Mamba layers: group size 4, one attention group and 6 Mamba groups;
     // pool page 4 x 4,259,840 = 17,039,360; a Mamba group moves 4 x 4,255,744 = 17,022,976 per block.
-    const mamba = (i: number): CacheGroup => ({ name: `mamba2_${i}`, kind: "state", num_layers: 4, block_size_tokens: 1040, prefix_cacheable: true, transfer_bytes_per_block: 17_022_976 });
+    const mamba = (i: number): CacheGroup => ({
+      name: `mamba2_${i}`,
+      kind: "state",
+      num_layers: 4,
+      block_size_tokens: 1040,
+      prefix_cacheable: true,
+      transfer_bytes_per_block: 17_022_976,
+    });
     expect(p.kv_cache_groups).toEqual([
       { name: "full_attention", kind: "full_attention", num_layers: 4, block_size_tokens: 1040, prefix_cacheable: true, transfer_bytes_per_block: 17_039_360 },
       ...[0, 1, 2, 3, 4, 5].map(mamba),
@@ -232,7 +271,10 @@ describe("Mamba and linear-attention hybrids", () => {
     const jambaP = groupsOf(jamba);
     // Mamba-1 state: conv 3 x 8192 x 2 = 49,152 + SSM 8192 x 16 x 2 = 262,144: 311,296. Attention
     // 4,096 per token: block 16 x cdiv(311,296, 65,536) = 80. 4 attention + 28 Mamba: groups of 4.
-    expect(jambaP.kv_cache_groups.map((g) => [g.kind, g.num_layers, g.block_size_tokens])).toEqual([["full_attention", 4, 80], ...Array<unknown>(7).fill(["state", 4, 80])]);
+    expect(jambaP.kv_cache_groups.map((g) => [g.kind, g.num_layers, g.block_size_tokens])).toEqual([
+      ["full_attention", 4, 80],
+      ...Array<unknown>(7).fill(["state", 4, 80]),
+    ]);
     const granite = groupsOf(graniteHybrid);
     // State: conv 3 x (3072 + 256) x 2 = 19,968 + SSM 48 x 64 x 128 x 2 = 786,432: 806,400. Attention
     // 2 x 4 x 128 x 2 = 2,048 per token: block 16 x cdiv(806,400, 32,768) = 16 x 25 = 400. 2 + 6 layers.

@@ -67,7 +67,9 @@ function weightStorage(root: ConfigReader, dtype: number, notes: string[]): Weig
     return { bytes: { linear: dtype, experts: 4.25 / 8 }, shape: { weight_bytes: dtype, expert_weight_bytes: 4.25 / 8, fp8_compute: false } };
   }
   notes.push(`weights: quantization "${method}" is not modelled; give engine.weights_gib to size the KV cache from GPU memory`);
-  notes.push(`model shape: quantization "${method}" is not modelled; weight_bytes is the model dtype's ${dtype}, so a roofline prices the weights as unquantized`);
+  notes.push(
+    `model shape: quantization "${method}" is not modelled; weight_bytes is the model dtype's ${dtype}, so a roofline prices the weights as unquantized`,
+  );
   return { bytes: undefined, shape: { weight_bytes: dtype, fp8_compute: false } };
 }
 
@@ -118,8 +120,14 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
   // Own keys only: "constructor" or "__proto__" is no architecture, whatever Object.prototype has.
   const architecture = listed.find((a) => Object.hasOwn(ARCHITECTURES, a));
   if (architecture === undefined) {
-    const shown = listed.slice(0, 5).map((a) => shortJson(a)).join(", ");
-    return refuse("architectures", `unknown architecture ${shown}${listed.length > 5 ? ` and ${listed.length - 5} more` : ""}; kvsim knows: ${KNOWN_ARCHITECTURES.join(", ")}`);
+    const shown = listed
+      .slice(0, 5)
+      .map((a) => shortJson(a))
+      .join(", ");
+    return refuse(
+      "architectures",
+      `unknown architecture ${shown}${listed.length > 5 ? ` and ${listed.length - 5} more` : ""}; kvsim knows: ${KNOWN_ARCHITECTURES.join(", ")}`,
+    );
   }
   const family = ARCHITECTURES[architecture]!;
   const root = new ConfigReader(config as Record<string, unknown>, "", issues, architecture);
@@ -127,7 +135,8 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
   if (cfg === undefined) return refuse("text_config", `is required to derive a profile for ${architecture}`);
 
   const notes: string[] = [];
-  const dtypeName = optDtype(cfg, "torch_dtype") ?? optDtype(cfg, "dtype") ?? (cfg === root ? undefined : (optDtype(root, "torch_dtype") ?? optDtype(root, "dtype")));
+  const dtypeName =
+    optDtype(cfg, "torch_dtype") ?? optDtype(cfg, "dtype") ?? (cfg === root ? undefined : (optDtype(root, "torch_dtype") ?? optDtype(root, "dtype")));
   const dtype = dtypeBytes(dtypeName, 2);
   if (dtype === 4) notes.push("model dtype: float32 in the config; vLLM serves it in 16 bits by default, so 2 bytes");
   const modelDtype = 2;
@@ -158,7 +167,8 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
     bytesOf === undefined
       ? undefined
       : Math.round(modelDtype * (parts.embedding + parts.other + model.rotaryElements) + bytesOf.linear * parts.linear + bytesOf.experts * parts.experts);
-  if (weights !== undefined) notes.push(`weights: ${n(Math.round(params))} parameters per rank + ${n(model.rotaryElements)} rotary cache elements, x their bytes = ${n(weights)} bytes`);
+  if (weights !== undefined)
+    notes.push(`weights: ${n(Math.round(params))} parameters per rank + ${n(model.rotaryElements)} rotary cache elements, x their bytes = ${n(weights)} bytes`);
 
   // Widths that do not split evenly over the ranks (a width vLLM would refuse to shard) round up:
   // the estimate is of bytes, which come whole.
@@ -206,7 +216,10 @@ export function profileFromHfConfig(config: unknown, options: HfProfileOptions):
   const tooLarge = byteFigures.find(([, v]) => v !== undefined && !(v <= Number.MAX_SAFE_INTEGER));
   if (tooLarge !== undefined) {
     const key = outOfScale(config as Record<string, unknown>, root.read);
-    refuse(key?.path ?? "architectures", `${key === undefined ? "with the config's sizes" : `${n(key.value)} is out of scale: with it`} ${tooLarge[0]} come to ${tooLarge[1]!.toExponential(2)} bytes per rank, more than kvsim holds exactly (2^53); no model is that large`);
+    refuse(
+      key?.path ?? "architectures",
+      `${key === undefined ? "with the config's sizes" : `${n(key.value)} is out of scale: with it`} ${tooLarge[0]} come to ${tooLarge[1]!.toExponential(2)} bytes per rank, more than kvsim holds exactly (2^53); no model is that large`,
+    );
   }
   let profile: Profile;
   try {

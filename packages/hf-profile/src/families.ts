@@ -97,7 +97,8 @@ function gqa(cfg: ConfigReader, ctx: FamilyContext, hidden: number, headDimDefau
     headDim = Number.NaN;
   }
   const tp = ctx.tp;
-  if (heads % tp !== 0) cfg.refuse("num_attention_heads", `${heads} attention heads do not split over ${tp} TP ranks (vLLM needs them divisible by the TP size)`);
+  if (heads % tp !== 0)
+    cfg.refuse("num_attention_heads", `${heads} attention heads do not split over ${tp} TP ranks (vLLM needs them divisible by the TP size)`);
   if (kvHeads >= tp ? kvHeads % tp !== 0 : tp % kvHeads !== 0) {
     cfg.refuse("num_key_value_heads", `${kvHeads} KV heads do not ${kvHeads >= tp ? "split evenly over" : "replicate evenly onto"} ${tp} TP ranks`);
   }
@@ -244,7 +245,12 @@ function dense(kind: "llama" | "qwen" | "qwen-moe" | "mixtral"): Family {
       const a = gqa(cfg, ctx, c.hidden);
       const windows = denseWindows(cfg, c.layers, kind === "qwen" || kind === "qwen-moe");
       const b = new Builder();
-      for (const w of windows) b.layers.push(w === undefined ? { kind: "attention", bytesPerToken: attentionBytes(a, ctx) } : { kind: "attention", bytesPerToken: attentionBytes(a, ctx), window: w });
+      for (const w of windows)
+        b.layers.push(
+          w === undefined
+            ? { kind: "attention", bytesPerToken: attentionBytes(a, ctx) }
+            : { kind: "attention", bytesPerToken: attentionBytes(a, ctx), window: w },
+        );
       b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, ctx.tp), c.layers);
       b.attention = gqaShape(a, windows);
       const moe =
@@ -300,9 +306,13 @@ function gemma(version: 2 | 3, textConfig: boolean): Family {
         sliding = Array.from({ length: c.layers }, (_, i) => (i + 1) % pattern !== 0);
       }
       const b = new Builder();
-      for (const s of sliding) b.layers.push(s ? { kind: "attention", bytesPerToken: attentionBytes(a, ctx), window } : { kind: "attention", bytesPerToken: attentionBytes(a, ctx) });
+      for (const s of sliding)
+        b.layers.push(s ? { kind: "attention", bytesPerToken: attentionBytes(a, ctx), window } : { kind: "attention", bytesPerToken: attentionBytes(a, ctx) });
       b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, ctx.tp), c.layers);
-      b.attention = gqaShape(a, sliding.map((sl) => (sl ? window : undefined)));
+      b.attention = gqaShape(
+        a,
+        sliding.map((sl) => (sl ? window : undefined)),
+      );
       const width = cfg.int("intermediate_size");
       b.ffn(denseMlp(c.hidden, width, ctx.tp), c.layers);
       b.mlp = { layers: c.layers, intermediate_size: width, gated: true };
@@ -330,9 +340,17 @@ const gptOss: Family = {
     const types = cfg.optStrings("layer_types") ?? Array.from({ length: c.layers }, (_, i) => (i % 2 === 0 ? "sliding_attention" : "full_attention"));
     if (types.length !== c.layers) cfg.refuse("layer_types", `lists ${types.length} layers, num_hidden_layers is ${c.layers}`);
     const b = new Builder();
-    for (const t of types) b.layers.push(t === "sliding_attention" ? { kind: "attention", bytesPerToken: attentionBytes(a, ctx), window } : { kind: "attention", bytesPerToken: attentionBytes(a, ctx) });
+    for (const t of types)
+      b.layers.push(
+        t === "sliding_attention"
+          ? { kind: "attention", bytesPerToken: attentionBytes(a, ctx), window }
+          : { kind: "attention", bytesPerToken: attentionBytes(a, ctx) },
+      );
     b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, ctx.tp), c.layers);
-    b.attention = gqaShape(a, types.map((t) => (t === "sliding_attention" ? window : undefined)));
+    b.attention = gqaShape(
+      a,
+      types.map((t) => (t === "sliding_attention" ? window : undefined)),
+    );
     const moe = readMoe(cfg, "num_local_experts", "intermediate_size");
     if (moe === undefined) {
       const width = cfg.int("intermediate_size");
@@ -351,7 +369,8 @@ const gptOss: Family = {
 
 function readMla(cfg: ConfigReader, ctx: FamilyContext): MlaDims {
   const heads = cfg.int("num_attention_heads");
-  if (heads % ctx.tp !== 0) cfg.refuse("num_attention_heads", `${heads} attention heads do not split over ${ctx.tp} TP ranks (vLLM needs them divisible by the TP size)`);
+  if (heads % ctx.tp !== 0)
+    cfg.refuse("num_attention_heads", `${heads} attention heads do not split over ${ctx.tp} TP ranks (vLLM needs them divisible by the TP size)`);
   return {
     heads,
     qLoraRank: cfg.optInt("q_lora_rank"),
@@ -454,7 +473,14 @@ export function dtypeBytes(name: string | undefined, fallback: number): number {
 }
 
 /** Mamba-2 state of one layer on one of `tp` ranks (MambaStateShapeCalculator.mamba2_state_shape); TP 1 for the whole model's. */
-function mamba2State(cfg: ConfigReader, ctx: FamilyContext, m: { dInner: number; groups: number; stateSize: number; heads: number; headDim: number; convKernel: number }, ssmBytes: number, keys: { heads: string; groups: string }, tp = ctx.tp): number {
+function mamba2State(
+  cfg: ConfigReader,
+  ctx: FamilyContext,
+  m: { dInner: number; groups: number; stateSize: number; heads: number; headDim: number; convKernel: number },
+  ssmBytes: number,
+  keys: { heads: string; groups: string },
+  tp = ctx.tp,
+): number {
   // n_groups not divisible by TP is replicated up to TP so every head keeps its group.
   let groups = m.groups;
   if (groups % tp !== 0) {
@@ -482,7 +508,8 @@ const qwen3Next: Family = {
     if ((2 * kHeads * kDim + vHeads * vDim) % tp !== 0) cfg.refuse("linear_num_key_heads", `the conv dimension does not split over ${tp} TP ranks`);
     // gated_delta_net_state_shape: conv (kernel - 1, (2 k_heads k_dim + v_heads v_dim) / tp), and
     // the delta-rule state (v_heads / tp, v_dim, k_dim); both in the model dtype by default.
-    const stateOn = (ranks: number) => (kernel - 1) * ((2 * kHeads * kDim + vHeads * vDim) / ranks) * ctx.dtypeBytes + (vHeads / ranks) * vDim * kDim * ctx.dtypeBytes;
+    const stateOn = (ranks: number) =>
+      (kernel - 1) * ((2 * kHeads * kDim + vHeads * vDim) / ranks) * ctx.dtypeBytes + (vHeads / ranks) * vDim * kDim * ctx.dtypeBytes;
     const state = stateOn(tp);
     const types = cfg.optStrings("layer_types");
     const interval = cfg.optInt("full_attention_interval") ?? 4;
@@ -529,7 +556,14 @@ const nemotronH: Family = {
     const a = gqa(cfg, ctx, c.hidden, headDim);
     const heads = cfg.int("mamba_num_heads");
     const mHeadDim = cfg.int("mamba_head_dim");
-    const m = { dInner: heads * mHeadDim, groups: cfg.int("n_groups"), stateSize: cfg.int("ssm_state_size"), heads, headDim: mHeadDim, convKernel: cfg.int("conv_kernel") };
+    const m = {
+      dInner: heads * mHeadDim,
+      groups: cfg.int("n_groups"),
+      stateSize: cfg.int("ssm_state_size"),
+      heads,
+      headDim: mHeadDim,
+      convKernel: cfg.int("conv_kernel"),
+    };
     // NemotronHForCausalLMConfig: the SSM state dtype is the config's mamba_ssm_cache_dtype, float32 when absent.
     const ssmBytes = dtypeBytes(optDtype(cfg, "mamba_ssm_cache_dtype"), 4);
     const state = mamba2State(cfg, ctx, m, ssmBytes, { heads: "mamba_num_heads", groups: "n_groups" });
@@ -542,7 +576,12 @@ const nemotronH: Family = {
     b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, ctx.tp), count("*"));
     b.mixer(mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, ctx.tp), count("M"));
     b.attention = gqaShape(a, Array<undefined>(count("*")).fill(undefined));
-    b.linear = linearShape("mamba2", count("M"), mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, 1), mamba2State(cfg, ctx, m, ssmBytes, { heads: "mamba_num_heads", groups: "n_groups" }, 1));
+    b.linear = linearShape(
+      "mamba2",
+      count("M"),
+      mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, 1),
+      mamba2State(cfg, ctx, m, ssmBytes, { heads: "mamba_num_heads", groups: "n_groups" }, 1),
+    );
     if (count("-") > 0) {
       // Squared-ReLU MLP: up and down projections only.
       const width = cfg.int("intermediate_size");
@@ -559,7 +598,10 @@ const nemotronH: Family = {
     // Each config layer is a single mixer or a single MLP block: the shape counts a decoder layer
     // per mixer block (the schema's one mixer per layer), with the MLP blocks beside them.
     const mixerBlocks = count("*") + count("M");
-    if (mixerBlocks !== c.layers) ctx.notes.push(`model shape: Nemotron-H's ${c.layers} config layers are ${mixerBlocks} mixer blocks and ${c.layers - mixerBlocks} MLP blocks; num_layers counts the mixer blocks`);
+    if (mixerBlocks !== c.layers)
+      ctx.notes.push(
+        `model shape: Nemotron-H's ${c.layers} config layers are ${mixerBlocks} mixer blocks and ${c.layers - mixerBlocks} MLP blocks; num_layers counts the mixer blocks`,
+      );
     // One norm per block in Nemotron-H (each layer is a single mixer or MLP).
     return b.finish(c, ctx.tp, 0, c.layers / 2, mixerBlocks);
   },
@@ -617,17 +659,31 @@ const graniteHybrid: Family = {
     const c = common(cfg);
     const a = gqa(cfg, ctx, c.hidden);
     const types = cfg.optStrings("layer_types") ?? [];
-    if (types.length !== c.layers) cfg.refuse("layer_types", `lists ${types.length} layers, num_hidden_layers is ${c.layers} (Granite 4.0-H names each layer "mamba" or "attention")`);
+    if (types.length !== c.layers)
+      cfg.refuse("layer_types", `lists ${types.length} layers, num_hidden_layers is ${c.layers} (Granite 4.0-H names each layer "mamba" or "attention")`);
     const heads = cfg.int("mamba_n_heads");
-    const m = { dInner: cfg.int("mamba_expand") * c.hidden, groups: cfg.int("mamba_n_groups"), stateSize: cfg.int("mamba_d_state"), heads, headDim: cfg.int("mamba_d_head"), convKernel: cfg.int("mamba_d_conv") };
+    const m = {
+      dInner: cfg.int("mamba_expand") * c.hidden,
+      groups: cfg.int("mamba_n_groups"),
+      stateSize: cfg.int("mamba_d_state"),
+      heads,
+      headDim: cfg.int("mamba_d_head"),
+      convKernel: cfg.int("mamba_d_conv"),
+    };
     const state = mamba2State(cfg, ctx, m, ctx.dtypeBytes, { heads: "mamba_n_heads", groups: "mamba_n_groups" });
     const b = new Builder();
     const attn = types.filter((t) => t === "attention").length;
-    for (const t of types) b.layers.push(t === "attention" ? { kind: "attention", bytesPerToken: attentionBytes(a, ctx) } : { kind: "state", stateBytes: state, mixer: "mamba2" });
+    for (const t of types)
+      b.layers.push(t === "attention" ? { kind: "attention", bytesPerToken: attentionBytes(a, ctx) } : { kind: "state", stateBytes: state, mixer: "mamba2" });
     b.mixer(gqaAttention(c.hidden, a.heads, a.kvHeads, a.headDim, ctx.tp), attn);
     b.mixer(mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, ctx.tp), c.layers - attn);
     b.attention = gqaShape(a, Array<undefined>(attn).fill(undefined));
-    b.linear = linearShape("mamba2", c.layers - attn, mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, 1), mamba2State(cfg, ctx, m, ctx.dtypeBytes, { heads: "mamba_n_heads", groups: "mamba_n_groups" }, 1));
+    b.linear = linearShape(
+      "mamba2",
+      c.layers - attn,
+      mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, 1),
+      mamba2State(cfg, ctx, m, ctx.dtypeBytes, { heads: "mamba_n_heads", groups: "mamba_n_groups" }, 1),
+    );
     const moe = readMoe(cfg, "num_local_experts", "intermediate_size", "shared_intermediate_size");
     if (moe === undefined) {
       // Granite 4.0-H's dense MLP is its "shared" MLP.
@@ -649,7 +705,14 @@ const falconH1: Family = {
     const a = gqa(cfg, ctx, c.hidden);
     const heads = cfg.int("mamba_n_heads");
     const dInner = cfg.optInt("mamba_d_ssm") ?? cfg.int("mamba_expand") * c.hidden;
-    const m = { dInner, groups: cfg.int("mamba_n_groups"), stateSize: cfg.int("mamba_d_state"), heads, headDim: cfg.int("mamba_d_head"), convKernel: cfg.int("mamba_d_conv") };
+    const m = {
+      dInner,
+      groups: cfg.int("mamba_n_groups"),
+      stateSize: cfg.int("mamba_d_state"),
+      heads,
+      headDim: cfg.int("mamba_d_head"),
+      convKernel: cfg.int("mamba_d_conv"),
+    };
     const state = mamba2State(cfg, ctx, m, ctx.dtypeBytes, { heads: "mamba_n_heads", groups: "mamba_n_groups" });
     const b = new Builder();
     // Falcon-H1 runs attention and Mamba-2 side by side in every layer: two cache specs per layer.
@@ -661,7 +724,12 @@ const falconH1: Family = {
     b.mixer(mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, ctx.tp), c.layers);
     b.attention = gqaShape(a, Array<undefined>(c.layers).fill(undefined));
     b.linear = {
-      ...linearShape("mamba2", c.layers, mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, 1), mamba2State(cfg, ctx, m, ctx.dtypeBytes, { heads: "mamba_n_heads", groups: "mamba_n_groups" }, 1)),
+      ...linearShape(
+        "mamba2",
+        c.layers,
+        mamba2Mixer(c.hidden, m.dInner, m.groups, m.stateSize, heads, m.convKernel, 1),
+        mamba2State(cfg, ctx, m, ctx.dtypeBytes, { heads: "mamba_n_heads", groups: "mamba_n_groups" }, 1),
+      ),
       parallel_attention: true,
     };
     const width = cfg.int("intermediate_size");
@@ -700,7 +768,15 @@ const kimiLinear: Family = {
     b.mixer(kimiDeltaAttention(c.hidden, heads, headDim, kernel, ctx.tp), kdaLayers);
     b.attention = mlaShape(d, c.layers - kdaLayers);
     b.linear = linearShape("kda", kdaLayers, kimiDeltaAttention(c.hidden, heads, headDim, kernel, 1), stateOn(1));
-    deepseekFfn(cfg, b, c.hidden, c.layers, ctx.tp, cfg.has("n_routed_experts") ? "n_routed_experts" : "num_experts", cfg.has("n_shared_experts") ? "n_shared_experts" : "num_shared_experts");
+    deepseekFfn(
+      cfg,
+      b,
+      c.hidden,
+      c.layers,
+      ctx.tp,
+      cfg.has("n_routed_experts") ? "n_routed_experts" : "num_experts",
+      cfg.has("n_shared_experts") ? "n_shared_experts" : "num_shared_experts",
+    );
     return { ...b.finish(c, ctx.tp, d.qkRopeHeadDim), mla: true };
   },
 };

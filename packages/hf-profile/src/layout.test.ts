@@ -60,4 +60,3 @@ describe("layoutCache: vLLM's grouping examples (kv_cache_utils tests)", () => {
     expect(mla).toMatchObject({ kind: "grouped", pageSizeBytes: 64 * 1152 });
   });
 });
-

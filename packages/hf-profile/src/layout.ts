@@ -71,18 +71,32 @@ export function layoutCache(layers: readonly LayerCache[], options: LayoutOption
     const perToken = attention.reduce((s, l) => s + l.bytesPerToken, 0);
     if (!options.mla) {
       const block = user ?? DEFAULT_BLOCK_SIZE;
-      notes.push(`every layer is full attention: one group of ${attention.length} layers, ${n(perToken)} KV bytes per token (kv_cache_utils._get_kv_cache_groups_uniform_spec)`);
+      notes.push(
+        `every layer is full attention: one group of ${attention.length} layers, ${n(perToken)} KV bytes per token (kv_cache_utils._get_kv_cache_groups_uniform_spec)`,
+      );
       if (user !== undefined) notes.push(`a linear profile takes its block size from the engine: set engine.block_size: ${user}`);
       return { kind: "linear", kvBytesPerToken: perToken, blockSize: block, notes };
     }
     const block = user !== undefined && user % MLA_BLOCK_SIZE === 0 ? user : MLA_BLOCK_SIZE;
-    if (user !== undefined && block !== user) notes.push(`block size ${user} raised to ${block}: vLLM's MLA backends need a multiple of ${MLA_BLOCK_SIZE} tokens`);
-    notes.push(`every layer is MLA: one full_attention group of ${attention.length} layers, ${n(perToken)} latent bytes per token, ${block}-token blocks (vLLM forces ${MLA_BLOCK_SIZE} for FlashMLA)`);
+    if (user !== undefined && block !== user)
+      notes.push(`block size ${user} raised to ${block}: vLLM's MLA backends need a multiple of ${MLA_BLOCK_SIZE} tokens`);
+    notes.push(
+      `every layer is MLA: one full_attention group of ${attention.length} layers, ${n(perToken)} latent bytes per token, ${block}-token blocks (vLLM forces ${MLA_BLOCK_SIZE} for FlashMLA)`,
+    );
     const page = block * perToken;
     return {
       kind: "grouped",
       pageSizeBytes: page,
-      groups: [{ name: "full_attention", kind: "full_attention", num_layers: attention.length, block_size_tokens: block, prefix_cacheable: true, transfer_bytes_per_block: page }],
+      groups: [
+        {
+          name: "full_attention",
+          kind: "full_attention",
+          num_layers: attention.length,
+          block_size_tokens: block,
+          prefix_cacheable: true,
+          transfer_bytes_per_block: page,
+        },
+      ],
       notes,
     };
   }
@@ -124,7 +138,8 @@ export function layoutCache(layers: readonly LayerCache[], options: LayoutOption
   if (specs.some((s) => s.page !== maxPage)) {
     specs = specs.map((s) => {
       if (s.page === maxPage) return s;
-      if (maxPage % s.page !== 0) throw new RangeError(`page sizes ${n(s.page)} and ${n(maxPage)} B cannot be unified: the larger is not a multiple of the smaller`);
+      if (maxPage % s.page !== 0)
+        throw new RangeError(`page sizes ${n(s.page)} and ${n(maxPage)} B cannot be unified: the larger is not a multiple of the smaller`);
       const ratio = maxPage / s.page;
       return { ...s, block: s.block * ratio, page: maxPage, real: s.real * ratio };
     });

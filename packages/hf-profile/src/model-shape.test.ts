@@ -2,9 +2,23 @@ import { shapePerRank, type ModelShape } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
 import { profileFromHfConfig, type HfProfileOptions } from "./derive.js";
 import * as configs from "./test-configs.js";
-import { deepseekV3, falconH1, gemma3_12b, gptOss20b, jamba, kimiLinear, llama8b, mistralWindowed, mixtral8x7b, nemotronH, qwen15MoeA27b, qwen3Next } from "./test-configs.js";
+import {
+  deepseekV3,
+  falconH1,
+  gemma3_12b,
+  gptOss20b,
+  jamba,
+  kimiLinear,
+  llama8b,
+  mistralWindowed,
+  mixtral8x7b,
+  nemotronH,
+  qwen15MoeA27b,
+  qwen3Next,
+} from "./test-configs.js";
 
-const derive = (config: unknown, options: Partial<HfProfileOptions> = {}) => profileFromHfConfig(config, { tensorParallelSize: 1, file: "config.json", ...options });
+const derive = (config: unknown, options: Partial<HfProfileOptions> = {}) =>
+  profileFromHfConfig(config, { tensorParallelSize: 1, file: "config.json", ...options });
 const shapeOf = (config: unknown, options: Partial<HfProfileOptions> = {}): ModelShape => {
   const s = derive(config, options).profile.model_shape;
   if (s === undefined) throw new Error("expected a model_shape");
@@ -12,7 +26,14 @@ const shapeOf = (config: unknown, options: Partial<HfProfileOptions> = {}): Mode
 };
 const withoutProvenance = (s: ModelShape) => ({ ...s, provenance: undefined });
 
-const attention = (layers: number, heads: number, kvHeads: number, headDim: number) => ({ layers, num_heads: heads, num_kv_heads: kvHeads, head_dim: headDim, sliding_layers: 0, output_gate: false });
+const attention = (layers: number, heads: number, kvHeads: number, headDim: number) => ({
+  layers,
+  num_heads: heads,
+  num_kv_heads: kvHeads,
+  head_dim: headDim,
+  sliding_layers: 0,
+  output_gate: false,
+});
 const base = { tie_word_embeddings: false, weight_bytes: 2, fp8_compute: false, provenance: undefined };
 
 describe("model_shape: the whole model as config.json states it", () => {
@@ -44,7 +65,13 @@ describe("model_shape: the whole model as config.json states it", () => {
   });
 
   it("Qwen1.5-MoE-A2.7B: the shared expert's width from shared_expert_intermediate_size", () => {
-    expect(shapeOf(qwen15MoeA27b).moe).toEqual({ layers: 24, num_experts: 60, num_experts_per_tok: 4, expert_intermediate_size: 1408, shared_expert_intermediate_size: 5632 });
+    expect(shapeOf(qwen15MoeA27b).moe).toEqual({
+      layers: 24,
+      num_experts: 60,
+      num_experts_per_tok: 4,
+      expert_intermediate_size: 1408,
+      shared_expert_intermediate_size: 5632,
+    });
     expect(shapeOf(qwen15MoeA27b).mlp).toBeUndefined();
   });
 
@@ -143,7 +170,13 @@ describe("model_shape: the whole model as config.json states it", () => {
     expect(q.attention).toEqual({ ...attention(12, 16, 2, 256), output_gate: true });
     // key 16 x 128 = 2048, value 32 x 128 = 4096: in_proj 2048 x (2 x 2048 + 2 x 4096 + 2 x 32) = 25,296,896,
     // out_proj 4096 x 2048 = 8,388,608. State: conv 3 x 8,192 x 2 = 49,152 + 32 x 128 x 128 x 2 = 1,048,576.
-    expect(q.linear_mixer).toEqual({ layers: 36, kind: "gated_delta_net", params_per_layer: 33_685_504, state_bytes_per_layer: 1_097_728, parallel_attention: false });
+    expect(q.linear_mixer).toEqual({
+      layers: 36,
+      kind: "gated_delta_net",
+      params_per_layer: 33_685_504,
+      state_bytes_per_layer: 1_097_728,
+      parallel_attention: false,
+    });
     expect(q.moe).toEqual({ layers: 48, num_experts: 512, num_experts_per_tok: 10, expert_intermediate_size: 512, shared_expert_intermediate_size: 512 });
     const k = shapeOf(kimiLinear);
     expect(k.attention?.layers).toBe(7);
@@ -166,7 +199,9 @@ describe("model_shape: weight bytes", () => {
     const r = derive({ ...llama8b, quantization_config: { quant_method: "awq", bits: 4 } });
     expect(r.profile.model_shape?.weight_bytes).toBe(2);
     expect(r.profile.model_shape?.expert_weight_bytes).toBeUndefined();
-    expect(r.notes).toContain('model shape: quantization "awq" is not modelled; weight_bytes is the model dtype\'s 2, so a roofline prices the weights as unquantized');
+    expect(r.notes).toContain(
+      'model shape: quantization "awq" is not modelled; weight_bytes is the model dtype\'s 2, so a roofline prices the weights as unquantized',
+    );
   });
 });
 

@@ -72,13 +72,13 @@ export function mlaAttention(hidden: number, d: MlaDims, tp: number): Block {
 
 /** A gated MLP (gate, up, down). */
 export function denseMlp(hidden: number, intermediate: number, tp: number): Block {
-  return { parts: { linear: 3 * hidden * intermediate / tp }, width: intermediate / tp };
+  return { parts: { linear: (3 * hidden * intermediate) / tp }, width: intermediate / tp };
 }
 
 /** A mixture-of-experts MLP: routed experts (split by TP), optional shared experts, a replicated router. */
 export function moeMlp(hidden: number, experts: number, topK: number, expertIntermediate: number, sharedIntermediate: number, tp: number): Block {
   return {
-    parts: { experts: 3 * hidden * expertIntermediate * experts / tp, linear: 3 * hidden * sharedIntermediate / tp, other: hidden * experts },
+    parts: { experts: (3 * hidden * expertIntermediate * experts) / tp, linear: (3 * hidden * sharedIntermediate) / tp, other: hidden * experts },
     width: (topK * expertIntermediate + sharedIntermediate) / tp,
   };
 }
@@ -113,6 +113,6 @@ export function gatedDeltaNet(hidden: number, kHeads: number, vHeads: number, kD
 /** Kimi Delta Attention (Kimi Linear): q, k, v, gates and their low-rank factors, short convolutions. */
 export function kimiDeltaAttention(hidden: number, heads: number, headDim: number, convKernel: number, tp: number): Block {
   const proj = heads * headDim;
-  const linear = 4 * hidden * proj / tp + 2 * (hidden * headDim + headDim * proj / tp) + hidden * heads / tp;
+  const linear = (4 * hidden * proj) / tp + 2 * (hidden * headDim + (headDim * proj) / tp) + (hidden * heads) / tp;
   return { parts: { linear, other: (3 * proj * convKernel + 2 * proj) / tp }, width: (3 * proj) / tp };
 }

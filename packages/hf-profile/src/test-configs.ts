@@ -90,7 +90,17 @@ export const nemotronH = {
   torch_dtype: "bfloat16",
 };
 
-export const gemma2_9b = { architectures: ["Gemma2ForCausalLM"], hidden_size: 3584, num_hidden_layers: 42, num_attention_heads: 16, num_key_value_heads: 8, head_dim: 256, intermediate_size: 14336, sliding_window: 4096, vocab_size: 256000 };
+export const gemma2_9b = {
+  architectures: ["Gemma2ForCausalLM"],
+  hidden_size: 3584,
+  num_hidden_layers: 42,
+  num_attention_heads: 16,
+  num_key_value_heads: 8,
+  head_dim: 256,
+  intermediate_size: 14336,
+  sliding_window: 4096,
+  vocab_size: 256000,
+};
 
 export const gptOss20b = {
   architectures: ["GptOssForCausalLM"],
@@ -166,7 +176,22 @@ export const qwen3Next = {
 };
 
 /** A Falcon-H1-like model cut to 4 layers. */
-export const falconH1 = { architectures: ["FalconH1ForCausalLM"], hidden_size: 1024, num_hidden_layers: 4, num_attention_heads: 8, num_key_value_heads: 2, head_dim: 64, mamba_d_ssm: 1536, mamba_n_heads: 24, mamba_d_head: 64, mamba_n_groups: 1, mamba_d_state: 128, mamba_d_conv: 4, intermediate_size: 4096, vocab_size: 65536 };
+export const falconH1 = {
+  architectures: ["FalconH1ForCausalLM"],
+  hidden_size: 1024,
+  num_hidden_layers: 4,
+  num_attention_heads: 8,
+  num_key_value_heads: 2,
+  head_dim: 64,
+  mamba_d_ssm: 1536,
+  mamba_n_heads: 24,
+  mamba_d_head: 64,
+  mamba_n_groups: 1,
+  mamba_d_state: 128,
+  mamba_d_conv: 4,
+  intermediate_size: 4096,
+  vocab_size: 65536,
+};
 
 /** Kimi-Linear-48B-A3B-like, without its MoE: 20 KDA layers, 7 MLA layers (every 4th and the last). */
 export const kimiLinear = {
@@ -189,7 +214,25 @@ export const kimiLinear = {
   vocab_size: 163840,
 };
 
-export const jamba = { architectures: ["JambaForCausalLM"], hidden_size: 4096, num_hidden_layers: 32, num_attention_heads: 32, num_key_value_heads: 8, attn_layer_period: 8, attn_layer_offset: 4, mamba_expand: 2, mamba_d_state: 16, mamba_d_conv: 4, mamba_dt_rank: 256, num_experts: 16, num_experts_per_tok: 2, expert_layer_period: 2, expert_layer_offset: 1, intermediate_size: 14336, vocab_size: 65536 };
+export const jamba = {
+  architectures: ["JambaForCausalLM"],
+  hidden_size: 4096,
+  num_hidden_layers: 32,
+  num_attention_heads: 32,
+  num_key_value_heads: 8,
+  attn_layer_period: 8,
+  attn_layer_offset: 4,
+  mamba_expand: 2,
+  mamba_d_state: 16,
+  mamba_d_conv: 4,
+  mamba_dt_rank: 256,
+  num_experts: 16,
+  num_experts_per_tok: 2,
+  expert_layer_period: 2,
+  expert_layer_offset: 1,
+  intermediate_size: 14336,
+  vocab_size: 65536,
+};
 
 /** A Granite-4.0-H-like model cut to 8 layers. */
 export const graniteHybrid = {

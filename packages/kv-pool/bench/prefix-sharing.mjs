@@ -144,7 +144,15 @@ for (const b of [16, 64]) {
   process.stdout.write(`block hashes (B ${b}): ${fmt(blocks)} in ${ms.toFixed(0)} ms = ${fmt((blocks / ms) * 1000)} hashes/s\n`);
 }
 const fa = { name: "kv", kind: "full_attention", num_layers: 1, block_size_tokens: 16, prefix_cacheable: true, transfer_bytes_per_block: 1 };
-const swa = { name: "swa", kind: "sliding_window", num_layers: 1, block_size_tokens: 16, window_tokens: 128, prefix_cacheable: true, transfer_bytes_per_block: 1 };
+const swa = {
+  name: "swa",
+  kind: "sliding_window",
+  num_layers: 1,
+  block_size_tokens: 16,
+  window_tokens: 128,
+  prefix_cacheable: true,
+  transfer_bytes_per_block: 1,
+};
 const mamba = { name: "mamba", kind: "state", num_layers: 1, block_size_tokens: 16, prefix_cacheable: true, transfer_bytes_per_block: 1 };
 benchPool(reqs, [fa], 8192, "pool, full attention B 16, 8,191 pages");
 benchPool(reqs, [fa, swa], 12288, "pool, full + SW 128, B 16, 12,287 pages");

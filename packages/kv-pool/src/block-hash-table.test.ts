@@ -101,8 +101,12 @@ describe("BlockHashTable", () => {
     t.set(0, 0, 1, 1);
     t.set(0, 0, 2, 2);
     t.set(0, 0, 2, 3); // an overwrite is not a new key
-    expect(() => { t.set(0, 0, 3, 3); }).toThrow(/more than 2 keys/);
-    expect(() => { t.set(0, 0, 1, -1); }).toThrow(RangeError);
+    expect(() => {
+      t.set(0, 0, 3, 3);
+    }).toThrow(/more than 2 keys/);
+    expect(() => {
+      t.set(0, 0, 1, -1);
+    }).toThrow(RangeError);
     expect(() => new BlockHashTable(0)).toThrow(RangeError);
   });
 
@@ -127,7 +131,9 @@ describe("BlockHashTable", () => {
     t.deleteAt(t.find(0, 1, 4)); // slot 4 emptied; (0, 2, 4) with home 4 shifts back into it
     expect(t.find(0, 2, 4)).toBe(4);
     expect(t.size).toBe(1);
-    expect(() => { t.deleteAt(5); }).toThrow(/empty/);
+    expect(() => {
+      t.deleteAt(5);
+    }).toThrow(/empty/);
   });
 });
 
@@ -176,7 +182,9 @@ describe("BlockHashTable limits", () => {
     expect(t.capacity).toBe(32);
     expect(t.size).toBe(12);
     for (let i = 0; i < 12; i++) expect(t.get(0, i, i)).toBe(i);
-    expect(() => { t.set(0, 12, 12, 12); }).toThrow(new Error("hash table invariant: more than 12 keys"));
+    expect(() => {
+      t.set(0, 12, 12, 12);
+    }).toThrow(new Error("hash table invariant: more than 12 keys"));
   });
 
   it("takes values 0..2^31 - 1 and refuses the rest, in putIfAbsent and setValueAt alike", () => {
@@ -187,7 +195,9 @@ describe("BlockHashTable limits", () => {
     expect(t.get(0, 2, 2)).toBe(0x7fff_ffff);
     for (const bad of [-1, 0x8000_0000, 1.5]) {
       expect(() => t.putIfAbsent(0, 3, 3, bad)).toThrow(new RangeError(`value must be a non-negative int32, got ${bad}`));
-      expect(() => { t.setValueAt(t.find(0, 1, 1), bad); }).toThrow(new RangeError(`value must be a non-negative int32, got ${bad}`));
+      expect(() => {
+        t.setValueAt(t.find(0, 1, 1), bad);
+      }).toThrow(new RangeError(`value must be a non-negative int32, got ${bad}`));
     }
     // Nothing changed: still two keys, values 0 and 2^31 - 1.
     expect(t.size).toBe(2);

@@ -35,26 +35,39 @@ const unit01 = fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true });
 describe("blockKeysInto writes each view's block hash halves as int32", () => {
   it("path keys (fmix32 inline), token chains, and a sequence's chain across its prompt and its outputs", () => {
     fc.assert(
-      fc.property(ids, fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 6 }), fc.integer({ min: 0, max: 20 }), unit01, unit01, (path, unit, blockSize, outputs, a, b) => {
-        const length = path.length * unit;
-        const pathKeys = asPromptImpl(createPathPrompt(Uint32Array.from(path), length, unit)).keys(blockSize);
-        const [f1, t1] = range(pathKeys.length, a, b);
-        expect(written(pathKeys, f1, t1)).toEqual(expected(pathKeys, f1, t1));
+      fc.property(
+        ids,
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 0, max: 20 }),
+        unit01,
+        unit01,
+        (path, unit, blockSize, outputs, a, b) => {
+          const length = path.length * unit;
+          const pathKeys = asPromptImpl(createPathPrompt(Uint32Array.from(path), length, unit)).keys(blockSize);
+          const [f1, t1] = range(pathKeys.length, a, b);
+          expect(written(pathKeys, f1, t1)).toEqual(expected(pathKeys, f1, t1));
 
-        const tokens = asPromptImpl(createPromptTokens(Uint32Array.from({ length }, (_, k) => path[Math.floor(k / unit)]!))).chain(blockSize);
-        const [f2, t2] = range(tokens.length, a, b);
-        expect(written(tokens, f2, t2)).toEqual(expected(tokens, f2, t2));
+          const tokens = asPromptImpl(createPromptTokens(Uint32Array.from({ length }, (_, k) => path[Math.floor(k / unit)]!))).chain(blockSize);
+          const [f2, t2] = range(tokens.length, a, b);
+          expect(written(tokens, f2, t2)).toEqual(expected(tokens, f2, t2));
 
-        // A sequence over the path prompt, `outputs` tokens appended: its chain is the path keys
-        // then hashed output blocks.
-        const m = new KvCacheManager({ numPages: 8, groups: [{ name: "a", kind: "full_attention", num_layers: 1, block_size_tokens: blockSize }], enablePrefixCaching: true, vllmVersion: "0.32.0" });
-        const s = m.createSequence("s", createPathPrompt(Uint32Array.from(path), length, unit));
-        if (!(s instanceof Sequence)) throw new Error("a KvCacheManager's sequences are Sequence instances");
-        for (let k = 0; k < outputs; k++) s.appendToken(k);
-        const chain = s.chain(blockSize).ensure(Number.MAX_SAFE_INTEGER);
-        const [f3, t3] = range(chain.length, a, b);
-        expect(written(chain, f3, t3)).toEqual(expected(chain, f3, t3));
-      }),
+          // A sequence over the path prompt, `outputs` tokens appended: its chain is the path keys
+          // then hashed output blocks.
+          const m = new KvCacheManager({
+            numPages: 8,
+            groups: [{ name: "a", kind: "full_attention", num_layers: 1, block_size_tokens: blockSize }],
+            enablePrefixCaching: true,
+            vllmVersion: "0.32.0",
+          });
+          const s = m.createSequence("s", createPathPrompt(Uint32Array.from(path), length, unit));
+          if (!(s instanceof Sequence)) throw new Error("a KvCacheManager's sequences are Sequence instances");
+          for (let k = 0; k < outputs; k++) s.appendToken(k);
+          const chain = s.chain(blockSize).ensure(Number.MAX_SAFE_INTEGER);
+          const [f3, t3] = range(chain.length, a, b);
+          expect(written(chain, f3, t3)).toEqual(expected(chain, f3, t3));
+        },
+      ),
       { seed: 4242, numRuns: propRuns(300) },
     );
   });
@@ -74,7 +87,11 @@ describe("path keys follow their documented formula, whatever order prompts of s
     // P[j] = XXH3(P[j - 1], ids[j]) from the seed 0x243f6a88:85a308d3 (prompt-tokens.ts). Prompts
     // of random lengths and block sizes are made one after another, so the end mixes that the
     // views share per block size are grown while shorter views still read the older table.
-    const prompt = fc.record({ path: fc.array(fc.integer({ min: 0, max: 0xffff_ffff }), { minLength: 1, maxLength: 40 }), unit: fc.integer({ min: 1, max: 9 }), cut: unit01 });
+    const prompt = fc.record({
+      path: fc.array(fc.integer({ min: 0, max: 0xffff_ffff }), { minLength: 1, maxLength: 40 }),
+      unit: fc.integer({ min: 1, max: 9 }),
+      cut: unit01,
+    });
     fc.assert(
       fc.property(fc.array(prompt, { minLength: 1, maxLength: 6 }), fc.integer({ min: 1, max: 5 }), (prompts, blockSize) => {
         const views = prompts.map(({ path, unit, cut }) => {

@@ -149,7 +149,8 @@ export class BlockPool {
   ) {
     if (!Number.isInteger(numPages) || numPages < 2) throw new RangeError(`numPages must be an integer >= 2 (page 0 is the null page), got ${numPages}`);
     // Surviving mutants: KP-07 (MUTANTS.md).
-    if (!Number.isInteger(numGroups) || numGroups < 1 || numGroups > GROUP_MASK - 1) throw new RangeError(`numGroups must be a positive integer, got ${numGroups}`);
+    if (!Number.isInteger(numGroups) || numGroups < 1 || numGroups > GROUP_MASK - 1)
+      throw new RangeError(`numGroups must be a positive integer, got ${numGroups}`);
     this.cap = Math.min(numPages, INITIAL_BLOCKS);
     this.rec = new Int32Array(this.cap * STRIDE);
     // Every usable page is free, in id order (the untouched range 1..P - 1); none of them is
@@ -589,6 +590,7 @@ export class BlockPool {
         // of the free queue (ring not full). `release` and `pushBack` do exactly this then: the
         // block is taken (id below untouchedFrom, QPOS 0), so the enqueue check passes.
         // Stryker disable next-line ConditionalExpression,LogicalOperator,EqualityOperator,BlockStatement: KP-44
+        // prettier-ignore
         if (r[at + REF] === 1 && meta !== 0 && id < this.untouchedFrom && r[at + QPOS] === 0 && this.backTail - this.backHead < this.back.length && this.backTail < POS_LIMIT) {
           r[at + REF] = 0;
           released++;

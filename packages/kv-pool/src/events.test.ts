@@ -15,7 +15,15 @@ describe("KV events", () => {
     expect(m.takeEvents()).toEqual([]);
     m.commitComputed(seq, 8);
     expect(m.takeEvents()).toEqual([
-      { type: "stored", groupIndex: 0, parentHash: null, blocks: [{ blockHash: H0, tokensHash: H0 }, { blockHash: H1, tokensHash: T1 }] },
+      {
+        type: "stored",
+        groupIndex: 0,
+        parentHash: null,
+        blocks: [
+          { blockHash: H0, tokensHash: H0 },
+          { blockHash: H1, tokensHash: T1 },
+        ],
+      },
     ]);
     // Decode 4 output tokens [99, 100, 101, 102] one per step: block 2 fills at 12 tokens.
     let computed = 8;

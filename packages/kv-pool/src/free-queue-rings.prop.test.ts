@@ -128,7 +128,17 @@ type TableOp =
   | { readonly t: "state"; readonly i: number };
 
 const tableOpArb: fc.Arbitrary<TableOp> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ t: fc.constant("open" as const), g: fc.nat(1), base: fc.nat(1), prefix: fc.nat(400), cap: fc.oneof(fc.constant(1000), fc.nat(40), fc.nat(400)), twin: fc.boolean() }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      t: fc.constant("open" as const),
+      g: fc.nat(1),
+      base: fc.nat(1),
+      prefix: fc.nat(400),
+      cap: fc.oneof(fc.constant(1000), fc.nat(40), fc.nat(400)),
+      twin: fc.boolean(),
+    }),
+  },
   { weight: 5, arbitrary: fc.record({ t: fc.constant("grow" as const), i: fc.nat(), n: fc.oneof(fc.constant(1), fc.integer({ min: 16, max: 300 })) }) },
   { weight: 4, arbitrary: fc.record({ t: fc.constant("cache" as const), i: fc.nat(), k: fc.integer({ min: 1, max: 300 }), batched: fc.boolean() }) },
   { weight: 3, arbitrary: fc.record({ t: fc.constant("free" as const), i: fc.nat(), reopen: fc.boolean() }) },
@@ -188,7 +198,10 @@ function runTables(pages: number, ops: readonly TableOp[], sh: TableShapes): voi
   /** The table (serial) that last took each block (ids of the reference pool), to see evictions span freed tables. */
   const origin = new Map<number, number>();
   const take = (n: number, out: [number[], number[]], g: number, by: number): void => {
-    const front = ref.freeQueueOrder().slice(0, n).filter((b) => ref.isHashed(b));
+    const front = ref
+      .freeQueueOrder()
+      .slice(0, n)
+      .filter((b) => ref.isHashed(b));
     sh.evicted += front.length;
     if (new Set(front.map((b) => origin.get(b))).size >= 2) sh.evictionsAcrossTables++;
     if (front.length > 0) {
@@ -276,7 +289,8 @@ function runTables(pages: number, ops: readonly TableOp[], sh: TableShapes): voi
           else
             for (let i = t.cached; i < to; i++) {
               const b = blocks[i]!;
-              if (b !== NULL_BLOCK && !p.isHashed(b)) p.cacheBlockKey(b, t.g, keys[2 * (i - t.cached)]!, keys[2 * (i - t.cached) + 1]!, i === 0 ? NULL_BLOCK : blocks[i - 1]!);
+              if (b !== NULL_BLOCK && !p.isHashed(b))
+                p.cacheBlockKey(b, t.g, keys[2 * (i - t.cached)]!, keys[2 * (i - t.cached) + 1]!, i === 0 ? NULL_BLOCK : blocks[i - 1]!);
             }
         });
         compare(`cache ${t.serial} [${t.cached}, ${to}) ${op.batched}`);
@@ -341,7 +355,20 @@ function runTables(pages: number, ops: readonly TableOp[], sh: TableShapes): voi
 
 describe("block-runs harness: the pool's own calls on long block tables", () => {
   it("BlockPool and the reference pool agree after every call (long tables, shared prefixes, cut hits, windows, states)", () => {
-    const sh: TableShapes = { maxTable: 0, bigTakes: 0, takes1: 0, evicted: 0, evictedDup: 0, hitFromQueue: 0, hitShared: 0, hitCut: 0, evictionsAcrossTables: 0, windowFreed: 0, reopenHits: 0, stateCycles: 0 };
+    const sh: TableShapes = {
+      maxTable: 0,
+      bigTakes: 0,
+      takes1: 0,
+      evicted: 0,
+      evictedDup: 0,
+      hitFromQueue: 0,
+      hitShared: 0,
+      hitCut: 0,
+      evictionsAcrossTables: 0,
+      windowFreed: 0,
+      reopenHits: 0,
+      stateCycles: 0,
+    };
     fc.assert(
       fc.property(fc.integer({ min: 64, max: 400 }), fc.array(tableOpArb, { minLength: 40, maxLength: 150 }), (pages, ops) => {
         runTables(pages, ops, sh);

@@ -29,7 +29,12 @@ describe("source release (docs/rules/grouped-pd.md §3)", () => {
     // docs/rules/grouped-pd.md §2 table: every group has 2,176-token blocks; page 13,045,120 B.
     // (The fixture is built from that table, with prefill_checkpoint_blocks 1 on the KDA groups.)
     const profile = glmFlashProfile("0.32.0");
-    const m = new KvCacheManager({ numPages: 64, groups: poolGroupsForProfile(profile, engineSettings({ num_gpu_blocks: 64 })), enablePrefixCaching: true, vllmVersion: "0.32.0" });
+    const m = new KvCacheManager({
+      numPages: 64,
+      groups: poolGroupsForProfile(profile, engineSettings({ num_gpu_blocks: 64 })),
+      enablePrefixCaching: true,
+      vllmVersion: "0.32.0",
+    });
     // With checkpoint blocks on 0.32.0 a chunk that reaches the end of the prompt is not cut.
     expect(m.prefillChunking).toBe("whole_blocks_before_final");
     // The 8,192-token prompt backs off one token: the source computes T = 8,191.
@@ -113,8 +118,18 @@ describe("destination reservation and activation (docs/rules/grouped-pd.md §4)"
     // SW: in-window full blocks 60 and 61, parent = block 59. Mamba: 1000 is mid-block, nothing.
     const events = m.takeEvents();
     expect(events).toEqual([
-      { type: "stored", groupIndex: 0, parentHash: fresh[36]!.blockHash, blocks: fresh.slice(37, 62).map(({ blockHash, tokensHash }) => ({ blockHash, tokensHash })) },
-      { type: "stored", groupIndex: 1, parentHash: fresh[59]!.blockHash, blocks: fresh.slice(60, 62).map(({ blockHash, tokensHash }) => ({ blockHash, tokensHash })) },
+      {
+        type: "stored",
+        groupIndex: 0,
+        parentHash: fresh[36]!.blockHash,
+        blocks: fresh.slice(37, 62).map(({ blockHash, tokensHash }) => ({ blockHash, tokensHash })),
+      },
+      {
+        type: "stored",
+        groupIndex: 1,
+        parentHash: fresh[59]!.blockHash,
+        blocks: fresh.slice(60, 62).map(({ blockHash, tokensHash }) => ({ blockHash, tokensHash })),
+      },
     ]);
     // The one-token row (the last prompt token) needs no new block: cdiv(1001,16) = 63 everywhere.
     expect(m.pagesNeeded(dst, { computedTokens: 1000, newTokens: 1 })).toBe(0);

@@ -28,7 +28,7 @@ const pair = (a: bigint, b: bigint): bigint => {
 const refKey = (tokens: readonly number[]): bigint => {
   let acc = KEY_START;
   const t = (j: number): bigint => BigInt(tokens[j] ?? 0);
-  for (let j = 0; j < tokens.length; ) {
+  for (let j = 0; j < tokens.length;) {
     const v = tokens[j]!;
     let n = j;
     while (n < tokens.length && tokens[n] === v) n++;
@@ -93,10 +93,16 @@ describe("tokensKeyInto: the documented fold, read across a head that starts lat
     const u = [7, 8, 7, 7, 9, 9, 8, 9, 6, 5, 5, 6, 4, 4, 4, 4, 4, 0, 0, 0];
     const plainU: TokenSource = { head: Uint32Array.from(u), headStart: 0, headLength: u.length, tail: new Uint32Array(0) };
     for (let bs = 1; bs <= u.length; bs++) {
-      for (let start = 0; start + bs <= u.length; start++) expect(keyInto(plainU, start, bs), `u: bs ${bs} at ${start}`).toBe(refKey(u.slice(start, start + bs)));
+      for (let start = 0; start + bs <= u.length; start++)
+        expect(keyInto(plainU, start, bs), `u: bs ${bs} at ${start}`).toBe(refKey(u.slice(start, start + bs)));
     }
-    for (const [s0, h] of [[3, 9], [6, 15], [11, 20]] as const) {
-      for (let start = s0; start < u.length; start++) expect(keyInto(split(u, s0, h), start, u.length - start), `u: head [${s0}, ${h}) from ${start}`).toBe(refKey(u.slice(start)));
+    for (const [s0, h] of [
+      [3, 9],
+      [6, 15],
+      [11, 20],
+    ] as const) {
+      for (let start = s0; start < u.length; start++)
+        expect(keyInto(split(u, s0, h), start, u.length - start), `u: head [${s0}, ${h}) from ${start}`).toBe(refKey(u.slice(start)));
     }
     expect(refKey([0, 0, 0])).toBe(pair(KEY_START, 0n));
     expect(refKey([0, 0, 0, 0])).toBe(pair(KEY_START ^ ((RUN_HI << 32n) | 4n), RUN_LO));
@@ -122,7 +128,12 @@ describe("tokensKeyInto: the documented fold, read across a head that starts lat
     // Sizes that end a four-token step on each of its tokens, and one of two steps.
     for (const bs of [3, 4, 5, 6, 8]) {
       // Heads starting at 2 and 5, ending at 7, 8 and 11: blocks before, across and after the boundary.
-      for (const [s, h] of [[2, 7], [2, 8], [5, 11], [5, 8]] as const) {
+      for (const [s, h] of [
+        [2, 7],
+        [2, 8],
+        [5, 11],
+        [5, 8],
+      ] as const) {
         const src = split(t, s, h);
         for (let start = Math.ceil(s / bs) * bs; start + bs <= 24; start += bs) {
           expect(keyInto(src, start, bs), `bs ${bs} head [${s}, ${h}) block at ${start}`).toBe(refKey(t.slice(start, start + bs)));

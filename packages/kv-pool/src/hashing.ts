@@ -131,7 +131,14 @@ export class HashChain extends PackedHashView {
    * With `lookupKeys`, a block's tokens hash is `tokensKeyInto`'s (no native call): keys for a
    * pool that reports no KV events, equal exactly when the tokens are, like the real ones.
    */
-  extend(source: TokenSource, blockSize: number, numBlocks: number, parent: { chain: PackedHashView; index: number } | null, offset: number, lookupKeys = false): void {
+  extend(
+    source: TokenSource,
+    blockSize: number,
+    numBlocks: number,
+    parent: { chain: PackedHashView; index: number } | null,
+    offset: number,
+    lookupKeys = false,
+  ): void {
     // Stryker disable next-line EqualityOperator: KP-77
     if (numBlocks <= this.count) return;
     // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-78

@@ -53,11 +53,9 @@ describe("prefill chunks run unchanged to the prompt's end only when every Mamba
   it("one Mamba-type group with checkpoint blocks and one without: align_split", () => {
     // vLLM 0.32.0, caching on: group m1 takes 1 checkpoint block, m2 none. m2's state can be cached only at a
     // chunk end on a block boundary, so every chunk is still cut (align_split), not just the earlier ones.
-    const m = manager(10, [
-      group("full_attention", 16),
-      group("state", 16, { name: "m1", prefill_checkpoint_blocks: 1 }),
-      group("state", 16, { name: "m2" }),
-    ], { version: "0.32.0" });
+    const m = manager(10, [group("full_attention", 16), group("state", 16, { name: "m1", prefill_checkpoint_blocks: 1 }), group("state", 16, { name: "m2" })], {
+      version: "0.32.0",
+    });
     expect(m.prefillChunking).toBe("align_split");
   });
 });

@@ -20,7 +20,12 @@ interface Layout {
 const LAYOUTS: Layout[] = [
   {
     name: "full + SW + Mamba + ring",
-    groups: [group("full_attention", 4), group("sliding_window", 4, { window_tokens: 6 }), group("state", 4, { name: "mamba" }), group("state", 4, { name: "ring", prefix_cacheable: false })],
+    groups: [
+      group("full_attention", 4),
+      group("sliding_window", 4, { window_tokens: 6 }),
+      group("state", 4, { name: "mamba" }),
+      group("state", 4, { name: "ring", prefix_cacheable: false }),
+    ],
     caching: true,
     version: "0.31.0",
   },
@@ -35,10 +40,20 @@ const LAYOUTS: Layout[] = [
     caching: true,
     version: "0.32.0",
   },
-  { name: "full B4 + SW B8 (lcm 8)", groups: [group("full_attention", 4), group("sliding_window", 8, { window_tokens: 8 }), group("convolution", 4, { window_tokens: 3 })], caching: true, version: "0.31.0" },
+  {
+    name: "full B4 + SW B8 (lcm 8)",
+    groups: [group("full_attention", 4), group("sliding_window", 8, { window_tokens: 8 }), group("convolution", 4, { window_tokens: 3 })],
+    caching: true,
+    version: "0.31.0",
+  },
   { name: "full only, caching off", groups: [group("full_attention", 4)], caching: false, version: "0.31.0" },
   { name: "full only (runs of linked blocks)", groups: [group("full_attention", 4)], caching: true, version: "0.31.0" },
-  { name: "two full-attention groups of one spec (searched together)", groups: [group("full_attention", 4), group("full_attention", 4, { name: "fa2" })], caching: true, version: "0.31.0" },
+  {
+    name: "two full-attention groups of one spec (searched together)",
+    groups: [group("full_attention", 4), group("full_attention", 4, { name: "fa2" })],
+    caching: true,
+    version: "0.31.0",
+  },
   { name: "full + Mamba, caching off", groups: [group("full_attention", 4), group("state", 4, { name: "mamba" })], caching: false, version: "0.32.0" },
 ];
 
@@ -173,7 +188,11 @@ function run(layout: Layout, numPages: number, ops: readonly Op[], Manager: type
     }
     checkInvariants(m, layout, live);
   }
-  log.push(pool.freeQueueOrder().join(","), pool.cacheSnapshot().join(";"), JSON.stringify(m.takeEvents(), (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)));
+  log.push(
+    pool.freeQueueOrder().join(","),
+    pool.cacheSnapshot().join(";"),
+    JSON.stringify(m.takeEvents(), (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)),
+  );
   return log;
 }
 
@@ -369,11 +388,22 @@ const noShapes = (): Shapes => ({
 });
 
 /** Copies of each cached key, from a cache snapshot ("group:hash:id/id/..."). */
-const copiesOf = (pool: PoolOps): number[][] => pool.cacheSnapshot().map((e) => e.slice(e.lastIndexOf(":") + 1).split("/").map(Number));
+const copiesOf = (pool: PoolOps): number[][] =>
+  pool.cacheSnapshot().map((e) =>
+    e
+      .slice(e.lastIndexOf(":") + 1)
+      .split("/")
+      .map(Number),
+  );
 
 /** The reference pool, counting the shapes of the calls it serves (it changes nothing). */
 class CountingReferencePool extends ReferencePool {
-  constructor(numPages: number, numGroups: number, collectEvents: boolean, private readonly shapes: Shapes) {
+  constructor(
+    numPages: number,
+    numGroups: number,
+    collectEvents: boolean,
+    private readonly shapes: Shapes,
+  ) {
     super(numPages, numGroups, collectEvents);
   }
   override takeFreeInto(n: number, out: BlockTable, group = -1): void {
@@ -381,10 +411,16 @@ class CountingReferencePool extends ReferencePool {
     if (n === 1) s.takes1++;
     if (n >= 64) s.bigTakes++;
     s.maxTake = Math.max(s.maxTake, n);
-    const front = this.freeQueueOrder().slice(0, n).filter((b) => this.isHashed(b));
+    const front = this.freeQueueOrder()
+      .slice(0, n)
+      .filter((b) => this.isHashed(b));
     if (front.length > 0) {
       s.evicted += front.length;
-      const dup = new Set(copiesOf(this).filter((c) => c.length > 1).flat());
+      const dup = new Set(
+        copiesOf(this)
+          .filter((c) => c.length > 1)
+          .flat(),
+      );
       for (const b of front) if (dup.has(b)) s.evictedDup++;
     }
     super.takeFreeInto(n, out, group);
@@ -440,7 +476,14 @@ type LongOp =
 const longOpArb: fc.Arbitrary<LongOp> = fc.oneof(
   // salt 0: a suffix of the request's own; salt 1-2: a shared one (same base, prefix and suffix: the same prompt).
   { weight: 3, arbitrary: fc.record({ t: fc.constant("new" as const), base: fc.nat(1), prefix: fc.nat(1600), suffix: fc.nat(120), salt: fc.nat(2) }) },
-  { weight: 4, arbitrary: fc.record({ t: fc.constant("admit" as const), i: fc.nat(), chunk: fc.oneof(fc.integer({ min: 1, max: 16 }), fc.integer({ min: 256, max: 1600 })) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      t: fc.constant("admit" as const),
+      i: fc.nat(),
+      chunk: fc.oneof(fc.integer({ min: 1, max: 16 }), fc.integer({ min: 256, max: 1600 })),
+    }),
+  },
   { weight: 4, arbitrary: fc.record({ t: fc.constant("step" as const), i: fc.nat(), chunk: fc.integer({ min: 1, max: 800 }) }) },
   { weight: 3, arbitrary: fc.record({ t: fc.constant("decode" as const), i: fc.nat(), k: fc.integer({ min: 1, max: 24 }) }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant("free" as const), i: fc.nat() }) },
@@ -473,7 +516,15 @@ function lockstep(layout: Layout, numPages: number, ops: readonly LongOp[], coll
   let call = 0;
   const compare = (what: string): void => {
     call++;
-    const tables = (m: "a" | "r"): string => live.map((l) => `${l.a.id}=${tablesOf(l[m]).map((t) => t.join(".")).join("|")}`).join(" ");
+    const tables = (m: "a" | "r"): string =>
+      live
+        .map(
+          (l) =>
+            `${l.a.id}=${tablesOf(l[m])
+              .map((t) => t.join("."))
+              .join("|")}`,
+        )
+        .join(" ");
     const sa = { call, what, ...poolState(pa, true), events: eventsText(a.takeEvents()), tables: tables("a") };
     const sr = { call, what, ...poolState(pr, false), events: eventsText(r.takeEvents()), tables: tables("r") };
     expect(sa).toEqual(sr);
@@ -508,7 +559,15 @@ function lockstep(layout: Layout, numPages: number, ops: readonly LongOp[], coll
         const id = serial++;
         for (let i = 0; i < op.suffix || tokens.length < 2; i++) tokens.push(op.salt === 0 ? 1000 + id : 20 + op.salt * 5 + (i % 5));
         const prompt = createPromptTokens(Uint32Array.from(tokens));
-        live.push({ a: a.createSequence(`r${id}`, prompt), r: r.createSequence(`r${id}`, prompt), base: op.base, prefix: op.prefix, computed: 0, state: "waiting", preempted: false });
+        live.push({
+          a: a.createSequence(`r${id}`, prompt),
+          r: r.createSequence(`r${id}`, prompt),
+          base: op.base,
+          prefix: op.prefix,
+          computed: 0,
+          state: "waiting",
+          preempted: false,
+        });
         break;
       }
       case "admit": {

@@ -110,13 +110,36 @@ describe("T3 test_prefill_hybrid_model (21 pages, B 16; full, SW 32, SW 32)", ()
 
   // Hidden entries (hash index h in group g); expected hit for the 53-token prompt, in blocks.
   const cases: [string, [number, number][], number][] = [
-    ["h0 in g1 and g2", [[0, 1], [0, 2]], 3],
+    [
+      "h0 in g1 and g2",
+      [
+        [0, 1],
+        [0, 2],
+      ],
+      3,
+    ],
     ["h0 in g0", [[0, 0]], 0],
-    ["h2 in every group", [[2, 0], [2, 1], [2, 2]], 2],
+    [
+      "h2 in every group",
+      [
+        [2, 0],
+        [2, 1],
+        [2, 2],
+      ],
+      2,
+    ],
     ["h2 in g0", [[2, 0]], 2],
     ["h2 in g1", [[2, 1]], 2],
     ["h2 in g2", [[2, 2]], 2],
-    ["h2 in g0 plus h0 in g1 and g2", [[2, 0], [0, 1], [0, 2]], 0],
+    [
+      "h2 in g0 plus h0 in g1 and g2",
+      [
+        [2, 0],
+        [0, 1],
+        [0, 2],
+      ],
+      0,
+    ],
   ];
   it.each(cases)("hiding %s gives a hit of %#", (_name, hidden, blocks) => {
     const { m } = setup();

@@ -64,7 +64,6 @@ interface HitType {
   readonly fullAttention: boolean;
 }
 
-
 /** True when a reservation plan holds a hit block (an entry above NULL_BLOCK; FRESH is below it). */
 function holdsHitBlock(plan: readonly number[]): boolean {
   for (const b of plan) if (b > NULL_BLOCK) return true;
@@ -302,7 +301,13 @@ export class KvCacheManager implements KvCacheManagerApi {
       const st = s.groups[g]!;
       // An untracked sequence holds no block (a reserved one was refused above): nothing to skip.
       releasable += m.releasableSkipped(st, computed);
-      need += m.numBlocksToAllocate(st, s.tracked, lookahead === 0 || m instanceof MambaManager ? total : total + lookahead, hit?.blocks[g] ?? NO_BLOCKS, computed);
+      need += m.numBlocksToAllocate(
+        st,
+        s.tracked,
+        lookahead === 0 || m instanceof MambaManager ? total : total + lookahead,
+        hit?.blocks[g] ?? NO_BLOCKS,
+        computed,
+      );
       // Surviving mutants: KP-106 (MUTANTS.md).
       if (m instanceof MambaManager) {
         // Only counted here: a plan may be refused or only asked for its pages (a waiting head is
@@ -381,7 +386,13 @@ export class KvCacheManager implements KvCacheManagerApi {
   advanceQuietDecode(seq: KvSequence, computedTokens: number): void {
     const s = this.own(seq);
     if (!s.tracked || computedTokens > s.numTokens || computedTokens < s.allocatedTokens) {
-      throw rangeFailure("sequence {0}: cannot advance a quiet decode to {1} tokens (allocated {2} of {3})", s.id, computedTokens, s.allocatedTokens, s.numTokens);
+      throw rangeFailure(
+        "sequence {0}: cannot advance a quiet decode to {1} tokens (allocated {2} of {3})",
+        s.id,
+        computedTokens,
+        s.allocatedTokens,
+        s.numTokens,
+      );
     }
     s.allocatedTokens = computedTokens;
   }

@@ -49,12 +49,18 @@ describe("KvCacheManager call refusals", () => {
     expect(hit.tokens).toBe(8);
     // The same hit handed to another manager's sequence.
     const ob = seqOf(other, "ob", range(0, 10));
-    expect(() => other.allocateSlots(ob, { computedTokens: 0, newTokens: 2, hit })).toThrow(new Error("a prefix hit must come from this manager's findPrefixHit"));
+    expect(() => other.allocateSlots(ob, { computedTokens: 0, newTokens: 2, hit })).toThrow(
+      new Error("a prefix hit must come from this manager's findPrefixHit"),
+    );
     // A look-alike object is refused too.
-    expect(() => m.allocateSlots(b, { computedTokens: 0, newTokens: 2, hit: { tokens: 8 } })).toThrow(new Error("a prefix hit must come from this manager's findPrefixHit"));
+    expect(() => m.allocateSlots(b, { computedTokens: 0, newTokens: 2, hit: { tokens: 8 } })).toThrow(
+      new Error("a prefix hit must come from this manager's findPrefixHit"),
+    );
     // a already holds blocks: a hit is refused at its later steps.
     a.appendToken(50);
-    expect(() => m.allocateSlots(a, { computedTokens: 9, newTokens: 1, hit })).toThrow(new Error("sequence a already holds blocks: a hit is taken only at first admission"));
+    expect(() => m.allocateSlots(a, { computedTokens: 9, newTokens: 1, hit })).toThrow(
+      new Error("sequence a already holds blocks: a hit is taken only at first admission"),
+    );
     // A hit of 0 tokens is no hit, whoever made it.
     expect(m.allocateSlots(b, { computedTokens: 0, newTokens: 10, hit: other.findPrefixHit(ob) })).toBe(true);
   });
@@ -63,8 +69,12 @@ describe("KvCacheManager call refusals", () => {
     const m = manager(8, [FA4]);
     const s = seqOf(m, "s", range(0, 8));
     expect(m.allocateSlots(s, { computedTokens: 0, newTokens: 5 })).toBe(true);
-    expect(() => { m.commitComputed(s, 6); }).toThrow(new RangeError("sequence s: 6 computed exceeds the 5 allocated"));
-    expect(() => { m.commitComputed(s, -1); }).toThrow(new RangeError("computedTokens must be an integer >= 0, got -1"));
+    expect(() => {
+      m.commitComputed(s, 6);
+    }).toThrow(new RangeError("sequence s: 6 computed exceeds the 5 allocated"));
+    expect(() => {
+      m.commitComputed(s, -1);
+    }).toThrow(new RangeError("computedTokens must be an integer >= 0, got -1"));
     m.commitComputed(s, 5); // 5 = 5 is allowed
   });
 
@@ -76,10 +86,16 @@ describe("KvCacheManager call refusals", () => {
     // 8 tokens: cdiv(8, 4) = 2 fresh pages.
     expect(m.reserveDestination(s, 8)).toEqual({ hitTokens: 0, missingFullAttentionBlocks: 2, reservedPages: 2 });
     expect(() => m.reserveDestination(s, 8)).toThrow(new Error("sequence s already holds blocks on this rank"));
-    expect(() => m.allocateSlots(s, { computedTokens: 8, newTokens: 1 })).toThrow(new Error("sequence s has a pending destination reservation: activate it first"));
-    expect(() => { m.activateDestination(s, 4); }).toThrow(new Error("sequence s: no reservation of 4 tokens to activate (reserved: 8)"));
+    expect(() => m.allocateSlots(s, { computedTokens: 8, newTokens: 1 })).toThrow(
+      new Error("sequence s has a pending destination reservation: activate it first"),
+    );
+    expect(() => {
+      m.activateDestination(s, 4);
+    }).toThrow(new Error("sequence s: no reservation of 4 tokens to activate (reserved: 8)"));
     m.activateDestination(s, 8);
-    expect(() => { m.activateDestination(s, 8); }).toThrow(new Error("sequence s: no reservation of 8 tokens to activate (reserved: -1)"));
+    expect(() => {
+      m.activateDestination(s, 8);
+    }).toThrow(new Error("sequence s: no reservation of 8 tokens to activate (reserved: -1)"));
     // A running sequence cannot reserve either.
     expect(() => m.reserveDestination(s, 8)).toThrow(new Error("sequence s already holds blocks on this rank"));
   });

@@ -26,7 +26,15 @@ describe("KV events of a Mamba-type state: a cached state names the block before
     m.commitComputed(seq, 8);
     expect(m.takeEvents()).toEqual([
       // Full attention: blocks 0 and 1 in one run from the start of the sequence.
-      { type: "stored", groupIndex: 0, parentHash: null, blocks: [{ blockHash: H0, tokensHash: H0 }, { blockHash: H1, tokensHash: T1 }] },
+      {
+        type: "stored",
+        groupIndex: 0,
+        parentHash: null,
+        blocks: [
+          { blockHash: H0, tokensHash: H0 },
+          { blockHash: H1, tokensHash: T1 },
+        ],
+      },
       // State: 8 = 2 x 4 ends block 1, so the running state is cached under block 1's hash; the
       // block before it is block 0 (H0).
       { type: "stored", groupIndex: 1, parentHash: H0, blocks: [{ blockHash: H1, tokensHash: T1 }] },

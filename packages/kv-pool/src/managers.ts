@@ -174,7 +174,9 @@ function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, s
 function cacheOne(pool: PoolOps, groupIndex: number, block: number, index: number, hashes: BlockHashView): void {
   // A duplicate copy (cacheBlockKey false) emits nothing, events on or off (manager-caching-and-hits.test.ts).
   if (pool.cacheBlockKey(block, groupIndex, blockHashHi(hashes, index), blockHashLo(hashes, index), NULL_BLOCK) && pool.collectsEvents) {
-    pool.emitStored(groupIndex, index === 0 ? null : hashes.blockHash(index - 1), [{ blockHash: hashes.blockHash(index), tokensHash: hashes.tokensHash(index) }]);
+    pool.emitStored(groupIndex, index === 0 ? null : hashes.blockHash(index - 1), [
+      { blockHash: hashes.blockHash(index), tokensHash: hashes.tokensHash(index) },
+    ]);
   }
 }
 

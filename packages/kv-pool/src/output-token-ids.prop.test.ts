@@ -19,7 +19,16 @@ type Op =
   | { readonly t: "free"; readonly i: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ t: fc.constant("start" as const), i: fc.nat(2), tokens: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 14 }), path: fc.boolean(), seed: fc.integer({ min: 0, max: 3 }) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant("start" as const),
+      i: fc.nat(2),
+      tokens: fc.array(fc.integer({ min: 1, max: 3 }), { minLength: 1, maxLength: 14 }),
+      path: fc.boolean(),
+      seed: fc.integer({ min: 0, max: 3 }),
+    }),
+  },
   { weight: 5, arbitrary: fc.record({ t: fc.constant("step" as const), i: fc.nat(2), n: fc.integer({ min: 1, max: 9 }) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant("free" as const), i: fc.nat(2) }) },
 );
@@ -44,7 +53,8 @@ describe("outputTokenIds against appendToken", () => {
               gen.free(s.g);
               twin.free(s.e);
             }
-            const prompt = () => (op.path ? createPathPrompt(Uint32Array.from(op.tokens), op.tokens.length * 2 - 1, 2) : createPromptTokens(Uint32Array.from(op.tokens)));
+            const prompt = () =>
+              op.path ? createPathPrompt(Uint32Array.from(op.tokens), op.tokens.length * 2 - 1, 2) : createPromptTokens(Uint32Array.from(op.tokens));
             const id = `r${n++}`;
             const seed = op.seed;
             slots[op.i] = { g: gen.createSequence(id, prompt(), (k) => idOf(seed, k)), e: twin.createSequence(id, prompt()), seed, computed: 0 };

@@ -109,14 +109,20 @@ describe("outputTokenIds", () => {
   it("refuses the other way of appending, bad counts, and ids that are not u32", () => {
     const m = manager(8, [group("full_attention", 4)]);
     const gen = m.createSequence("g", createPromptTokens(Uint32Array.of(1)), (k) => k);
-    expect(() => { gen.appendToken(5); }).toThrow(new Error("sequence g takes its outputs from its output token ids: append them with appendOutputs"));
+    expect(() => {
+      gen.appendToken(5);
+    }).toThrow(new Error("sequence g takes its outputs from its output token ids: append them with appendOutputs"));
     for (const bad of [-1, 1.5, Number.NaN, Infinity]) {
-      expect(() => { gen.appendOutputs(bad); }).toThrow(new RangeError(`output count ${bad} is not a non-negative integer`));
+      expect(() => {
+        gen.appendOutputs(bad);
+      }).toThrow(new RangeError(`output count ${bad} is not a non-negative integer`));
     }
     gen.appendOutputs(0);
     expect(gen.numTokens).toBe(1);
     const plain = seqOf(m, "p", [1]);
-    expect(() => { plain.appendOutputs(1); }).toThrow(new Error("sequence p has no output token ids: append its tokens with appendToken"));
+    expect(() => {
+      plain.appendOutputs(1);
+    }).toThrow(new Error("sequence p has no output token ids: append its tokens with appendToken"));
     for (const bad of [2 ** 32, -1, 0.5, Number.NaN]) {
       const m2 = manager(8, [group("full_attention", 4)]);
       const s = m2.createSequence("s", createPromptTokens(Uint32Array.of(1, 2, 3)), (k) => (k === 0 ? bad : k));

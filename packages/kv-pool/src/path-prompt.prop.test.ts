@@ -33,7 +33,12 @@ describe("path keys of a path prompt", () => {
   });
 });
 
-type Op = { t: "new"; path: { ids: number[]; cut: number } } | { t: "admit"; i: number; chunk: number } | { t: "step"; i: number } | { t: "free"; i: number } | { t: "preempt"; i: number };
+type Op =
+  | { t: "new"; path: { ids: number[]; cut: number } }
+  | { t: "admit"; i: number; chunk: number }
+  | { t: "step"; i: number }
+  | { t: "free"; i: number }
+  | { t: "preempt"; i: number };
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ t: fc.constant("new" as const), path: pathArb }) },
   { weight: 3, arbitrary: fc.record({ t: fc.constant("admit" as const), i: fc.nat(), chunk: fc.integer({ min: 1, max: 24 }) }) },
@@ -111,7 +116,14 @@ function run(groups: CacheGroup[], pages: number, ops: readonly Op[], events: bo
     for (const l of live) log.push(JSON.stringify(tablesOf(l.seq)));
   }
   const pool = poolOf(m);
-  log.push(pool.freeQueueOrder().join(","), pool.cacheSnapshot().map((k) => k.replace(/:\d+:/, ":")).sort().join(";"));
+  log.push(
+    pool.freeQueueOrder().join(","),
+    pool
+      .cacheSnapshot()
+      .map((k) => k.replace(/:\d+:/, ":"))
+      .sort()
+      .join(";"),
+  );
   if (events) log.push(JSON.stringify(m.takeEvents(), (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v)));
   return log;
 }

@@ -62,7 +62,9 @@ describe("token prompts: chains per block size", () => {
     // 0 and the length itself are fine.
     expect(createPromptTokens(Uint32Array.from([1]), { hashes, tokens: 0 }).length).toBe(1);
     expect(createPromptTokens(Uint32Array.from([1]), { hashes, tokens: 1 }).length).toBe(1);
-    expect(() => createPromptTokens(Uint32Array.from([1]), { hashes: { kind: "prompt-hashes" }, tokens: 0 })).toThrow(/shared.hashes must come from promptHashes\(\)/);
+    expect(() => createPromptTokens(Uint32Array.from([1]), { hashes: { kind: "prompt-hashes" }, tokens: 0 })).toThrow(
+      /shared.hashes must come from promptHashes\(\)/,
+    );
   });
 
   it("promptPrefix refuses counts outside 0..length", () => {

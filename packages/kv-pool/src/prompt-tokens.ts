@@ -13,9 +13,7 @@ class PromptHashesImpl implements PromptHashes {
 }
 
 /** Where a prompt's leading hashes may come from instead of being computed. */
-type Source =
-  | { readonly kind: "shared"; readonly hashes: PromptHashesImpl; readonly tokens: number }
-  | { readonly kind: "prefix"; readonly of: PromptBase };
+type Source = { readonly kind: "shared"; readonly hashes: PromptHashesImpl; readonly tokens: number } | { readonly kind: "prefix"; readonly of: PromptBase };
 
 /** What the pool needs of a prompt: its length, its real chains and its lookup keys. */
 export abstract class PromptBase implements PromptTokens {

@@ -161,8 +161,12 @@ describe("advanceQuietDecode: skipping the quiet steps", () => {
     // alone, 8 - 7 = 1, would say 1).
     expect(m.quietDecodeSteps(seq, 7)).toBe(0);
     // Outside [allocated, length] = [5, 8] is refused.
-    expect(() => { m.advanceQuietDecode(seq, 4); }).toThrow(new RangeError("sequence a: cannot advance a quiet decode to 4 tokens (allocated 5 of 8)"));
-    expect(() => { m.advanceQuietDecode(seq, 9); }).toThrow(new RangeError("sequence a: cannot advance a quiet decode to 9 tokens (allocated 5 of 8)"));
+    expect(() => {
+      m.advanceQuietDecode(seq, 4);
+    }).toThrow(new RangeError("sequence a: cannot advance a quiet decode to 4 tokens (allocated 5 of 8)"));
+    expect(() => {
+      m.advanceQuietDecode(seq, 9);
+    }).toThrow(new RangeError("sequence a: cannot advance a quiet decode to 9 tokens (allocated 5 of 8)"));
     m.advanceQuietDecode(seq, 7);
     expect(m.quietDecodeSteps(seq, 7)).toBe(1);
     // Both ends of the range are allowed: the current allocation again, and the whole sequence.
@@ -178,7 +182,9 @@ describe("advanceQuietDecode: skipping the quiet steps", () => {
   it("refuses a sequence that holds no blocks", () => {
     const m = manager(20, [group("full_attention", 4)]);
     const seq = seqOf(m, "b", range(0, 3));
-    expect(() => { m.advanceQuietDecode(seq, 0); }).toThrow(new RangeError("sequence b: cannot advance a quiet decode to 0 tokens (allocated 0 of 3)"));
+    expect(() => {
+      m.advanceQuietDecode(seq, 0);
+    }).toThrow(new RangeError("sequence b: cannot advance a quiet decode to 0 tokens (allocated 0 of 3)"));
   });
 });
 

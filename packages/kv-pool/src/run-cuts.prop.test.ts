@@ -35,7 +35,16 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ t: fc.constant("cache" as const), i: fc.nat(5), k: fc.integer({ min: 1, max: 80 }), batched: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant("cacheOne" as const), i: fc.nat(5), at: fc.nat(), g: fc.nat(1) }) },
   { weight: 3, arbitrary: fc.record({ t: fc.constant("freeAll" as const), i: fc.nat(5) }) },
-  { weight: 2, arbitrary: fc.record({ t: fc.constant("freePart" as const), i: fc.nat(5), from: fc.nat(), len: fc.integer({ min: 1, max: 40 }), order: fc.constantFrom("reversed" as const, "ascending" as const, "shuffled" as const) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      t: fc.constant("freePart" as const),
+      i: fc.nat(5),
+      from: fc.nat(),
+      len: fc.integer({ min: 1, max: 40 }),
+      order: fc.constantFrom("reversed" as const, "ascending" as const, "shuffled" as const),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ t: fc.constant("hitQueue" as const), from: fc.nat(), len: fc.integer({ min: 1, max: 60 }), tableOrder: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ t: fc.constant("share" as const), i: fc.nat(5), from: fc.nat(), len: fc.integer({ min: 1, max: 60 }) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant("uncache" as const), pick: fc.nat() }) },
@@ -112,7 +121,10 @@ function run(pages: number, ops: readonly Op[], sh: Shapes): void {
         const cacheIt: boolean[] = [];
         for (let i = t.cached; i < to; i++) {
           const b = rb[i]!;
-          const parentOk = !linked || i === 0 || (rb[i - 1] !== NULL_BLOCK && (cacheIt[i - 1 - t.cached] === true || ref.holdsKey(rb[i - 1]!, t.g, ...keyOf(t.serial, i - 1))));
+          const parentOk =
+            !linked ||
+            i === 0 ||
+            (rb[i - 1] !== NULL_BLOCK && (cacheIt[i - 1 - t.cached] === true || ref.holdsKey(rb[i - 1]!, t.g, ...keyOf(t.serial, i - 1))));
           cacheIt.push(b !== NULL_BLOCK && !ref.isHashed(b) && parentOk);
         }
         const batched = op.batched && cacheIt.every((c, j) => c || rb[t.cached + j] === NULL_BLOCK || ref.isHashed(rb[t.cached + j]!));
@@ -121,7 +133,8 @@ function run(pages: number, ops: readonly Op[], sh: Shapes): void {
           if (batched) p.cacheTableRun(tableOf(blocks), t.cached, to, t.g, keys);
           else
             for (let i = t.cached; i < to; i++) {
-              if (cacheIt[i - t.cached] === true) p.cacheBlockKey(blocks[i]!, t.g, keys[2 * (i - t.cached)]!, keys[2 * (i - t.cached) + 1]!, i === 0 || !linked ? NULL_BLOCK : blocks[i - 1]!);
+              if (cacheIt[i - t.cached] === true)
+                p.cacheBlockKey(blocks[i]!, t.g, keys[2 * (i - t.cached)]!, keys[2 * (i - t.cached) + 1]!, i === 0 || !linked ? NULL_BLOCK : blocks[i - 1]!);
             }
         });
         compare(`cache ${t.serial} [${t.cached}, ${to}) ${batched}`);
@@ -217,7 +230,13 @@ function run(pages: number, ops: readonly Op[], sh: Shapes): void {
         if (hashed.length === 0) break;
         const b = hashed[op.pick % hashed.length]!;
         // The key and group of block b: the snapshot entry listing it among its copies.
-        const entry = ref.cacheSnapshot().find((e) => e.slice(e.lastIndexOf(":") + 1).split("/").map(Number).includes(b))!;
+        const entry = ref.cacheSnapshot().find((e) =>
+          e
+            .slice(e.lastIndexOf(":") + 1)
+            .split("/")
+            .map(Number)
+            .includes(b),
+        )!;
         const [g, h] = entry.split(":");
         sh.uncached++;
         pools.forEach((p) => {

@@ -92,7 +92,9 @@ describe("a sequence freed and admitted again", () => {
     m.free(a); // tail first: 3 (unhashed) to the front, 2 and 1 (hashed) to the back
     expect(pool.freeQueueOrder()).toEqual([3, 4, 5, 6, 7, 2, 1]);
     // Nothing is allocated to a freed sequence: a commit of its 9 tokens is refused.
-    expect(() => { m.commitComputed(a, 9); }).toThrow(new RangeError("sequence a: 9 computed exceeds the 0 allocated"));
+    expect(() => {
+      m.commitComputed(a, 9);
+    }).toThrow(new RangeError("sequence a: 9 computed exceeds the 0 allocated"));
     // Its hit: at most 9 - 1 = 8 tokens, floor(8 / 4) = 2 blocks, both still cached.
     const hit = m.findPrefixHit(a);
     expect(hit.tokens).toBe(8);

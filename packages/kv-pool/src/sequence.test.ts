@@ -15,7 +15,9 @@ describe("appendToken", () => {
     seq.appendToken(0xffffffff);
     expect(seq.numTokens).toBe(3); // 1 prompt + 2 outputs
     for (const bad of [-1, 2 ** 32, 1.5, Number.NaN]) {
-      expect(() => { seq.appendToken(bad); }).toThrow(new RangeError(`token id ${bad} is not a u32`));
+      expect(() => {
+        seq.appendToken(bad);
+      }).toThrow(new RangeError(`token id ${bad} is not a u32`));
     }
     expect(seq.numTokens).toBe(3);
   });

@@ -38,7 +38,15 @@ export function propRuns(n: number): number {
 
 /** A group for tests; the byte and layer fields are informational for the pool. */
 export function group(kind: CacheGroup["kind"], blockSize: number, extra: Partial<CacheGroup> = {}): CacheGroup {
-  return { name: `${kind}-${blockSize}-${extra.window_tokens ?? 0}`, kind, num_layers: 1, block_size_tokens: blockSize, prefix_cacheable: true, transfer_bytes_per_block: 1, ...extra };
+  return {
+    name: `${kind}-${blockSize}-${extra.window_tokens ?? 0}`,
+    kind,
+    num_layers: 1,
+    block_size_tokens: blockSize,
+    prefix_cacheable: true,
+    transfer_bytes_per_block: 1,
+    ...extra,
+  };
 }
 
 export function manager(numPages: number, groups: CacheGroup[], opts: { caching?: boolean; version?: string; events?: boolean } = {}): KvCacheManager {

@@ -3,7 +3,6 @@ import { describe, expect, it } from "vitest";
 import { nativePairHash as native, jsPairHash as ours, propRuns } from "./test-helpers.js";
 import { mulHigh32 } from "./xxh3-pair.js";
 
-
 describe("mulHigh32 (property)", () => {
   it("agrees with BigInt multiplication on random u32 pairs", () => {
     fc.assert(

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { nativePairHash as native, jsPairHash as ours } from "./test-helpers.js";
 import { mulHigh32 } from "./xxh3-pair.js";
 
-
 describe("mulHigh32", () => {
   it("is the high word of the 64-bit product", () => {
     // (2^32 - 1)^2 = 2^64 - 2^33 + 1 = 0xFFFFFFFE_00000001: high word 0xFFFFFFFE.

@@ -40,7 +40,8 @@ export function parseBandwidth(text: string): { readonly ok: true; readonly byte
   const bitsUnit = BITS_UNIT.exec(unit);
   if (bytesUnit !== null) perSecond = value * BYTE_PREFIX[bytesUnit[1] ?? ""]!;
   else if (bitsUnit !== null) perSecond = (value * BIT_PREFIX[bitsUnit[1] ?? ""]!) / 8;
-  else if (/^[kMGT]?b$/.test(unit)) return fail(`${JSON.stringify(text)} is ambiguous next to ${unit.toUpperCase()}/s: spell bits as ${unit.slice(0, -1)}bit/s`);
+  else if (/^[kMGT]?b$/.test(unit))
+    return fail(`${JSON.stringify(text)} is ambiguous next to ${unit.toUpperCase()}/s: spell bits as ${unit.slice(0, -1)}bit/s`);
   else return fail(`${JSON.stringify(text)} has an unknown unit ${JSON.stringify(`${unit}/s`)}: ${EXAMPLE}`);
   if (!Number.isFinite(perSecond)) return fail(`${JSON.stringify(text)} is not a finite bandwidth`);
   if (perSecond < MIN_BYTES_PER_S || perSecond > MAX_BYTES_PER_S) {

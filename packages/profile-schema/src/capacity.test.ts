@@ -82,7 +82,10 @@ describe("kvCapacity", () => {
         { name: "sw1", kind: "sliding_window", num_layers: 8, block_size_tokens: 32, window_tokens: 1024 },
       ],
     });
-    const r = kvCapacity(bare, engineSettings({ gpu_memory_gib: 40, gpu_memory_utilization: 0.5, weights_gib: 10, activation_peak_gib: 1.5, cuda_graph_memory_gib: 0 }));
+    const r = kvCapacity(
+      bare,
+      engineSettings({ gpu_memory_gib: 40, gpu_memory_utilization: 0.5, weights_gib: 10, activation_peak_gib: 1.5, cuda_graph_memory_gib: 0 }),
+    );
     if (!r.ok) throw new Error(JSON.stringify(r.issues));
     // requested = 40 GiB x 0.5 = 20 GiB; KV = 20 - 10 - 1.5 - 0 = 8.5 GiB = 9,126,805,504 bytes
     // pages = 8.5 GiB / 1 MiB = 8,704; tokens = floor(8,704 / 3 groups) x 16 (the smallest block) = 2,901 x 16

@@ -54,8 +54,7 @@ export interface KvCapacity {
 export type KvCapacityResult = { readonly ok: true; readonly capacity: KvCapacity } | { readonly ok: false; readonly issues: readonly InputIssue[] };
 
 export type EngineResolution =
-  | { readonly ok: true; readonly settings: EngineSettings; readonly capacity?: KvCapacity }
-  | { readonly ok: false; readonly issues: readonly InputIssue[] };
+  { readonly ok: true; readonly settings: EngineSettings; readonly capacity?: KvCapacity } | { readonly ok: false; readonly issues: readonly InputIssue[] };
 
 /** True when the engine sizes its pool from GPU memory (it names a GPU or its memory). */
 export const sizesFromGpuMemory = (engine: EngineOverrides): boolean => engine.gpu !== undefined || engine.gpu_memory_gib !== undefined;
@@ -114,7 +113,11 @@ export function kvCapacity(profile: Profile, engine: EngineSettings): KvCapacity
     activation = engine.max_num_batched_tokens * memory.activation_bytes_per_token + rows * memory.sampler_bytes_per_sequence;
     nonTorch = NON_TORCH_ESTIMATE_BYTES + (profile.tensor_parallel_size > 1 ? NON_TORCH_TP_ESTIMATE_BYTES : 0);
     estimated.push("activation", "non_torch");
-  } else add("activation_peak_gib", `is needed: profile ${profile.model} has no memory section to estimate the activation peak from (kvsim profile from-hf writes it)`);
+  } else
+    add(
+      "activation_peak_gib",
+      `is needed: profile ${profile.model} has no memory section to estimate the activation peak from (kvsim profile from-hf writes it)`,
+    );
 
   let cudaGraph: number;
   if (engine.cuda_graph_memory_gib !== undefined) cudaGraph = Math.round(engine.cuda_graph_memory_gib * GIB);
@@ -142,10 +145,18 @@ export function kvCapacity(profile: Profile, engine: EngineSettings): KvCapacity
   const blocks = kvBytes > 0 ? Math.floor(kvBytes / page) : 0;
   if (blocks < 2) {
     const terms = `${gibText(requested)} usable (${gibText(total)} x ${utilization}) - ${gibText(weights)} weights - ${gibText(activation + nonTorch)} activations - ${gibText(cudaGraph)} CUDA graphs = ${gibText(kvBytes)}`;
-    return { ok: false, issues: [{ path: engine.gpu !== undefined ? "gpu" : "gpu_memory_gib", message: `leaves no room for the KV cache: ${terms}, less than 2 pages of ${page} bytes` }] };
+    return {
+      ok: false,
+      issues: [
+        { path: engine.gpu !== undefined ? "gpu" : "gpu_memory_gib", message: `leaves no room for the KV cache: ${terms}, less than 2 pages of ${page} bytes` },
+      ],
+    };
   }
   if (blocks > MAX_PAGES_PER_RANK) {
-    return { ok: false, issues: [{ path: "gpu_memory_gib", message: `gives ${blocks} pages of ${page} bytes, more than the ${MAX_PAGES_PER_RANK} (2^24) a rank may have` }] };
+    return {
+      ok: false,
+      issues: [{ path: "gpu_memory_gib", message: `gives ${blocks} pages of ${page} bytes, more than the ${MAX_PAGES_PER_RANK} (2^24) a rank may have` }],
+    };
   }
   return {
     ok: true,
@@ -180,7 +191,10 @@ export function resolveEngine(profile: Profile, overrides: EngineOverrides = {})
   if (!sizesFromGpuMemory(overrides)) {
     const stray = MEMORY_ONLY_FIELDS.filter((f) => overrides[f] !== undefined);
     if (stray.length === 0) return { ok: true, settings };
-    return { ok: false, issues: stray.map((f) => ({ path: f, message: "sizes the KV cache from GPU memory, which needs gpu or gpu_memory_gib (or give num_gpu_blocks)" })) };
+    return {
+      ok: false,
+      issues: stray.map((f) => ({ path: f, message: "sizes the KV cache from GPU memory, which needs gpu or gpu_memory_gib (or give num_gpu_blocks)" })),
+    };
   }
   const result = kvCapacity(profile, settings);
   if (!result.ok) return result;

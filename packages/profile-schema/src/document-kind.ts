@@ -63,14 +63,19 @@ export function documentKindIssue(value: unknown, expected: DocumentKind | "eith
     return { path: "", message: "has both schema_version (a profile) and version (a spec); keep the one it is" };
   }
   if (kind === undefined) {
-    if (trace !== undefined) return { path: "", message: `expected ${want}, but this is ${trace}; a trace is checked through the spec that names it (workload.trace)` };
+    if (trace !== undefined)
+      return { path: "", message: `expected ${want}, but this is ${trace}; a trace is checked through the spec that names it (workload.trace)` };
     // A spec or profile that lost its marker: its schema names what is missing, as replay would.
-    if (expected === "either" && likelyKind(value) === undefined) return { path: "", message: "is neither a profile (it has no schema_version) nor a spec (it has no version)" };
+    if (expected === "either" && likelyKind(value) === undefined)
+      return { path: "", message: "is neither a profile (it has no schema_version) nor a spec (it has no version)" };
     return undefined;
   }
   if (expected === "either" || kind === expected) return undefined;
   return kind === "profile"
-    ? { path: "", message: "this is a profile (it has schema_version), not a spec; a spec has version: 1 and names its profile, e.g. profile: ./this-file.json" }
+    ? {
+        path: "",
+        message: "this is a profile (it has schema_version), not a spec; a spec has version: 1 and names its profile, e.g. profile: ./this-file.json",
+      }
     : { path: "", message: "this is a spec (it has version), not a profile; a profile has schema_version: 1 (the spec names its profile under profile:)" };
 }
 

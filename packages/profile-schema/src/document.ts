@@ -257,7 +257,11 @@ function aliasIssue(doc: Document, error: Error, at: (offset: number) => { line:
     },
   });
   if (unresolved !== undefined) {
-    return { path: "", message: `the alias *${unresolved.name} refers to no anchor (an anchor &${unresolved.name} must come before it)`, ...at(unresolved.offset) };
+    return {
+      path: "",
+      message: `the alias *${unresolved.name} refers to no anchor (an anchor &${unresolved.name} must come before it)`,
+      ...at(unresolved.offset),
+    };
   }
   const why = error instanceof RangeError ? "nest a value too deeply" : `expand to more than ${MAX_YAML_ALIASES} copies`;
   return { path: "", message: `the YAML aliases ${why} (an alias bomb?); write the values out instead`, ...(first === undefined ? {} : at(first)) };
@@ -312,7 +316,11 @@ export function parseDocumentText(text: string, file: string, format: DocumentFo
     const trace = traceLike(text);
     if (trace === undefined) return;
     throw new InputError(file, [
-      { path: "", message: `expected one JSON or YAML document (a profile or a spec), but this is ${trace}; a trace is checked through the spec that names it (workload.trace)`, line: 1 },
+      {
+        path: "",
+        message: `expected one JSON or YAML document (a profile or a spec), but this is ${trace}; a trace is checked through the spec that names it (workload.trace)`,
+        line: 1,
+      },
     ]);
   };
   let doc: LocatedDocument;
@@ -329,7 +337,7 @@ export function parseDocumentText(text: string, file: string, format: DocumentFo
 /** "a JSON Lines trace" or "an Azure CSV trace" when the text looks like one, else undefined. */
 function traceLike(text: string): string | undefined {
   const lines: string[] = [];
-  for (let start = 0; start < text.length && lines.length < 2; ) {
+  for (let start = 0; start < text.length && lines.length < 2;) {
     const end = text.indexOf("\n", start);
     const line = text.slice(start, end === -1 ? text.length : end).trim();
     if (line !== "") lines.push(line);
@@ -385,7 +393,13 @@ function unknownKeyMessage(path: readonly PropertyKey[], key: string, known: Kno
 /** True when a union branch failed because the input has another type altogether. */
 const wrongType = (branch: readonly z.core.$ZodIssue[]): boolean => branch.some((i) => i.path.length === 0 && i.code === "invalid_type");
 
-function collectIssues(issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[], out: InputIssue[], locate: LocatedDocument["locate"] | undefined, known?: KnownKeys): void {
+function collectIssues(
+  issues: readonly z.core.$ZodIssue[],
+  prefix: readonly PropertyKey[],
+  out: InputIssue[],
+  locate: LocatedDocument["locate"] | undefined,
+  known?: KnownKeys,
+): void {
   for (const issue of issues) {
     const base = [...prefix, ...issue.path];
     if (issue.code === "unrecognized_keys") {

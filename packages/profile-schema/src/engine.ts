@@ -36,21 +36,29 @@ const fields = {
   long_prefill_token_threshold: nonNegativeInt().describe("Caps the tokens one request gets in one step; 0 = off."),
   async_scheduling: z
     .boolean()
-    .describe("vLLM's async scheduling: step k + 1 is planned while step k runs, so arrivals and freed blocks are seen one step later (aggregated ranks only; vLLM turns it on where it can, kvsim's default is off)."),
+    .describe(
+      "vLLM's async scheduling: step k + 1 is planned while step k runs, so arrivals and freed blocks are seen one step later (aggregated ranks only; vLLM turns it on where it can, kvsim's default is off).",
+    ),
   scheduler_reserve_full_isl: z
     .boolean()
     .describe("Admit a waiting request only if blocks for its whole sequence fit, not just its first chunk (vLLM's default is on, kvsim's is off)."),
   data_parallel_size: positiveInt()
     .max(MAX_DATA_PARALLEL_SIZE, { error: `must be at most ${MAX_DATA_PARALLEL_SIZE}`, abort: true })
-    .describe("vLLM ranks per worker, each with its own KV pool (num_gpu_blocks is per rank), behind one front end: vLLM's data-parallel load balancer places each request on the rank with the least waiting x 4 + running (ties to the lowest rank)."),
+    .describe(
+      "vLLM ranks per worker, each with its own KV pool (num_gpu_blocks is per rank), behind one front end: vLLM's data-parallel load balancer places each request on the rank with the least waiting x 4 + running (ties to the lowest rank).",
+    ),
   enable_expert_parallel: z
     .boolean()
-    .describe("With data_parallel_size > 1, the ranks step in lockstep as vLLM's do for MoE models: every rank runs each step (an idle one a dummy batch), a step lasts as long as the slowest rank's, and the ranks pause only when vLLM's every-32-steps check finds none with a request. With data_parallel_size 1 it changes nothing."),
+    .describe(
+      "With data_parallel_size > 1, the ranks step in lockstep as vLLM's do for MoE models: every rank runs each step (an idle one a dummy batch), a step lasts as long as the slowest rank's, and the ranks pause only when vLLM's every-32-steps check finds none with a request. With data_parallel_size 1 it changes nothing.",
+    ),
   cudagraph_capture_sizes: z
     .array(positiveInt())
     .min(1, { error: "must list at least one batch size", abort: true })
     .refine((sizes) => sizes.every((s, i) => i === 0 || s > sizes[i - 1]!), { error: "must be strictly increasing", abort: true })
-    .describe("Batch sizes vLLM captured CUDA graphs for: the linear timing model pads a decode-only step's sequence count up to the next one (none above the largest)."),
+    .describe(
+      "Batch sizes vLLM captured CUDA graphs for: the linear timing model pads a decode-only step's sequence count up to the next one (none above the largest).",
+    ),
   // KV capacity from GPU memory (capacity.ts): used only when num_gpu_blocks is not given.
   // A string refined against the table (not z.enum), so an inline object with a bad field fails
   // the name branch on its type and its own problems are reported (document.ts, zodIssues).
@@ -59,13 +67,18 @@ const fields = {
       [
         z
           .string()
-          .refine((name) => gpuDatasheet(name) !== undefined, { error: `must be a known GPU: ${KNOWN_GPU_NAMES.join(", ")} (kvsim gpus lists them), or a GPU described inline (or give gpu_memory_gib)`, abort: true })
+          .refine((name) => gpuDatasheet(name) !== undefined, {
+            error: `must be a known GPU: ${KNOWN_GPU_NAMES.join(", ")} (kvsim gpus lists them), or a GPU described inline (or give gpu_memory_gib)`,
+            abort: true,
+          })
           .meta({ enum: [...KNOWN_GPU_NAMES] }),
         GpuInlineFieldsSchema,
       ],
       { error: "must be a known GPU's name (kvsim gpus lists them) or a GPU described inline" },
     )
-    .describe("A known GPU (name or alias; `kvsim gpus` lists them) or one described inline by its datasheet figures: its memory sizes the KV cache when num_gpu_blocks is not given."),
+    .describe(
+      "A known GPU (name or alias; `kvsim gpus` lists them) or one described inline by its datasheet figures: its memory sizes the KV cache when num_gpu_blocks is not given.",
+    ),
   gpu_memory_gib: gib()
     .refine((v) => v > 0, { error: "must be greater than 0", abort: true })
     .describe("Total GPU memory in GiB as CUDA reports it; sizes the KV cache when num_gpu_blocks is not given."),

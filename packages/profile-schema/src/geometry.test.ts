@@ -12,7 +12,13 @@ import {
 import type { CacheGroup } from "./profile.js";
 import { tokens } from "./units.js";
 
-const sw = (window: number, block: number): CacheGroup => ({ name: "sw", kind: "sliding_window", num_layers: 1, block_size_tokens: block, window_tokens: window });
+const sw = (window: number, block: number): CacheGroup => ({
+  name: "sw",
+  kind: "sliding_window",
+  num_layers: 1,
+  block_size_tokens: block,
+  window_tokens: window,
+});
 const full = (block: number): CacheGroup => ({ name: "fa", kind: "full_attention", num_layers: 1, block_size_tokens: block });
 
 describe("cdiv", () => {

@@ -27,7 +27,16 @@ const engineIssues = (engine: unknown): string[] => {
 };
 
 // A made-up GPU: 64 GiB, 400 / 800 TFLOPS, 3.2 TB/s, a 400 Gbit/s (= 50 GB/s) link.
-const inline = { name: "Lab-GPU", memory_gib: 64, bf16_tflops: 400, fp8_tflops: 800, hbm_bandwidth: "3.2 TB/s", link_kind: "nvlink", link_bandwidth: "400 Gbit/s", link_latency_us: 3 };
+const inline = {
+  name: "Lab-GPU",
+  memory_gib: 64,
+  bf16_tflops: 400,
+  fp8_tflops: 800,
+  hbm_bandwidth: "3.2 TB/s",
+  link_kind: "nvlink",
+  link_bandwidth: "400 Gbit/s",
+  link_latency_us: 3,
+};
 
 describe("GPU_DATASHEETS (the table's invariants)", () => {
   it("has every GPU issue #35 asks for", () => {
@@ -36,7 +45,8 @@ describe("GPU_DATASHEETS (the table's invariants)", () => {
 
   it("gives every GPU every figure, finite and positive (FP8 absent only on Ampere)", () => {
     for (const g of GPU_DATASHEETS) {
-      for (const v of [g.memoryBytes, g.bf16Tflops, g.hbmGBps, g.link.GBps, g.link.latencyUs]) expect(Number.isFinite(v) && v > 0, `${g.name}: ${v}`).toBe(true);
+      for (const v of [g.memoryBytes, g.bf16Tflops, g.hbmGBps, g.link.GBps, g.link.latencyUs])
+        expect(Number.isFinite(v) && v > 0, `${g.name}: ${v}`).toBe(true);
       expect(Number.isInteger(g.memoryBytes), g.name).toBe(true);
       expect(["nvlink", "pcie"]).toContain(g.link.kind);
       if (g.fp8Tflops !== undefined) expect(Number.isFinite(g.fp8Tflops) && g.fp8Tflops > 0, g.name).toBe(true);
@@ -129,7 +139,9 @@ describe("engine.gpu", () => {
   });
 
   it("refuses an unknown name, listing the known ones", () => {
-    expect(engineIssues({ gpu: "H100" })).toEqual([`gpu: must be a known GPU: ${KNOWN_GPU_NAMES.join(", ")} (kvsim gpus lists them), or a GPU described inline (or give gpu_memory_gib) (got "H100")`]);
+    expect(engineIssues({ gpu: "H100" })).toEqual([
+      `gpu: must be a known GPU: ${KNOWN_GPU_NAMES.join(", ")} (kvsim gpus lists them), or a GPU described inline (or give gpu_memory_gib) (got "H100")`,
+    ]);
     expect(KNOWN_GPU_NAMES.slice(0, 3)).toEqual(["H100-SXM", "H100-PCIe", "H100-NVL"]);
   });
 
@@ -138,9 +150,13 @@ describe("engine.gpu", () => {
     expect(engineIssues({ gpu: { ...inline, hbm_bandwidth: "3350" } })).toEqual([
       'gpu.hbm_bandwidth: is not a bandwidth: write it with a unit, e.g. "50 GB/s" (bytes) or "400 Gbit/s" (bits) (got "3350")',
     ]);
-    expect(engineIssues({ gpu: { ...inline, link_bandwidth: "50 Gbps" } })[0]).toMatch(/^gpu\.link_bandwidth: is ambiguous \(bits or bytes\?\): .* \(got "50 Gbps"\)$/);
+    expect(engineIssues({ gpu: { ...inline, link_bandwidth: "50 Gbps" } })[0]).toMatch(
+      /^gpu\.link_bandwidth: is ambiguous \(bits or bytes\?\): .* \(got "50 Gbps"\)$/,
+    );
     expect(engineIssues({ gpu: { ...inline, memory_gib: 0 } })).toEqual(["gpu.memory_gib: must be greater than 0 (got 0)"]);
-    expect(engineIssues({ gpu: { ...inline, fp8_tflops: 300 } })).toEqual(["gpu.fp8_tflops: must be at least bf16_tflops (400): FP8 tensor cores are never slower than BF16 ones"]);
+    expect(engineIssues({ gpu: { ...inline, fp8_tflops: 300 } })).toEqual([
+      "gpu.fp8_tflops: must be at least bf16_tflops (400): FP8 tensor cores are never slower than BF16 ones",
+    ]);
     expect(engineIssues({ gpu: { ...inline, link_kind: "infiniband" } })[0]).toMatch(/^gpu\.link_kind: /);
     expect(engineIssues({ gpu: { ...inline, hbm_gbps: 3350 } })).toEqual(["gpu.hbm_gbps: unknown key"]);
     expect(engineIssues({ gpu: 80 })).toEqual(["gpu: must be a known GPU's name (kvsim gpus lists them) or a GPU described inline"]);

@@ -37,12 +37,15 @@ export type GpuFigure = (typeof GPU_FIGURES)[number];
 
 // Documents cited more than once.
 const H100_DATASHEET = "NVIDIA H100 Tensor Core GPU datasheet, https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet";
-const A100_DATASHEET = "NVIDIA A100 Tensor Core GPU datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf";
+const A100_DATASHEET =
+  "NVIDIA A100 Tensor Core GPU datasheet, https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf";
 const H200_PAGE = "NVIDIA H200 product page and datasheet, https://www.nvidia.com/en-us/data-center/h200/";
 const HGX_PAGE = "NVIDIA HGX platform specifications (HGX B200, 8 GPUs), https://www.nvidia.com/en-us/data-center/hgx/";
-const ADA_WHITEPAPER = "NVIDIA Ada GPU Architecture whitepaper v2.01, appendix table for GeForce RTX 4090, https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf";
+const ADA_WHITEPAPER =
+  "NVIDIA Ada GPU Architecture whitepaper v2.01, appendix table for GeForce RTX 4090, https://images.nvidia.com/aem-dam/Solutions/geforce/ada/nvidia-ada-gpu-architecture.pdf";
 const RTX5090_PAGE = "NVIDIA GeForce RTX 5090 product page, https://www.nvidia.com/en-us/geforce/graphics-cards/50-series/rtx-5090/";
-const PRO6000_PAGE = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition product page and datasheet, https://www.nvidia.com/en-us/products/workstations/professional-desktop-gpus/rtx-pro-6000/";
+const PRO6000_PAGE =
+  "NVIDIA RTX PRO 6000 Blackwell Workstation Edition product page and datasheet, https://www.nvidia.com/en-us/products/workstations/professional-desktop-gpus/rtx-pro-6000/";
 const SPARSE_HALVED = "the datasheet's figure is 'with sparsity'; the dense figure is half of it";
 const NVLINK_LATENCY =
   "estimate, not a datasheet figure: kvsim assumes 2 µs for one small NCCL message over NVLink (a few µs in practice); the roofline's fitted overheads absorb its error";
@@ -105,7 +108,8 @@ export const GPU_DATASHEETS: readonly GpuDatasheet[] = [
     hbmGBps: 3900,
     link: { kind: "nvlink", GBps: 300, latencyUs: 2 },
     sources: {
-      memoryBytes: "PyTorch's out-of-memory message 'GPU 0 has a total capacity of 93.09 GiB' recorded on an H100 NVL in public run logs (others show 93.10 and 93.11 GiB)",
+      memoryBytes:
+        "PyTorch's out-of-memory message 'GPU 0 has a total capacity of 93.09 GiB' recorded on an H100 NVL in public run logs (others show 93.10 and 93.11 GiB)",
       bf16Tflops: `${H100_DATASHEET}: H100 NVL BF16 1,671 TFLOPS; ${SPARSE_HALVED}`,
       fp8Tflops: `${H100_DATASHEET}: H100 NVL FP8 3,341 TFLOPS; ${SPARSE_HALVED}`,
       hbmGBps: `${H100_DATASHEET}: H100 NVL 3.9 TB/s`,
@@ -122,7 +126,8 @@ export const GPU_DATASHEETS: readonly GpuDatasheet[] = [
     hbmGBps: 4800,
     link: { kind: "nvlink", GBps: 450, latencyUs: 2 },
     sources: {
-      memoryBytes: "PyTorch's out-of-memory message 'GPU 0 has a total capacity of 139.80 GiB' recorded on H200 SXM in several public run logs (some show 139.81 GiB)",
+      memoryBytes:
+        "PyTorch's out-of-memory message 'GPU 0 has a total capacity of 139.80 GiB' recorded on H200 SXM in several public run logs (some show 139.81 GiB)",
       bf16Tflops: `${H200_PAGE}: H200 SXM BF16 1,979 TFLOPS; ${SPARSE_HALVED}`,
       fp8Tflops: `${H200_PAGE}: H200 SXM FP8 3,958 TFLOPS; ${SPARSE_HALVED}`,
       hbmGBps: `${H200_PAGE}: 4.8 TB/s HBM3e`,
@@ -139,7 +144,8 @@ export const GPU_DATASHEETS: readonly GpuDatasheet[] = [
     hbmGBps: 7700,
     link: { kind: "nvlink", GBps: 900, latencyUs: 2 },
     sources: {
-      memoryBytes: "PyTorch's out-of-memory message 'GPU 0 has a total capacity of 178.35 GiB' recorded on HGX B200 in several public run logs (one shows 178.36 GiB)",
+      memoryBytes:
+        "PyTorch's out-of-memory message 'GPU 0 has a total capacity of 178.35 GiB' recorded on HGX B200 in several public run logs (one shows 178.36 GiB)",
       bf16Tflops: `${HGX_PAGE}: HGX B200 per GPU FP16/BF16 Tensor Core 4.5 PFLOPS (36 for 8 GPUs); ${SPARSE_HALVED}: 2,250 TFLOPS`,
       fp8Tflops: `${HGX_PAGE}: HGX B200 per GPU FP8 Tensor Core 9 PFLOPS (72 for 8 GPUs); ${SPARSE_HALVED}: 4,500 TFLOPS`,
       hbmGBps: `${HGX_PAGE}: HGX B200 per GPU 180 GB HBM3E at 7.7 TB/s (up to 62 TB/s for 8 GPUs; earlier NVIDIA material said 8 TB/s)`,
@@ -173,7 +179,8 @@ export const GPU_DATASHEETS: readonly GpuDatasheet[] = [
     hbmGBps: 1555,
     link: { kind: "nvlink", GBps: 300, latencyUs: 2 },
     sources: {
-      memoryBytes: "CUDA deviceQuery on an NVIDIA A100-SXM4-40GB: 'Total amount of global memory: 40339 MBytes (42298834944 bytes)', https://github.com/bottlerocket-os/bottlerocket/pull/3873",
+      memoryBytes:
+        "CUDA deviceQuery on an NVIDIA A100-SXM4-40GB: 'Total amount of global memory: 40339 MBytes (42298834944 bytes)', https://github.com/bottlerocket-os/bottlerocket/pull/3873",
       bf16Tflops: `${A100_DATASHEET}: BF16 Tensor Core 312 TFLOPS dense (624 with sparsity)`,
       fp8Tflops: `none: Ampere has no FP8 tensor cores (${A100_DATASHEET} lists no FP8 rate)`,
       hbmGBps: `${A100_DATASHEET}: A100 40GB SXM 1,555 GB/s HBM2`,
@@ -243,7 +250,8 @@ export const GPU_DATASHEETS: readonly GpuDatasheet[] = [
     hbmGBps: 1008,
     link: { kind: "pcie", GBps: 32, latencyUs: 5 },
     sources: {
-      memoryBytes: "a public vLLM 0.19.0 run's recorded device_total_memory_bytes (LLMServingSim benchmarks, casys-kaist/LLMServingSim bench/examples/RTX4090_Llama-3.1-8B)",
+      memoryBytes:
+        "a public vLLM 0.19.0 run's recorded device_total_memory_bytes (LLMServingSim benchmarks, casys-kaist/LLMServingSim bench/examples/RTX4090_Llama-3.1-8B)",
       bf16Tflops: `${ADA_WHITEPAPER}: Peak BF16 Tensor TFLOPS with FP32 Accumulate 165.2 dense (330.4 with sparsity); GeForce halves the FP32-accumulate rate`,
       fp8Tflops: `${ADA_WHITEPAPER}: Peak FP8 Tensor TFLOPS with FP32 Accumulate 330.3 dense (660.6 with sparsity; 660.6 dense with FP16 accumulate)`,
       hbmGBps: `${ADA_WHITEPAPER}: 1,008 GB/s GDDR6X`,
@@ -277,7 +285,8 @@ export const GPU_DATASHEETS: readonly GpuDatasheet[] = [
     hbmGBps: 1792,
     link: { kind: "pcie", GBps: 64, latencyUs: 5 },
     sources: {
-      memoryBytes: "PyTorch's out-of-memory message 'GPU 0 has a total capacity of 94.97 GiB' recorded on 96 GB RTX PRO 6000 Blackwell cards in several public run logs",
+      memoryBytes:
+        "PyTorch's out-of-memory message 'GPU 0 has a total capacity of 94.97 GiB' recorded on 96 GB RTX PRO 6000 Blackwell cards in several public run logs",
       bf16Tflops: `derived from ${PRO6000_PAGE}: 4,000 AI TOPS (FP4, with sparsity) = 2,000 dense FP4 = 1,000 FP8 = 500 BF16; assumes the full FP32-accumulate rate of NVIDIA's professional cards (L40S's is full), not confirmed by a measurement`,
       fp8Tflops: `derived from ${PRO6000_PAGE}: 4,000 AI TOPS (FP4, with sparsity) = 2,000 dense FP4 = 1,000 dense FP8`,
       hbmGBps: `${PRO6000_PAGE}: 1,792 GB/s GDDR7`,
@@ -299,22 +308,17 @@ export function gpuDatasheet(name: string): GpuDatasheet | undefined {
 
 /** A bandwidth with its unit, kept as written (the engine's settings are parsed more than once). */
 const bandwidthText = () =>
-  z
-    .string({ error: 'expected a bandwidth with its unit, e.g. "450 GB/s"' })
-    .superRefine((text, ctx) => {
-      const r = parseBandwidth(text);
-      // The reason starts with the text itself; zodIssues appends it as "(got ...)".
-      if (!r.ok) ctx.addIssue({ code: "custom", message: r.reason.replace(/^"(?:[^"\\]|\\.)*" /, "") });
-    });
+  z.string({ error: 'expected a bandwidth with its unit, e.g. "450 GB/s"' }).superRefine((text, ctx) => {
+    const r = parseBandwidth(text);
+    // The reason starts with the text itself; zodIssues appends it as "(got ...)".
+    if (!r.ok) ctx.addIssue({ code: "custom", message: r.reason.replace(/^"(?:[^"\\]|\\.)*" /, "") });
+  });
 
 /** A finite number; a missing one keeps zod's own message, which zodIssues reports as "is required". */
 const figure = () => z.number({ error: (issue) => (issue.input === undefined ? undefined : "expected a finite number") });
 
 /** A positive throughput figure with a typo guard. */
-const tflops = () =>
-  figure()
-    .gt(0, { error: "must be greater than 0", abort: true })
-    .max(1e6, { error: "must be at most 1000000 TFLOPS", abort: true });
+const tflops = () => figure().gt(0, { error: "must be greater than 0", abort: true }).max(1e6, { error: "must be at most 1000000 TFLOPS", abort: true });
 
 /**
  * A GPU described inline in a spec instead of named (snake_case, as written). Output equals input,
@@ -340,7 +344,11 @@ export const GpuInlineFieldsSchema = z
   })
   .superRefine((g, ctx) => {
     if (g.fp8_tflops !== undefined && g.fp8_tflops < g.bf16_tflops) {
-      ctx.addIssue({ code: "custom", path: ["fp8_tflops"], message: `must be at least bf16_tflops (${g.bf16_tflops}): FP8 tensor cores are never slower than BF16 ones` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["fp8_tflops"],
+        message: `must be at least bf16_tflops (${g.bf16_tflops}): FP8 tensor cores are never slower than BF16 ones`,
+      });
     }
   })
   .describe("A GPU described by its datasheet figures instead of a known name.");

@@ -33,7 +33,12 @@ async function traceRefusal(lines: readonly string[], options: TraceReadOptions)
   throw new Error("expected an InputError");
 }
 
-const SPEC_TAIL = ["profile: ./p.json", "topology: { kind: aggregated, workers: 1 }", "timing: { type: polynomial }", "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }"];
+const SPEC_TAIL = [
+  "profile: ./p.json",
+  "topology: { kind: aggregated, workers: 1 }",
+  "timing: { type: polynomial }",
+  "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }",
+];
 
 describe("YAML aliases (issue 11 reproducers)", () => {
   it("refuses an alias bomb at its first alias instead of crashing", () => {
@@ -41,7 +46,9 @@ describe("YAML aliases (issue 11 reproducers)", () => {
     const ten = (x: string) => Array.from({ length: 10 }, () => x).join(",");
     const text = [`a: &a [${ten("x")}]`, `b: &b [${ten("*a")}]`, `c: &c [${ten("*b")}]`, `d: [${ten("*c")}]`, "version: 1", ...SPEC_TAIL].join("\n");
     // The first alias is the first *a, on line 2 after "b: &b [" (7 characters): column 8.
-    expect(refusal(() => parseSpec(text, "s.yaml"))).toEqual(["2:8 : the YAML aliases expand to more than 100 copies (an alias bomb?); write the values out instead"]);
+    expect(refusal(() => parseSpec(text, "s.yaml"))).toEqual([
+      "2:8 : the YAML aliases expand to more than 100 copies (an alias bomb?); write the values out instead",
+    ]);
   });
   it("refuses an alias to no anchor, naming it", () => {
     // "version: " is 9 characters: the alias starts at column 10.
@@ -50,7 +57,13 @@ describe("YAML aliases (issue 11 reproducers)", () => {
     ]);
   });
   it("still reads a document that reuses an anchor a few times", () => {
-    const text = ["version: 1", "profile: &p ./p.json", "decode: { profile: *p }", ...SPEC_TAIL.slice(1, 3), "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }"].join("\n");
+    const text = [
+      "version: 1",
+      "profile: &p ./p.json",
+      "decode: { profile: *p }",
+      ...SPEC_TAIL.slice(1, 3),
+      "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }",
+    ].join("\n");
     // decode applies to a disaggregated topology only: the alias itself was read fine.
     expect(refusal(() => parseSpec(text, "/w/s.yaml"))).toEqual(["3:1 decode: applies to a disaggregated topology only"]);
   });
@@ -60,7 +73,9 @@ describe("deep nesting (issue 11 reproducers)", () => {
   it("refuses a profile of 5,000 nested [ at the first level past the limit, JSON and YAML", () => {
     const deep = `${"[".repeat(5000)}${"]".repeat(5000)}`;
     // Level 65 opens at offset 64: column 65.
-    expect(refusal(() => parseProfile(deep, "p.json"))).toEqual([`1:65 : nests arrays and objects more than ${MAX_NESTING_DEPTH} levels deep; no kvsim document needs more than a few`]);
+    expect(refusal(() => parseProfile(deep, "p.json"))).toEqual([
+      `1:65 : nests arrays and objects more than ${MAX_NESTING_DEPTH} levels deep; no kvsim document needs more than a few`,
+    ]);
     const [yaml] = refusal(() => parseProfile(deep, "p.yaml"));
     expect(yaml).toMatch(/^1:\d+ : nests arrays and objects more than 64 levels deep/);
   });
@@ -90,9 +105,13 @@ describe("numbers and keys (issue 11 reproducers)", () => {
     const json = `{"schema_version": 1, "model": "m", "vllm_version": "0.32.0", "tensor_parallel_size": 1, "kv_bytes_per_token": ${digits}}`;
     // "{" (1) + '"schema_version": 1, ' (21) + '"model": "m", ' (14) + '"vllm_version": "0.32.0", ' (26)
     // + '"tensor_parallel_size": 1, ' (27) = 89 characters before "kv_bytes_per_token": column 90.
-    expect(refusal(() => parseProfile(json, "p.json"))).toEqual(["1:90 kv_bytes_per_token: must be at most 2^53 = 9007199254740992 (got a 400-digit integer, too large to hold exactly)"]);
+    expect(refusal(() => parseProfile(json, "p.json"))).toEqual([
+      "1:90 kv_bytes_per_token: must be at most 2^53 = 9007199254740992 (got a 400-digit integer, too large to hold exactly)",
+    ]);
     const yaml = `schema_version: 1\nmodel: m\nvllm_version: "0.32.0"\ntensor_parallel_size: 1\nkv_bytes_per_token: ${digits}\n`;
-    expect(refusal(() => parseProfile(yaml, "p.yaml"))).toEqual(["5:1 kv_bytes_per_token: must be at most 2^53 = 9007199254740992 (got a 400-digit integer, too large to hold exactly)"]);
+    expect(refusal(() => parseProfile(yaml, "p.yaml"))).toEqual([
+      "5:1 kv_bytes_per_token: must be at most 2^53 = 9007199254740992 (got a 400-digit integer, too large to hold exactly)",
+    ]);
   });
   it("keeps a __proto__ key a plain key, refused as unknown", () => {
     const json = '{"schema_version": 1, "model": "m", "vllm_version": "0.32.0", "tensor_parallel_size": 1, "kv_bytes_per_token": 1, "__proto__": {"x": 1}}';
@@ -127,9 +146,14 @@ describe("recognising the kind of document (issue 11 reproducers)", () => {
     ]);
   });
   it("says a JSON Lines file or an Azure CSV is a trace, not malformed YAML", () => {
-    const jsonl = '{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n';
-    const expected = (what: string) => [`1:- : expected one JSON or YAML document (a profile or a spec), but this is ${what}; a trace is checked through the spec that names it (workload.trace)`];
-    expect(refusal(() => parseDocumentText(jsonl, "t.jsonl"))).toEqual(expected("a JSON Lines file (one JSON object per line, like a Mooncake or kvsim trace)"));
+    const jsonl =
+      '{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n{"timestamp": 1, "input_length": 1, "output_length": 1, "hash_ids": [1]}\n';
+    const expected = (what: string) => [
+      `1:- : expected one JSON or YAML document (a profile or a spec), but this is ${what}; a trace is checked through the spec that names it (workload.trace)`,
+    ];
+    expect(refusal(() => parseDocumentText(jsonl, "t.jsonl"))).toEqual(
+      expected("a JSON Lines file (one JSON object per line, like a Mooncake or kvsim trace)"),
+    );
     expect(refusal(() => parseDocumentText("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n", "a.csv"))).toEqual(
       expected("an Azure CSV trace (its header is TIMESTAMP,...)"),
     );
@@ -156,11 +180,21 @@ describe("physically meaningful ranges (issue 11 reproducers)", () => {
     return r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`);
   };
   it("refuses the denormal and huge values validate used to accept and replay crashed on", () => {
-    expect(issues((s) => (s.kv_transfer = { bandwidth_gbps: 5e-324 }))).toEqual(["kv_transfer.bandwidth_gbps: must be from 0.001 to 100000 GB/s, 1 MB/s to 100 TB/s"]);
-    expect(issues((s) => (s.workload.synthetic.rate_per_s = 5e-324))).toEqual(["workload.synthetic.rate_per_s: must be from 0.01 to 1000000 requests per second"]);
-    expect(issues((s) => (s.timing = { type: "fixed", prefill_ms: 1e308, decode_ms: 1 }))).toEqual(["timing.prefill_ms: must be from 0 to 1000000 ms, about 17 minutes"]);
-    expect(issues((s) => (s.kv_transfer = { fallback_latency_ms: 1e308 }))).toEqual(["kv_transfer.fallback_latency_ms: must be from 0 to 1000000 ms, about 17 minutes"]);
-    expect(issues((s) => (s.workload = { trace: "t.jsonl", format: "kvsim", speedup: 5e-324 } as never))).toEqual(["workload.speedup: must be from 0.000001 to 1000000"]);
+    expect(issues((s) => (s.kv_transfer = { bandwidth_gbps: 5e-324 }))).toEqual([
+      "kv_transfer.bandwidth_gbps: must be from 0.001 to 100000 GB/s, 1 MB/s to 100 TB/s",
+    ]);
+    expect(issues((s) => (s.workload.synthetic.rate_per_s = 5e-324))).toEqual([
+      "workload.synthetic.rate_per_s: must be from 0.01 to 1000000 requests per second",
+    ]);
+    expect(issues((s) => (s.timing = { type: "fixed", prefill_ms: 1e308, decode_ms: 1 }))).toEqual([
+      "timing.prefill_ms: must be from 0 to 1000000 ms, about 17 minutes",
+    ]);
+    expect(issues((s) => (s.kv_transfer = { fallback_latency_ms: 1e308 }))).toEqual([
+      "kv_transfer.fallback_latency_ms: must be from 0 to 1000000 ms, about 17 minutes",
+    ]);
+    expect(issues((s) => (s.workload = { trace: "t.jsonl", format: "kvsim", speedup: 5e-324 } as never))).toEqual([
+      "workload.speedup: must be from 0.000001 to 1000000",
+    ]);
     expect(issues((s) => (s.max_virtual_time_ms = 1e308))).toEqual(["max_virtual_time_ms: must be from 0 to 10^13 ms, about 317 years"]);
     expect(issues((s) => (s.sla = { ttft_ms: 1e308 }))).toEqual(["sla.ttft_ms: must be greater than 0 and at most 10^13 ms, about 317 years"]);
     // 2^53 - 1 synthetic requests would grow without bound: the cap is stated.
@@ -175,10 +209,13 @@ describe("physically meaningful ranges (issue 11 reproducers)", () => {
     expect(issues((s) => (s.timing = { type: "fixed", prefill_ms: 0, decode_ms: 1e6 }))).toEqual([]);
   });
   it("refuses forward-pass latencies beyond 10^6 ms", () => {
-    const p = '{"schema_version": 1, "model": "m", "vllm_version": "0.32.0", "tensor_parallel_size": 1, "kv_bytes_per_token": 1, "forward_pass": {"provenance": "x", "prefill": [], "decode": [{"batch_size": 1, "kv_tokens": 1, "latency_ms": 1e308}]}}';
+    const p =
+      '{"schema_version": 1, "model": "m", "vllm_version": "0.32.0", "tensor_parallel_size": 1, "kv_bytes_per_token": 1, "forward_pass": {"provenance": "x", "prefill": [], "decode": [{"batch_size": 1, "kv_tokens": 1, "latency_ms": 1e308}]}}';
     // The 89 characters before "kv_bytes_per_token", then '"kv_bytes_per_token": 1, "forward_pass": {"provenance": "x", '
     // '"prefill": [], "decode": [{"batch_size": 1, "kv_tokens": 1, ' (121 more): "latency_ms" at offset 210, column 211.
-    expect(refusal(() => parseProfile(p, "p.json"))).toEqual(["1:211 forward_pass.decode[0].latency_ms: must be from 0 to 1000000 ms, about 17 minutes (got 1e+308)"]);
+    expect(refusal(() => parseProfile(p, "p.json"))).toEqual([
+      "1:211 forward_pass.decode[0].latency_ms: must be from 0 to 1000000 ms, about 17 minutes (got 1e+308)",
+    ]);
   });
   it("refuses a trace whose arrivals span more than 10^13 ms of virtual time, after the speedup", async () => {
     const line = (t: number, id: string) => `{"request_id":"${id}","arrival_ms":${t},"input_tokens":1,"output_tokens":1}`;
@@ -199,19 +236,35 @@ describe("payloads beyond 2^53 bytes are refused by the handoff check, not price
     expect(handoffLayoutIssues(profile)).toEqual([
       {
         path: "kv_bytes_per_token",
-        message: "kv_bytes_per_token must be at most 536870912 (2^29) to price a handoff: the longest prompt (2^24 tokens) would move 9007199254740992 x 2^24 bytes, beyond 2^53 (got 9007199254740992)",
+        message:
+          "kv_bytes_per_token must be at most 536870912 (2^29) to price a handoff: the longest prompt (2^24 tokens) would move 9007199254740992 x 2^24 bytes, beyond 2^53 (got 9007199254740992)",
       },
     ]);
     expect(handoffLayoutIssues({ ...profile, kv_bytes_per_token: 2 ** 29 })).toEqual([]);
   });
   it("grouped: the group that moves the most is named", () => {
-    const g = (name: string, kind: "full_attention" | "state", bytes: number) => ({ name, kind, num_layers: 1, block_size_tokens: 16, prefix_cacheable: true, transfer_bytes_per_block: bytes });
-    const profile = { schema_version: 1 as const, model: "m", vllm_version: "0.32.0", tensor_parallel_size: 1, page_size_bytes: 2 ** 53, kv_cache_groups: [g("s", "state", 2 ** 40), g("fa", "full_attention", 2 ** 40)] };
+    const g = (name: string, kind: "full_attention" | "state", bytes: number) => ({
+      name,
+      kind,
+      num_layers: 1,
+      block_size_tokens: 16,
+      prefix_cacheable: true,
+      transfer_bytes_per_block: bytes,
+    });
+    const profile = {
+      schema_version: 1 as const,
+      model: "m",
+      vllm_version: "0.32.0",
+      tensor_parallel_size: 1,
+      page_size_bytes: 2 ** 53,
+      kv_cache_groups: [g("s", "state", 2 ** 40), g("fa", "full_attention", 2 ** 40)],
+    };
     // Full attention: 2^24 / 16 = 2^20 blocks x 2^40 = 2^60 bytes; the state group 2^40. Total about 1.15e18.
     expect(handoffLayoutIssues(profile)).toEqual([
       {
         path: "kv_cache_groups[1].transfer_bytes_per_block",
-        message: 'transfer_bytes_per_block is too large to price a handoff: the longest prompt (2^24 tokens) would move about 1.15e+18 bytes, beyond 2^53 (kv_cache_groups[1] "fa": 1.15e+18)',
+        message:
+          'transfer_bytes_per_block is too large to price a handoff: the longest prompt (2^24 tokens) would move about 1.15e+18 bytes, beyond 2^53 (kv_cache_groups[1] "fa": 1.15e+18)',
       },
     ]);
   });

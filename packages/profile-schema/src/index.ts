@@ -1,15 +1,5 @@
 export { InputError, formatIssue, formatIssues, formatPath, parsePath, type InputIssue } from "./errors.js";
-export {
-  tokens,
-  blocks,
-  bytes,
-  millis,
-  MAX_SAFE_BYTES,
-  type Tokens,
-  type Blocks,
-  type Bytes,
-  type Millis,
-} from "./units.js";
+export { tokens, blocks, bytes, millis, MAX_SAFE_BYTES, type Tokens, type Blocks, type Bytes, type Millis } from "./units.js";
 export {
   CacheGroupKindSchema,
   CacheGroupSchema,

@@ -74,7 +74,8 @@ export function scanJsonText(text: string, maxDepth: number): JsonTextProblem | 
       const keys = stack[stack.length - 1];
       if (keys !== undefined) {
         let j = end;
-        while (j < text.length && (text.charCodeAt(j) === 0x20 || text.charCodeAt(j) === 0x09 || text.charCodeAt(j) === 0x0a || text.charCodeAt(j) === 0x0d)) j++;
+        while (j < text.length && (text.charCodeAt(j) === 0x20 || text.charCodeAt(j) === 0x09 || text.charCodeAt(j) === 0x0a || text.charCodeAt(j) === 0x0d))
+          j++;
         if (text.charCodeAt(j) === COLON) {
           const raw = text.slice(i, end);
           const key = raw.includes("\\") ? (JSON.parse(raw) as string) : raw.slice(1, -1);

@@ -123,7 +123,9 @@ describe("ModelShapeSchema", () => {
     });
     expect(r.success).toBe(false);
     if (!r.success) {
-      expect(zodIssues(r.error)).toEqual([{ path: "num_layers", message: "is 3, but attention.layers + linear_mixer.layers is 2: every decoder layer has one mixer" }]);
+      expect(zodIssues(r.error)).toEqual([
+        { path: "num_layers", message: "is 3, but attention.layers + linear_mixer.layers is 2: every decoder layer has one mixer" },
+      ]);
     }
   });
   it("needs a window for sliding layers and unknown keys are errors", () => {
@@ -174,7 +176,13 @@ describe("ModelShapeSchema: hybrid layers", () => {
     expect(sum.success).toBe(false);
   });
   it("an attention output gate doubles the query projection only", () => {
-    const shape = ModelShapeSchema.parse({ hidden_size: 8, num_layers: 1, vocab_size: 64, weight_bytes: 2, attention: { layers: 1, num_heads: 2, num_kv_heads: 1, head_dim: 4, output_gate: true } });
+    const shape = ModelShapeSchema.parse({
+      hidden_size: 8,
+      num_layers: 1,
+      vocab_size: 64,
+      weight_bytes: 2,
+      attention: { layers: 1, num_heads: 2, num_kv_heads: 1, head_dim: 4, output_gate: true },
+    });
     // q and gate 2 x 8 = 16, k and v 4 each, o 8 x 8: 8 x (16 + 4 + 4) + 64 = 256
     const r = shapePerRank(shape, { tp: 1, ep: 1 });
     expect(r.denseParams).toBe(256);
@@ -182,7 +190,14 @@ describe("ModelShapeSchema: hybrid layers", () => {
     expect(r.attentionMacsPerPairPrefill).toBe(16);
   });
   it("an ungated MLP has two projections (Nemotron-H's squared ReLU)", () => {
-    const shape = ModelShapeSchema.parse({ hidden_size: 8, num_layers: 1, vocab_size: 64, weight_bytes: 2, attention: { layers: 1, num_heads: 1, num_kv_heads: 1, head_dim: 8 }, mlp: { layers: 1, intermediate_size: 32, gated: false } });
+    const shape = ModelShapeSchema.parse({
+      hidden_size: 8,
+      num_layers: 1,
+      vocab_size: 64,
+      weight_bytes: 2,
+      attention: { layers: 1, num_heads: 1, num_kv_heads: 1, head_dim: 8 },
+      mlp: { layers: 1, intermediate_size: 32, gated: false },
+    });
     // attention 8 x (8 + 8 + 8) + 8 x 8 = 256; MLP 2 x 8 x 32 = 512
     expect(shapePerRank(shape, { tp: 1, ep: 1 }).denseParams).toBe(768);
   });

@@ -31,12 +31,16 @@ export const AttentionShapeSchema = z
     v_head_dim: count().optional().describe("Value dims per head when they differ from head_dim."),
     sliding_window: count().optional().describe("Window of the sliding-window layers, tokens."),
     sliding_layers: layerCount().default(0).describe("How many of `layers` attend only the last sliding_window tokens."),
-    output_gate: z.boolean().default(false).describe("A gate on the attention output projected beside the queries (Qwen3-Next): the query projection is twice as wide; the scores are not."),
+    output_gate: z
+      .boolean()
+      .default(false)
+      .describe("A gate on the attention output projected beside the queries (Qwen3-Next): the query projection is twice as wide; the scores are not."),
     mla: MlaShapeSchema.optional().describe("Present for multi-head latent attention: the low-rank dims (num_kv_heads and head_dim are then ignored)."),
   })
   .superRefine((a, ctx) => {
     if (a.sliding_layers > a.layers) ctx.addIssue({ code: "custom", path: ["sliding_layers"], message: `${a.sliding_layers} exceeds layers ${a.layers}` });
-    if (a.sliding_layers > 0 && a.sliding_window === undefined) ctx.addIssue({ code: "custom", path: ["sliding_window"], message: "is required when sliding_layers > 0" });
+    if (a.sliding_layers > 0 && a.sliding_window === undefined)
+      ctx.addIssue({ code: "custom", path: ["sliding_window"], message: "is required when sliding_layers > 0" });
   });
 export type AttentionShape = z.infer<typeof AttentionShapeSchema>;
 
@@ -63,11 +67,15 @@ export const LinearMixerShapeSchema = z.strictObject({
   layers: layerCount().describe("Layers whose mixer is linear attention or a state-space model."),
   kind: z.enum(["mamba", "mamba2", "gated_delta_net", "kda", "other"]).describe("The mixer family (informational)."),
   params_per_layer: positiveInt().describe("Linear-projection parameters of one such mixer, whole model (split over TP ranks)."),
-  state_bytes_per_layer: positiveInt().describe("Recurrent and convolution state of one sequence in one such layer, bytes, whole model (split over TP ranks); read and written once per step for each row."),
+  state_bytes_per_layer: positiveInt().describe(
+    "Recurrent and convolution state of one sequence in one such layer, bytes, whole model (split over TP ranks); read and written once per step for each row.",
+  ),
   parallel_attention: z
     .boolean()
     .default(false)
-    .describe("Each of these layers also runs softmax attention beside the mixer on the same input (Falcon-H1): the layers count once in num_layers, and attention.layers includes them."),
+    .describe(
+      "Each of these layers also runs softmax attention beside the mixer on the same input (Falcon-H1): the layers count once in num_layers, and attention.layers includes them.",
+    ),
 });
 
 /** The model's compute shape. */
@@ -77,9 +85,16 @@ export const ModelShapeSchema = z
     num_layers: layerCount().describe("Decoder layers (config num_hidden_layers)."),
     vocab_size: count().describe("Vocabulary (config vocab_size); the LM head is vocab x hidden."),
     tie_word_embeddings: z.boolean().default(false).describe("The LM head shares the embedding's weights (informational: the head is read either way)."),
-    weight_bytes: rangedNumber(0, 8, "bytes", { exclusiveMin: true }).describe("Bytes per weight of the linear layers: 2 for bf16/fp16, 1 for fp8 checkpoints."),
-    expert_weight_bytes: rangedNumber(0, 8, "bytes", { exclusiveMin: true }).optional().describe("Bytes per routed-expert weight when it differs (MXFP4: 0.53125)."),
-    fp8_compute: z.boolean().default(false).describe("The linear layers run FP8 tensor-core GEMMs (an fp8 checkpoint on a GPU with FP8 tensor cores); otherwise BF16."),
+    weight_bytes: rangedNumber(0, 8, "bytes", { exclusiveMin: true }).describe(
+      "Bytes per weight of the linear layers: 2 for bf16/fp16, 1 for fp8 checkpoints.",
+    ),
+    expert_weight_bytes: rangedNumber(0, 8, "bytes", { exclusiveMin: true })
+      .optional()
+      .describe("Bytes per routed-expert weight when it differs (MXFP4: 0.53125)."),
+    fp8_compute: z
+      .boolean()
+      .default(false)
+      .describe("The linear layers run FP8 tensor-core GEMMs (an fp8 checkpoint on a GPU with FP8 tensor cores); otherwise BF16."),
     attention: AttentionShapeSchema.optional().describe("Softmax-attention layers."),
     mlp: DenseMlpShapeSchema.optional().describe("Dense-MLP layers."),
     moe: MoeShapeSchema.optional().describe("Mixture-of-experts layers."),
@@ -91,12 +106,26 @@ export const ModelShapeSchema = z
     if (lm?.parallel_attention === true) {
       // Falcon-H1: attention and the mixer side by side, so a layer holds both.
       const attn = s.attention?.layers ?? 0;
-      if (lm.layers > attn) ctx.addIssue({ code: "custom", path: ["linear_mixer", "layers"], message: `is ${lm.layers}, but a parallel mixer runs beside attention and attention.layers is ${attn}` });
-      if (attn !== s.num_layers) ctx.addIssue({ code: "custom", path: ["num_layers"], message: `is ${s.num_layers}, but attention.layers is ${attn}: with a parallel mixer every decoder layer has attention` });
+      if (lm.layers > attn)
+        ctx.addIssue({
+          code: "custom",
+          path: ["linear_mixer", "layers"],
+          message: `is ${lm.layers}, but a parallel mixer runs beside attention and attention.layers is ${attn}`,
+        });
+      if (attn !== s.num_layers)
+        ctx.addIssue({
+          code: "custom",
+          path: ["num_layers"],
+          message: `is ${s.num_layers}, but attention.layers is ${attn}: with a parallel mixer every decoder layer has attention`,
+        });
     } else {
       const mixers = (s.attention?.layers ?? 0) + (lm?.layers ?? 0);
       if (mixers !== s.num_layers) {
-        ctx.addIssue({ code: "custom", path: ["num_layers"], message: `is ${s.num_layers}, but attention.layers + linear_mixer.layers is ${mixers}: every decoder layer has one mixer` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["num_layers"],
+          message: `is ${s.num_layers}, but attention.layers + linear_mixer.layers is ${mixers}: every decoder layer has one mixer`,
+        });
       }
     }
     const ffns = (s.mlp?.layers ?? 0) + (s.moe?.layers ?? 0);

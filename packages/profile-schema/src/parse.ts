@@ -34,7 +34,9 @@ export function resolveSpecPaths(spec: Spec, specFile: string): Spec {
   return {
     ...spec,
     profile: ref(spec.profile),
-    ...(spec.prefill === undefined ? {} : { prefill: { ...spec.prefill, ...(spec.prefill.profile === undefined ? {} : { profile: ref(spec.prefill.profile) }) } }),
+    ...(spec.prefill === undefined
+      ? {}
+      : { prefill: { ...spec.prefill, ...(spec.prefill.profile === undefined ? {} : { profile: ref(spec.prefill.profile) }) } }),
     ...(spec.decode === undefined ? {} : { decode: { ...spec.decode, ...(spec.decode.profile === undefined ? {} : { profile: ref(spec.decode.profile) }) } }),
     workload: { ...spec.workload, ...(spec.workload.trace === undefined ? {} : { trace: abs(spec.workload.trace) }) },
   };

@@ -80,7 +80,10 @@ describe("checkPdGate (docs/rules/grouped-pd.md §5)", () => {
   it("needs a full-attention group, and one block size across full-attention groups", () => {
     const noFull = withGroup(glm("0.31.0"), 0, (g) => ({ ...g, kind: "state" }));
     expect(checkPdGate(noFull, "prefill").map((p) => p.path)).toStrictEqual(["kv_cache_groups"]);
-    const twoFull: GroupedProfile = { ...glm("0.31.0"), kv_cache_groups: [...glm("0.31.0").kv_cache_groups, { ...glm("0.31.0").kv_cache_groups[0]!, name: "fa2", block_size_tokens: 1088 }] };
+    const twoFull: GroupedProfile = {
+      ...glm("0.31.0"),
+      kv_cache_groups: [...glm("0.31.0").kv_cache_groups, { ...glm("0.31.0").kv_cache_groups[0]!, name: "fa2", block_size_tokens: 1088 }],
+    };
     expect(checkPdGate(twoFull, "decode")).toStrictEqual([
       {
         role: "decode",
@@ -109,7 +112,12 @@ describe("checkPdGate (docs/rules/grouped-pd.md §5)", () => {
     const full = withGroup(glm("0.32.0"), 0, (g) => ({ ...g, prefill_checkpoint_blocks: 1 }));
     expect(checkPdGate(full, "prefill").map((p) => p.path)).toStrictEqual(["kv_cache_groups[0].prefill_checkpoint_blocks"]);
     // Zero is always allowed.
-    expect(checkPdGate(withGroup(glm("0.31.0"), 0, (g) => ({ ...g, prefill_checkpoint_blocks: 0 })), "prefill")).toStrictEqual([]);
+    expect(
+      checkPdGate(
+        withGroup(glm("0.31.0"), 0, (g) => ({ ...g, prefill_checkpoint_blocks: 0 })),
+        "prefill",
+      ),
+    ).toStrictEqual([]);
   });
   it("returns every problem at once", () => {
     // Version (1) + ring without markers (2) + checkpoints on 4 KDA groups of a non-0.32.0 profile (4) = 7.
@@ -140,11 +148,14 @@ describe("checkPdTopology", () => {
       {
         role: "decode",
         path: "kv_cache_groups[2].transfer_bytes_per_block",
-        message: "decode role: kv_cache_groups must match the prefill role's: transfer_bytes_per_block of kv_cache_groups[2] differs (got 9768961, prefill has 9768960)",
+        message:
+          "decode role: kv_cache_groups must match the prefill role's: transfer_bytes_per_block of kv_cache_groups[2] differs (got 9768961, prefill has 9768960)",
       },
     ]);
     const fewer: GroupedProfile = { ...glm("0.32.0"), kv_cache_groups: glm("0.32.0").kv_cache_groups.slice(0, 5) };
-    expect(checkPdTopology(glm("0.32.0"), fewer).map((p) => p.message)).toStrictEqual(["decode role: kv_cache_groups must match the prefill role's (got 5 groups, prefill has 6)"]);
+    expect(checkPdTopology(glm("0.32.0"), fewer).map((p) => p.message)).toStrictEqual([
+      "decode role: kv_cache_groups must match the prefill role's (got 5 groups, prefill has 6)",
+    ]);
   });
   it("refuses linear profiles with different KV bytes per token", () => {
     expect(checkPdTopology(linear, { ...linear, kv_bytes_per_token: 65_536 }).map((p) => p.path)).toStrictEqual(["kv_bytes_per_token"]);

@@ -43,7 +43,10 @@ export function checkPdGate(profile: Profile, role: PdRole): PdGateProblem[] {
         );
       }
       if (!takesPrefillCheckpoints(version)) {
-        add(groupPath(i, "prefill_checkpoint_blocks"), `prefill_checkpoint_blocks must be 0 before vLLM 0.32.0 (got ${checkpoints} on ${groupLabel(g, i)}, vllm_version ${version})`);
+        add(
+          groupPath(i, "prefill_checkpoint_blocks"),
+          `prefill_checkpoint_blocks must be 0 before vLLM 0.32.0 (got ${checkpoints} on ${groupLabel(g, i)}, vllm_version ${version})`,
+        );
       }
     }
   });
@@ -147,7 +150,10 @@ export function checkPdTopology(prefill: Profile, decode: Profile): PdGateProble
         `the prefill and decode profiles have different KV layouts: the prefill profile is ${layout(pGroups)}, the decode profile ${layout(dGroups)}; a grouped rank counts in blocks, a linear rank in tokens, so no handoff can pass between them`,
       );
     } else if (prefill.kv_bytes_per_token !== decode.kv_bytes_per_token) {
-      add("kv_bytes_per_token", `kv_bytes_per_token must match the prefill role's (got ${show(decode.kv_bytes_per_token)}, prefill has ${show(prefill.kv_bytes_per_token)})`);
+      add(
+        "kv_bytes_per_token",
+        `kv_bytes_per_token must match the prefill role's (got ${show(decode.kv_bytes_per_token)}, prefill has ${show(prefill.kv_bytes_per_token)})`,
+      );
     }
     return problems;
   }
@@ -159,7 +165,10 @@ export function checkPdTopology(prefill: Profile, decode: Profile): PdGateProble
     const p = pGroups[i]!;
     for (const field of PAIRED_FIELDS) {
       if (d[field] !== p[field]) {
-        add(groupPath(i, field), `kv_cache_groups must match the prefill role's: ${field} of kv_cache_groups[${i}] differs (got ${show(d[field])}, prefill has ${show(p[field])})`);
+        add(
+          groupPath(i, field),
+          `kv_cache_groups must match the prefill role's: ${field} of kv_cache_groups[${i}] differs (got ${show(d[field])}, prefill has ${show(p[field])})`,
+        );
       }
     }
   });

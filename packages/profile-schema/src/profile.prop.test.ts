@@ -26,7 +26,10 @@ const windowGroup = fc.record(
   { ...groupFields, kind: fc.constantFrom("sliding_window" as const, "convolution" as const), window_tokens: count },
   { requiredKeys: [...required, "window_tokens"], noNullPrototype: true },
 );
-const otherGroup = fc.record({ ...groupFields, kind: fc.constantFrom("full_attention" as const, "state" as const) }, { requiredKeys: [...required], noNullPrototype: true });
+const otherGroup = fc.record(
+  { ...groupFields, kind: fc.constantFrom("full_attention" as const, "state" as const) },
+  { requiredKeys: [...required], noNullPrototype: true },
+);
 const groups: fc.Arbitrary<CacheGroup[]> = fc.uniqueArray(fc.oneof(windowGroup, otherGroup), { selector: (g) => g.name, minLength: 1, maxLength: 6 });
 
 /** The cartesian product of the axes, one latency per point: always a complete grid. */
@@ -36,7 +39,10 @@ function grid<T>(axes: readonly (readonly number[])[], make: (point: number[], l
 }
 const axis = (min: number, max: number) => fc.uniqueArray(fc.integer({ min, max }), { minLength: 1, maxLength: 3 });
 const forwardPass: fc.Arbitrary<ForwardPass> = fc
-  .record({ provenance: nonBlank, p: fc.tuple(axis(1, 256), axis(0, 100_000), axis(0, 100_000)), d: fc.tuple(axis(1, 256), axis(0, 1_000_000)) }, { noNullPrototype: true })
+  .record(
+    { provenance: nonBlank, p: fc.tuple(axis(1, 256), axis(0, 100_000), axis(0, 100_000)), d: fc.tuple(axis(1, 256), axis(0, 1_000_000)) },
+    { noNullPrototype: true },
+  )
   .chain(({ provenance, p, d }) =>
     fc.record(
       {
@@ -61,10 +67,16 @@ const common = {
 const commonRequired = ["schema_version", "model", "vllm_version", "tensor_parallel_size"] as const;
 
 const groupedProfile: fc.Arbitrary<Profile> = fc
-  .record({ ...common, kv_cache_groups: groups, page_size_bytes: byteCount }, { requiredKeys: [...commonRequired, "kv_cache_groups", "page_size_bytes"], noNullPrototype: true })
+  .record(
+    { ...common, kv_cache_groups: groups, page_size_bytes: byteCount },
+    { requiredKeys: [...commonRequired, "kv_cache_groups", "page_size_bytes"], noNullPrototype: true },
+  )
   // A block's payload fits in its page: the page is at least the largest transfer.
   .map((p) => ({ ...p, page_size_bytes: Math.max(p.page_size_bytes, ...p.kv_cache_groups.map((g) => g.transfer_bytes_per_block ?? 0)) }));
-const linearProfile: fc.Arbitrary<Profile> = fc.record({ ...common, kv_bytes_per_token: byteCount }, { requiredKeys: [...commonRequired, "kv_bytes_per_token"], noNullPrototype: true });
+const linearProfile: fc.Arbitrary<Profile> = fc.record(
+  { ...common, kv_bytes_per_token: byteCount },
+  { requiredKeys: [...commonRequired, "kv_bytes_per_token"], noNullPrototype: true },
+);
 const anyProfile = fc.oneof(groupedProfile, linearProfile);
 
 // ---- mutations to invalid values ---------------------------------------------------------------

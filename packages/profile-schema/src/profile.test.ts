@@ -13,7 +13,15 @@ const grouped = () => ({
   kv_cache_groups: [
     { name: "fa", kind: "full_attention", num_layers: 2, block_size_tokens: 16, prefix_cacheable: true, transfer_bytes_per_block: 4096 },
     { name: "sw", kind: "sliding_window", num_layers: 2, block_size_tokens: 16, window_tokens: 32, prefix_cacheable: true, transfer_bytes_per_block: 4096 },
-    { name: "mamba", kind: "state", num_layers: 1, block_size_tokens: 16, prefix_cacheable: true, transfer_bytes_per_block: 1024, prefill_checkpoint_blocks: 1 },
+    {
+      name: "mamba",
+      kind: "state",
+      num_layers: 1,
+      block_size_tokens: 16,
+      prefix_cacheable: true,
+      transfer_bytes_per_block: 1024,
+      prefill_checkpoint_blocks: 1,
+    },
   ],
 });
 
@@ -58,7 +66,9 @@ describe("ProfileSchema", () => {
   it("refuses window_tokens on a full-attention group and a sliding-window group without it", () => {
     const p = grouped();
     Object.assign(p.kv_cache_groups[0]!, { window_tokens: 64 });
-    expect(refusal(p)).toStrictEqual(["kv_cache_groups[0].window_tokens: is only allowed on sliding_window and convolution groups, not on a full_attention group"]);
+    expect(refusal(p)).toStrictEqual([
+      "kv_cache_groups[0].window_tokens: is only allowed on sliding_window and convolution groups, not on a full_attention group",
+    ]);
     const q = grouped();
     delete q.kv_cache_groups[1]!.window_tokens;
     expect(refusal(q)).toStrictEqual(["kv_cache_groups[1].window_tokens: is required for a sliding_window group"]);
@@ -88,7 +98,9 @@ describe("ProfileSchema", () => {
     expect(refusal({ ...grouped(), kv_bytes_per_token: 1024 })).toStrictEqual([
       "kv_bytes_per_token: a profile has either kv_bytes_per_token (linear) or kv_cache_groups (grouped), never both",
     ]);
-    expect(refusal(omit(grouped(), "kv_cache_groups", "page_size_bytes"))).toStrictEqual([": a profile needs kv_bytes_per_token (linear) or kv_cache_groups (grouped)"]);
+    expect(refusal(omit(grouped(), "kv_cache_groups", "page_size_bytes"))).toStrictEqual([
+      ": a profile needs kv_bytes_per_token (linear) or kv_cache_groups (grouped)",
+    ]);
   });
   it("refuses a block payload larger than its page", () => {
     const p = grouped();
@@ -97,7 +109,9 @@ describe("ProfileSchema", () => {
   });
   it("names a missing field and a wrong type with its value", () => {
     expect(refusal(omit(grouped(), "model"))).toStrictEqual(["model: is required"]);
-    expect(refusal({ ...grouped(), tensor_parallel_size: "4" })).toStrictEqual(['tensor_parallel_size: Invalid input: expected number, received string (got "4")']);
+    expect(refusal({ ...grouped(), tensor_parallel_size: "4" })).toStrictEqual([
+      'tensor_parallel_size: Invalid input: expected number, received string (got "4")',
+    ]);
   });
   it("refuses malformed JSON with the line and column", () => {
     // Line 3 is `  "model": "m"` with no comma; the next key starts on line 4, column 3.
@@ -105,7 +119,8 @@ describe("ProfileSchema", () => {
     expect(() => parseProfile(text, "p.json")).toThrow("p.json:4:3: malformed JSON: expected ','");
   });
   it("refuses a duplicate JSON key, which JSON.parse would silently take the last of", () => {
-    const text = '{\n  "schema_version": 1,\n  "schema_version": 1,\n  "model": "m", "vllm_version": "0.32.0", "tensor_parallel_size": 1, "kv_bytes_per_token": 8\n}';
+    const text =
+      '{\n  "schema_version": 1,\n  "schema_version": 1,\n  "model": "m", "vllm_version": "0.32.0", "tensor_parallel_size": 1, "kv_bytes_per_token": 8\n}';
     expect(() => parseProfile(text, "p.json")).toThrow("p.json:3:3: schema_version: duplicate key (also on line 2)");
   });
   it("reads YAML with located errors", () => {

@@ -150,14 +150,22 @@ export const ProfileSchema = z
       .optional()
       .describe("Grouped profiles: the cache groups sharing the pool. Never together with kv_bytes_per_token."),
     forward_pass: ForwardPassSchema.optional().describe("Measured (or illustrative) forward-pass latencies for timing type profile."),
-    memory: ModelMemorySchema.optional().describe("Weights and activation estimates of one rank, so engine settings can give GPU memory instead of num_gpu_blocks."),
-    model_shape: ModelShapeSchema.optional().describe("The model's compute shape (whole model, as its config.json states it) for timing type roofline; kvsim profile from-hf writes it."),
+    memory: ModelMemorySchema.optional().describe(
+      "Weights and activation estimates of one rank, so engine settings can give GPU memory instead of num_gpu_blocks.",
+    ),
+    model_shape: ModelShapeSchema.optional().describe(
+      "The model's compute shape (whole model, as its config.json states it) for timing type roofline; kvsim profile from-hf writes it.",
+    ),
   })
   .superRefine((p, ctx) => {
     const grouped = p.kv_cache_groups !== undefined;
     const linear = p.kv_bytes_per_token !== undefined;
     if (grouped && linear) {
-      ctx.addIssue({ code: "custom", path: ["kv_bytes_per_token"], message: "a profile has either kv_bytes_per_token (linear) or kv_cache_groups (grouped), never both" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["kv_bytes_per_token"],
+        message: "a profile has either kv_bytes_per_token (linear) or kv_cache_groups (grouped), never both",
+      });
     }
     if (!grouped && !linear) {
       ctx.addIssue({ code: "custom", path: [], message: "a profile needs kv_bytes_per_token (linear) or kv_cache_groups (grouped)" });

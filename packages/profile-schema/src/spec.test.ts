@@ -36,13 +36,24 @@ describe("router", () => {
     expect(parse("weighted")).toStrictEqual({ policy: "weighted", prefix_weight: 1, queue_weight: 1, kv_utilization_weight: 1, seed: 0 });
   });
   it("reads a mapping with settings, filling the rest", () => {
-    expect(parse("{ policy: kv_aware, overlap_score_weight: 2.5, router_temperature: 0.3 }")).toStrictEqual({ policy: "kv_aware", overlap_score_weight: 2.5, router_temperature: 0.3, seed: 0 });
+    expect(parse("{ policy: kv_aware, overlap_score_weight: 2.5, router_temperature: 0.3 }")).toStrictEqual({
+      policy: "kv_aware",
+      overlap_score_weight: 2.5,
+      router_temperature: 0.3,
+      seed: 0,
+    });
   });
   it("names the field of each problem: an unknown policy, an unknown key, a bad weight, a missing policy", () => {
     // base has 10 lines; router is line 11.
-    expect(issues([...base, "router: fastest"].join("\n"))).toStrictEqual(["/work/specs/run.yaml:11:1: router.policy: must be round_robin, kv_aware, prefix_only, least_loaded, power_of_two or weighted"]);
-    expect(issues([...base, "router: { policy: round_robin, overlap_score_weight: 1 }"].join("\n"))[0]).toMatch(/^\/work\/specs\/run\.yaml:11:\d+: router\.overlap_score_weight: unknown key$/);
-    expect(issues([...base, "router: { policy: kv_aware, overlap_score_weight: -1 }"].join("\n"))[0]).toMatch(/router\.overlap_score_weight: must be from 0 to 1000000 \(got -1\)$/);
+    expect(issues([...base, "router: fastest"].join("\n"))).toStrictEqual([
+      "/work/specs/run.yaml:11:1: router.policy: must be round_robin, kv_aware, prefix_only, least_loaded, power_of_two or weighted",
+    ]);
+    expect(issues([...base, "router: { policy: round_robin, overlap_score_weight: 1 }"].join("\n"))[0]).toMatch(
+      /^\/work\/specs\/run\.yaml:11:\d+: router\.overlap_score_weight: unknown key$/,
+    );
+    expect(issues([...base, "router: { policy: kv_aware, overlap_score_weight: -1 }"].join("\n"))[0]).toMatch(
+      /router\.overlap_score_weight: must be from 0 to 1000000 \(got -1\)$/,
+    );
     expect(issues([...base, "router: { overlap_score_weight: 1 }"].join("\n"))[0]).toMatch(/router\.policy: is missing: a router mapping names its policy/);
   });
 });
@@ -80,7 +91,9 @@ describe("parseSpec", () => {
       "/work/specs/run.yaml:1:1: timing: is missing: a spec says how long a forward pass takes, e.g. timing: { type: profile } (the profile's forward_pass tables) or timing: { type: fixed, prefill_ms: 20, decode_ms: 5 }",
     ]);
     // A present timing of an unknown type is still named as such, at its type key (column 11 of "timing: { type: magic }").
-    expect(issues([...base.slice(0, 6), "timing: { type: magic }", ...base.slice(7)].join("\n"))).toStrictEqual(["/work/specs/run.yaml:7:11: timing.type: type must be fixed, polynomial, profile, linear or roofline"]);
+    expect(issues([...base.slice(0, 6), "timing: { type: magic }", ...base.slice(7)].join("\n"))).toStrictEqual([
+      "/work/specs/run.yaml:7:11: timing.type: type must be fixed, polynomial, profile, linear or roofline",
+    ]);
   });
   it("refuses a trace without its format", () => {
     const text = [...base.slice(0, 9)].join("\n");
@@ -100,7 +113,14 @@ describe("parseSpec", () => {
     expect(issues(text)).toStrictEqual(["/work/specs/run.yaml:7:3: profile.kv_bytes_per_token: must be at least 1 byte (got -8)"]);
   });
   it("refuses role sections in an aggregated topology", () => {
-    const text = ["version: 1", "profile: p.json", "topology: { kind: aggregated, workers: 1 }", "timing: { type: polynomial }", "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }", "decode: {}"].join("\n");
+    const text = [
+      "version: 1",
+      "profile: p.json",
+      "topology: { kind: aggregated, workers: 1 }",
+      "timing: { type: polynomial }",
+      "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }",
+      "decode: {}",
+    ].join("\n");
     expect(issues(text)).toStrictEqual(["/work/specs/run.yaml:6:1: decode: applies to a disaggregated topology only"]);
   });
 });
@@ -127,7 +147,13 @@ describe("engine settings", () => {
     expect(EngineOverridesSchema.safeParse({ num_gpu_blocks: 1 }).success).toBe(false);
   });
   it("takes vLLM's engine behaviours by vLLM's names and checks their ranges", () => {
-    const engine = { async_scheduling: true, scheduler_reserve_full_isl: true, data_parallel_size: 2, enable_expert_parallel: true, cudagraph_capture_sizes: [1, 2, 4, 8] };
+    const engine = {
+      async_scheduling: true,
+      scheduler_reserve_full_isl: true,
+      data_parallel_size: 2,
+      enable_expert_parallel: true,
+      cudagraph_capture_sizes: [1, 2, 4, 8],
+    };
     expect(engineSettings(engine)).toMatchObject(engine);
     const messages = (o: object) => {
       const r = EngineOverridesSchema.safeParse(o);
@@ -165,7 +191,9 @@ describe("linear timing", () => {
       experts: { num_experts: 128, num_experts_per_tok: 8, all_experts_ms: 0 },
     });
     const r = TimingSchema.safeParse({ type: "linear", experts: { num_experts: 4, num_experts_per_tok: 5, all_experts_ms: 1 } });
-    expect(r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toEqual(["experts.num_experts_per_tok: num_experts_per_tok must be at most num_experts"]);
+    expect(r.success ? [] : r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toEqual([
+      "experts.num_experts_per_tok: num_experts_per_tok must be at most num_experts",
+    ]);
     const zero = TimingSchema.safeParse({ type: "linear", experts: { num_experts: 0, num_experts_per_tok: 1 } });
     expect(zero.success ? [] : zero.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`)).toEqual(["experts.num_experts: must be at least 1"]);
   });
@@ -188,7 +216,9 @@ describe("size limits that keep a typo from exhausting memory", () => {
     expect(issues({ topology: { kind: "aggregated", workers: 1 }, engine: { num_gpu_blocks: 16_777_217 } })).toEqual([
       "engine.num_gpu_blocks: must be at most 16777216 (2^24) pages per rank",
     ]);
-    expect(issues({ topology: { kind: "disaggregated", prefill: { workers: 1025 }, decode: { workers: 1 } } })).toEqual(["topology.prefill.workers: must be at most 1024"]);
+    expect(issues({ topology: { kind: "disaggregated", prefill: { workers: 1025 }, decode: { workers: 1 } } })).toEqual([
+      "topology.prefill.workers: must be at most 1024",
+    ]);
     // A synthetic request is bounded like a trace request: 2^24 + 1 = 16,777,217 tokens is refused.
     expect(
       issues({ topology: { kind: "aggregated", workers: 1 }, workload: { synthetic: { requests: 1, input_tokens: 16_777_217, output_tokens: 1 } } }),
@@ -201,8 +231,14 @@ describe("size limits that keep a typo from exhausting memory", () => {
       "engine.data_parallel_size: 3 ranks per worker on 512 workers make 1536 ranks; at most 1024 ranks per pool",
     ]);
     // The decode role's override is the one named; the prefill pool (1 x 2) is fine.
-    const pd = { topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 600 } }, engine: { data_parallel_size: 2 }, decode: { engine: { data_parallel_size: 4 } } };
-    expect(issues(pd)).toEqual(["decode.engine.data_parallel_size: 4 ranks per worker on 600 workers of the decode pool make 2400 ranks; at most 1024 ranks per pool"]);
+    const pd = {
+      topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 600 } },
+      engine: { data_parallel_size: 2 },
+      decode: { engine: { data_parallel_size: 4 } },
+    };
+    expect(issues(pd)).toEqual([
+      "decode.engine.data_parallel_size: 4 ranks per worker on 600 workers of the decode pool make 2400 ranks; at most 1024 ranks per pool",
+    ]);
   });
 });
 
@@ -267,7 +303,9 @@ describe("kv_transfer.network", () => {
     expect(lines.some((l) => l.includes("kv_transfer.network.nic.send") && l.includes("expected a bandwidth with its unit"))).toBe(true);
   });
   it("refuses network together with bandwidth_gbps or a fallback latency", () => {
-    const lines = issues([...pd, "kv_transfer: { bandwidth_gbps: 50, fallback_latency_ms: 3, network: { nic: { send: 50 GB/s, receive: 50 GB/s } } }"].join("\n"));
+    const lines = issues(
+      [...pd, "kv_transfer: { bandwidth_gbps: 50, fallback_latency_ms: 3, network: { nic: { send: 50 GB/s, receive: 50 GB/s } } }"].join("\n"),
+    );
     expect(lines.some((l) => l.includes("kv_transfer.bandwidth_gbps: prices a private pipe per handoff"))).toBe(true);
     expect(lines.some((l) => l.includes("kv_transfer.fallback_latency_ms: applies to the private pipe"))).toBe(true);
   });
@@ -286,7 +324,13 @@ describe("kv_transfer.network", () => {
     expect(issues([...pd, net, "engine: { data_parallel_size: 2 }"].join("\n")).filter((l) => l.includes("data_parallel_size"))).toHaveLength(2);
   });
   it("refuses a negative or absurd setup latency", () => {
-    expect(issues([...pd, "kv_transfer: { setup_latency_ms: -1 }"].join("\n")).some((l) => l.includes("kv_transfer.setup_latency_ms: must be from 0 to 1000000 ms"))).toBe(true);
-    expect(issues([...pd, "kv_transfer: { setup_latency_ms: 1e9 }"].join("\n")).some((l) => l.includes("kv_transfer.setup_latency_ms: must be from 0 to 1000000 ms"))).toBe(true);
+    expect(
+      issues([...pd, "kv_transfer: { setup_latency_ms: -1 }"].join("\n")).some((l) => l.includes("kv_transfer.setup_latency_ms: must be from 0 to 1000000 ms")),
+    ).toBe(true);
+    expect(
+      issues([...pd, "kv_transfer: { setup_latency_ms: 1e9 }"].join("\n")).some((l) =>
+        l.includes("kv_transfer.setup_latency_ms: must be from 0 to 1000000 ms"),
+      ),
+    ).toBe(true);
   });
 });

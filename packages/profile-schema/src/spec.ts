@@ -35,13 +35,19 @@ export const MAX_WORKERS_PER_POOL = 1024;
 const workerCount = () => positiveInt().max(MAX_WORKERS_PER_POOL, { error: `must be at most ${MAX_WORKERS_PER_POOL}`, abort: true });
 const PoolSchema = z.strictObject({ workers: workerCount() });
 
-export const TopologySchema = z.discriminatedUnion("kind", [
-  z.strictObject({ kind: z.literal("aggregated"), workers: workerCount() }),
-  z.strictObject({ kind: z.literal("disaggregated"), prefill: PoolSchema, decode: PoolSchema }),
-], {
-  error: (iss) =>
-    iss.input === undefined ? "is missing: a spec says how the workers are laid out, e.g. topology: { kind: aggregated, workers: 1 }" : "kind must be aggregated or disaggregated",
-});
+export const TopologySchema = z.discriminatedUnion(
+  "kind",
+  [
+    z.strictObject({ kind: z.literal("aggregated"), workers: workerCount() }),
+    z.strictObject({ kind: z.literal("disaggregated"), prefill: PoolSchema, decode: PoolSchema }),
+  ],
+  {
+    error: (iss) =>
+      iss.input === undefined
+        ? "is missing: a spec says how the workers are laid out, e.g. topology: { kind: aggregated, workers: 1 }"
+        : "kind must be aggregated or disaggregated",
+  },
+);
 export type Topology = z.infer<typeof TopologySchema>;
 
 /** Per-role overrides (prefill and decode roles of a disaggregated topology). */
@@ -85,11 +91,15 @@ export const KvTransferSchema = z
     /** The private pipe's bandwidth with its unit (`50 GB/s`, `400 Gbit/s`); parsed to bytes per second, then folded into bandwidth_gbps. */
     bandwidth: bandwidthSchema()
       .optional()
-      .describe('The private pipe of each handoff, with its unit: "50 GB/s" (decimal bytes), "400 Gbit/s" (bits); 1 MB/s to 100 TB/s. Absent: no modelled transfer delay.'),
+      .describe(
+        'The private pipe of each handoff, with its unit: "50 GB/s" (decimal bytes), "400 Gbit/s" (bits); 1 MB/s to 100 TB/s. Absent: no modelled transfer delay.',
+      ),
     /** Deprecated alias of `bandwidth` in decimal GB/s (10^9 B/s): "gbps" reads as gigabits, 8x off. */
     bandwidth_gbps: rangedNumber(MIN_BANDWIDTH_GBPS, MAX_BANDWIDTH_GBPS, "GB/s", { note: "1 MB/s to 100 TB/s" })
       .optional()
-      .describe(`Deprecated (it warns): bandwidth in decimal GB/s (10^9 B/s, not gigabits), ${MIN_BANDWIDTH_GBPS} to ${MAX_BANDWIDTH_GBPS}; write bandwidth: "50 GB/s" instead.`),
+      .describe(
+        `Deprecated (it warns): bandwidth in decimal GB/s (10^9 B/s, not gigabits), ${MIN_BANDWIDTH_GBPS} to ${MAX_BANDWIDTH_GBPS}; write bandwidth: "50 GB/s" instead.`,
+      ),
     mode: TransferModeSchema.default("destination_missing"),
     /** Delay used when no bandwidth is set. */
     fallback_latency_ms: durationMs().default(0).describe(`Transfer delay when no bandwidth is set, ms (0 to ${MAX_DURATION_MS}).`),
@@ -105,11 +115,19 @@ export const KvTransferSchema = z
     if (k.network === undefined) return;
     for (const key of ["bandwidth", "bandwidth_gbps"] as const) {
       if (k[key] !== undefined) {
-        ctx.addIssue({ code: "custom", path: [key], message: "prices a private pipe per handoff; with network the NIC bandwidths price transfers (remove one of them)" });
+        ctx.addIssue({
+          code: "custom",
+          path: [key],
+          message: "prices a private pipe per handoff; with network the NIC bandwidths price transfers (remove one of them)",
+        });
       }
     }
     if (k.fallback_latency_ms !== 0) {
-      ctx.addIssue({ code: "custom", path: ["fallback_latency_ms"], message: "applies to the private pipe without bandwidth; with network use setup_latency_ms" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["fallback_latency_ms"],
+        message: "applies to the private pipe without bandwidth; with network use setup_latency_ms",
+      });
     }
   })
   // What the layers below read: one bandwidth, in decimal GB/s (`50 GB/s` and `400 Gbit/s` are 50).
@@ -145,67 +163,86 @@ export function specDeprecations(value: unknown): Deprecation[] {
  * weights of each expert its tokens are routed to once, so the cost grows with the number of
  * distinct experts touched and saturates when every expert is (vllm-scheduler README).
  */
-const LinearExpertsSchema = z.strictObject({
-  num_experts: positiveInt().max(65536, { error: "must be at most 65536", abort: true }).describe("Routed experts per MoE layer (the model's config.json num_experts, or n_routed_experts)."),
-  num_experts_per_tok: positiveInt().max(65536, { error: "must be at most 65536", abort: true }).describe("Experts each token is routed to (config.json num_experts_per_tok); at most num_experts."),
-  all_experts_ms: coefficient().describe("Per step whose tokens touch every expert (reading all of this rank's expert weights once), ms; a step pays the expected share it touches."),
-}).refine((e) => e.num_experts_per_tok <= e.num_experts, { error: "num_experts_per_tok must be at most num_experts", path: ["num_experts_per_tok"] });
-
-export const TimingSchema = z.discriminatedUnion("type", [
-  z.strictObject({
-    type: z.literal("fixed"),
-    prefill_ms: durationMs().describe(`Time of a pass with prompt work, ms (0 to ${MAX_DURATION_MS}).`),
-    decode_ms: durationMs().describe(`Time of a pass's decode part, ms (0 to ${MAX_DURATION_MS}).`),
-  }),
-  /** The upstream simulator's uncalibrated polynomial (docs/rules/replay.md §4.2). */
-  z.strictObject({ type: z.literal("polynomial") }),
-  /** The profile's forward_pass tables; `outside_grid` says what a query outside the grid does. */
-  z.strictObject({ type: z.literal("profile"), outside_grid: z.enum(["refuse", "clamp"]).default("refuse") }),
-  /**
-   * One linear formula for a whole step (vllm-scheduler README): a constant, a cost per scheduled
-   * sequence, per KV token that decode rows attend, per prompt token computed and per earlier token
-   * of prompt rows, and a surcharge for steps with prompt work. `kvsim calibrate` fits it.
-   */
-  z.strictObject({
-    type: z.literal("linear"),
-    step_ms: coefficient().describe("Per step (CPU scheduling, launch, weights read once), ms."),
-    per_sequence_ms: coefficient().describe("Per scheduled sequence (a decode-only step counts it padded up to the next cudagraph capture size), ms."),
-    per_kv_token_us: perTokenUs().describe("Per KV token a decode row attends (its tokens before the one it computes, that one included), microseconds."),
-    per_prompt_token_us: perTokenUs().describe("Per prompt token computed by a prompt row (a prefill chunk, or a recompute after preemption), microseconds."),
-    per_cached_token_us: perTokenUs().describe("Per token a prompt row already holds before its chunk (prefix-cache hit and earlier chunks), microseconds."),
-    prompt_step_ms: coefficient().describe("Once per step that carries prompt work (mixed steps run piecewise CUDA graphs, decode-only steps whole graphs), ms."),
-    experts: LinearExpertsSchema.optional().describe(
-      "Mixture-of-experts weight loading (optional; absent, the step has no such term): all_experts_ms x the expected share of the experts a step's tokens touch, 1 - (1 - num_experts_per_tok / num_experts)^N, N = the step's tokens x data_parallel_size with enable_expert_parallel (the ranks' tokens go to every rank's experts).",
+const LinearExpertsSchema = z
+  .strictObject({
+    num_experts: positiveInt()
+      .max(65536, { error: "must be at most 65536", abort: true })
+      .describe("Routed experts per MoE layer (the model's config.json num_experts, or n_routed_experts)."),
+    num_experts_per_tok: positiveInt()
+      .max(65536, { error: "must be at most 65536", abort: true })
+      .describe("Experts each token is routed to (config.json num_experts_per_tok); at most num_experts."),
+    all_experts_ms: coefficient().describe(
+      "Per step whose tokens touch every expert (reading all of this rank's expert weights once), ms; a step pays the expected share it touches.",
     ),
-  }),
-  /**
-   * A roofline over the profile's model_shape and the engine's GPU datasheet (vllm-scheduler
-   * README): each operator class costs the larger of its FLOPs over peak x an efficiency and its
-   * bytes over HBM bandwidth x an efficiency, plus TP all-reduces and per-step overheads. Every
-   * efficiency and overhead has a shipped default fitted on real runs; a spec may override any.
-   */
-  z.strictObject({
-    type: z.literal("roofline"),
-    compute_efficiency: efficiency().describe("Share of the GPU's peak tensor FLOPs dense GEMMs reach (default: fitted, see the vllm-scheduler README)."),
-    attention_efficiency: efficiency().describe("Share of peak FLOPs attention kernels reach on prompt rows."),
-    memory_efficiency: efficiency().describe("Share of HBM bandwidth reached reading weights, KV and state."),
-    moe_efficiency: efficiency().describe("Fused-MoE kernels' efficiency relative to dense GEMMs (divides both their compute and memory time)."),
-    link_efficiency: efficiency().describe("Share of the intra-node link bandwidth TP all-reduces reach."),
-    step_overhead_ms: durationMs().optional().describe("Per step: scheduling, input preparation, sampling, launch (ms)."),
-    layer_overhead_us: rangedNumber(0, 1e6, "us").optional().describe("Per decoder layer of a step with prompt rows (piecewise CUDA graphs launch attention eagerly), microseconds."),
-    per_sequence_us: rangedNumber(0, 1e6, "us").optional().describe("Per scheduled row (sampler, input and output bookkeeping), microseconds."),
-  }),
-], {
-  error: (iss) =>
-    iss.input === undefined
-      ? "is missing: a spec says how long a forward pass takes, e.g. timing: { type: profile } (the profile's forward_pass tables) or timing: { type: fixed, prefill_ms: 20, decode_ms: 5 }"
-      : "type must be fixed, polynomial, profile, linear or roofline",
-});
+  })
+  .refine((e) => e.num_experts_per_tok <= e.num_experts, { error: "num_experts_per_tok must be at most num_experts", path: ["num_experts_per_tok"] });
+
+export const TimingSchema = z.discriminatedUnion(
+  "type",
+  [
+    z.strictObject({
+      type: z.literal("fixed"),
+      prefill_ms: durationMs().describe(`Time of a pass with prompt work, ms (0 to ${MAX_DURATION_MS}).`),
+      decode_ms: durationMs().describe(`Time of a pass's decode part, ms (0 to ${MAX_DURATION_MS}).`),
+    }),
+    /** The upstream simulator's uncalibrated polynomial (docs/rules/replay.md §4.2). */
+    z.strictObject({ type: z.literal("polynomial") }),
+    /** The profile's forward_pass tables; `outside_grid` says what a query outside the grid does. */
+    z.strictObject({ type: z.literal("profile"), outside_grid: z.enum(["refuse", "clamp"]).default("refuse") }),
+    /**
+     * One linear formula for a whole step (vllm-scheduler README): a constant, a cost per scheduled
+     * sequence, per KV token that decode rows attend, per prompt token computed and per earlier token
+     * of prompt rows, and a surcharge for steps with prompt work. `kvsim calibrate` fits it.
+     */
+    z.strictObject({
+      type: z.literal("linear"),
+      step_ms: coefficient().describe("Per step (CPU scheduling, launch, weights read once), ms."),
+      per_sequence_ms: coefficient().describe("Per scheduled sequence (a decode-only step counts it padded up to the next cudagraph capture size), ms."),
+      per_kv_token_us: perTokenUs().describe("Per KV token a decode row attends (its tokens before the one it computes, that one included), microseconds."),
+      per_prompt_token_us: perTokenUs().describe("Per prompt token computed by a prompt row (a prefill chunk, or a recompute after preemption), microseconds."),
+      per_cached_token_us: perTokenUs().describe("Per token a prompt row already holds before its chunk (prefix-cache hit and earlier chunks), microseconds."),
+      prompt_step_ms: coefficient().describe(
+        "Once per step that carries prompt work (mixed steps run piecewise CUDA graphs, decode-only steps whole graphs), ms.",
+      ),
+      experts: LinearExpertsSchema.optional().describe(
+        "Mixture-of-experts weight loading (optional; absent, the step has no such term): all_experts_ms x the expected share of the experts a step's tokens touch, 1 - (1 - num_experts_per_tok / num_experts)^N, N = the step's tokens x data_parallel_size with enable_expert_parallel (the ranks' tokens go to every rank's experts).",
+      ),
+    }),
+    /**
+     * A roofline over the profile's model_shape and the engine's GPU datasheet (vllm-scheduler
+     * README): each operator class costs the larger of its FLOPs over peak x an efficiency and its
+     * bytes over HBM bandwidth x an efficiency, plus TP all-reduces and per-step overheads. Every
+     * efficiency and overhead has a shipped default fitted on real runs; a spec may override any.
+     */
+    z.strictObject({
+      type: z.literal("roofline"),
+      compute_efficiency: efficiency().describe("Share of the GPU's peak tensor FLOPs dense GEMMs reach (default: fitted, see the vllm-scheduler README)."),
+      attention_efficiency: efficiency().describe("Share of peak FLOPs attention kernels reach on prompt rows."),
+      memory_efficiency: efficiency().describe("Share of HBM bandwidth reached reading weights, KV and state."),
+      moe_efficiency: efficiency().describe("Fused-MoE kernels' efficiency relative to dense GEMMs (divides both their compute and memory time)."),
+      link_efficiency: efficiency().describe("Share of the intra-node link bandwidth TP all-reduces reach."),
+      step_overhead_ms: durationMs().optional().describe("Per step: scheduling, input preparation, sampling, launch (ms)."),
+      layer_overhead_us: rangedNumber(0, 1e6, "us")
+        .optional()
+        .describe("Per decoder layer of a step with prompt rows (piecewise CUDA graphs launch attention eagerly), microseconds."),
+      per_sequence_us: rangedNumber(0, 1e6, "us").optional().describe("Per scheduled row (sampler, input and output bookkeeping), microseconds."),
+    }),
+  ],
+  {
+    error: (iss) =>
+      iss.input === undefined
+        ? "is missing: a spec says how long a forward pass takes, e.g. timing: { type: profile } (the profile's forward_pass tables) or timing: { type: fixed, prefill_ms: 20, decode_ms: 5 }"
+        : "type must be fixed, polynomial, profile, linear or roofline",
+  },
+);
 export type Timing = z.infer<typeof TimingSchema>;
 
 export const SyntheticWorkloadSchema = z.strictObject({
   requests: positiveInt()
-    .max(MAX_SYNTHETIC_REQUESTS, { error: `must be at most ${MAX_SYNTHETIC_REQUESTS} (each request keeps a record in memory until the report is written)`, abort: true })
+    .max(MAX_SYNTHETIC_REQUESTS, {
+      error: `must be at most ${MAX_SYNTHETIC_REQUESTS} (each request keeps a record in memory until the report is written)`,
+      abort: true,
+    })
     .describe(`Requests, 1 to ${MAX_SYNTHETIC_REQUESTS}.`),
   input_tokens: positiveInt().max(MAX_REQUEST_TOKENS, { error: `must be at most ${MAX_REQUEST_TOKENS} (2^24) tokens`, abort: true }),
   output_tokens: positiveInt().max(MAX_REQUEST_TOKENS, { error: `must be at most ${MAX_REQUEST_TOKENS} (2^24) tokens`, abort: true }),
@@ -280,10 +317,14 @@ export const RouterSettingsSchema = z.discriminatedUnion(
       policy: z.literal("kv_aware"),
       overlap_score_weight: rangedNumber(0, 1e6, "")
         .default(1)
-        .describe("Dynamo's kv-overlap-score-weight: weight of the prefill blocks (those the worker does not cache) against its active blocks, 0 to 10^6; 0 ignores the prefix cache."),
+        .describe(
+          "Dynamo's kv-overlap-score-weight: weight of the prefill blocks (those the worker does not cache) against its active blocks, 0 to 10^6; 0 ignores the prefix cache.",
+        ),
       router_temperature: rangedNumber(0, 1e6, "")
         .default(0)
-        .describe("Dynamo's router-temperature: 0 picks the lowest cost (ties at random); above 0, softmax sampling over the costs normalised by their spread."),
+        .describe(
+          "Dynamo's router-temperature: 0 picks the lowest cost (ties at random); above 0, softmax sampling over the costs normalised by their spread.",
+        ),
       seed: routerSeed(),
     }),
     z.strictObject({ policy: z.literal("prefix_only") }),
@@ -312,7 +353,9 @@ export const RouterSettingsSchema = z.discriminatedUnion(
  * (a union of the two forms would report only "invalid input" at `router`).
  */
 export const RouterSchema = z
-  .union([z.string(), z.record(z.string(), z.unknown())], { error: "expected a policy name or a mapping with a policy, e.g. { policy: kv_aware, overlap_score_weight: 1 }" })
+  .union([z.string(), z.record(z.string(), z.unknown())], {
+    error: "expected a policy name or a mapping with a policy, e.g. { policy: kv_aware, overlap_score_weight: 1 }",
+  })
   .transform((r) => (typeof r === "string" ? { policy: r } : r))
   .pipe(RouterSettingsSchema);
 
@@ -322,7 +365,9 @@ export const RouterSchema = z
  * clock, as benchmarks measure them; without it they start at the engine.
  */
 export const FrontendSchema = z.strictObject({
-  overhead_ms: durationMs().describe("Time from a request's client arrival to the engine (HTTP server, tokenisation, the first token's detokenisation), added to every request's TTFT and E2E, ms; kvsim calibrate can fit it."),
+  overhead_ms: durationMs().describe(
+    "Time from a request's client arrival to the engine (HTTP server, tokenisation, the first token's detokenisation), added to every request's TTFT and E2E, ms; kvsim calibrate can fit it.",
+  ),
 });
 export type Frontend = z.infer<typeof FrontendSchema>;
 
@@ -340,13 +385,17 @@ export const SpecSchema = z
     prefill: RoleOverrideSchema.optional().describe("Disaggregated: engine and profile overrides of the prefill role."),
     decode: RoleOverrideSchema.optional().describe("Disaggregated: engine and profile overrides of the decode role."),
     kv_transfer: KvTransferSchema.prefault({ mode: "destination_missing", fallback_latency_ms: 0 }).describe("How P/D handoffs are priced."),
-    timing: TimingSchema.describe("Step timing: fixed, polynomial, profile (the profile's forward_pass tables), linear (fitted by kvsim calibrate) or roofline (the profile's model_shape on the engine's GPU)."),
+    timing: TimingSchema.describe(
+      "Step timing: fixed, polynomial, profile (the profile's forward_pass tables), linear (fitted by kvsim calibrate) or roofline (the profile's model_shape on the engine's GPU).",
+    ),
     workload: WorkloadSchema.describe("A trace file (with its format) or a synthetic workload."),
     router: RouterSchema.default({ policy: "round_robin" }).describe(
       "Placement in each pool: a policy name (round_robin, kv_aware, prefix_only, least_loaded, power_of_two, weighted) or a mapping with its policy and settings.",
     ),
     sla: SlaSchema.optional().describe("Service-level targets for goodput."),
-    frontend: FrontendSchema.optional().describe("The HTTP front end's overhead: present, TTFT and E2E are on the client's clock (the report's ttft_clock: client); absent, on the engine's."),
+    frontend: FrontendSchema.optional().describe(
+      "The HTTP front end's overhead: present, TTFT and E2E are on the client's clock (the report's ttft_clock: client); absent, on the engine's.",
+    ),
     /** Soft cutoff on virtual time: no event after it is processed. */
     max_virtual_time_ms: rangedNumber(0, MAX_VIRTUAL_TIME_MS, "ms", { note: "about 317 years" })
       .optional()
@@ -357,7 +406,8 @@ export const SpecSchema = z
       for (const role of ["prefill", "decode"] as const) {
         if (s[role] !== undefined) ctx.addIssue({ code: "custom", path: [role], message: "applies to a disaggregated topology only" });
       }
-      if (s.kv_transfer.network !== undefined) ctx.addIssue({ code: "custom", path: ["kv_transfer", "network"], message: "applies to a disaggregated topology only" });
+      if (s.kv_transfer.network !== undefined)
+        ctx.addIssue({ code: "custom", path: ["kv_transfer", "network"], message: "applies to a disaggregated topology only" });
     }
     // Data-parallel ranks: a pool's ranks (workers x data_parallel_size) are bounded like its workers,
     // and the shared network has one NIC per worker, which D ranks would not share.
@@ -375,10 +425,18 @@ export const SpecSchema = z
       const path = own === undefined ? ["engine", "data_parallel_size"] : [role!, "engine", "data_parallel_size"];
       const pool = role === undefined ? "" : ` of the ${role} pool`;
       if (workers * d > MAX_WORKERS_PER_POOL) {
-        ctx.addIssue({ code: "custom", path, message: `${d} ranks per worker on ${workers} workers${pool} make ${workers * d} ranks; at most ${MAX_WORKERS_PER_POOL} ranks per pool` });
+        ctx.addIssue({
+          code: "custom",
+          path,
+          message: `${d} ranks per worker on ${workers} workers${pool} make ${workers * d} ranks; at most ${MAX_WORKERS_PER_POOL} ranks per pool`,
+        });
       }
       if (s.kv_transfer.network !== undefined) {
-        ctx.addIssue({ code: "custom", path, message: `${d} ranks per worker${pool}: kv_transfer.network has one NIC per worker, which data-parallel ranks would share (not modelled); use data_parallel_size 1 or the private pipe (bandwidth_gbps)` });
+        ctx.addIssue({
+          code: "custom",
+          path,
+          message: `${d} ranks per worker${pool}: kv_transfer.network has one NIC per worker, which data-parallel ranks would share (not modelled); use data_parallel_size 1 or the private pipe (bandwidth_gbps)`,
+        });
       }
     }
   });

@@ -33,9 +33,15 @@ describe("speculative_config", () => {
       "acceptance_per_position.1: must not exceed the position before it (0.5): a draft is accepted only when every draft before it is, so the per-position rates never rise",
     ]);
     expect(problems({ method: "mtp", num_speculative_tokens: 1, acceptance_rate: 1.5 })).toEqual(["acceptance_rate: must be from 0 to 1"]);
-    expect(problems({ method: "draft_model", num_speculative_tokens: 1, acceptance_rate: 0.5 })[0]).toMatch(/^draft_cost_fraction: is required for method draft_model/);
-    expect(problems({ method: "ngram", num_speculative_tokens: 1, acceptance_rate: 0.5, draft_layers: 1 })).toEqual(["draft_layers: applies to mtp, eagle and eagle3 only, not ngram"]);
-    expect(problems({ method: "mtp", num_speculative_tokens: 1, acceptance_rate: 0.5, ngram_cpu_us_per_row: 1 })).toEqual(["ngram_cpu_us_per_row: applies to method ngram only, not mtp"]);
+    expect(problems({ method: "draft_model", num_speculative_tokens: 1, acceptance_rate: 0.5 })[0]).toMatch(
+      /^draft_cost_fraction: is required for method draft_model/,
+    );
+    expect(problems({ method: "ngram", num_speculative_tokens: 1, acceptance_rate: 0.5, draft_layers: 1 })).toEqual([
+      "draft_layers: applies to mtp, eagle and eagle3 only, not ngram",
+    ]);
+    expect(problems({ method: "mtp", num_speculative_tokens: 1, acceptance_rate: 0.5, ngram_cpu_us_per_row: 1 })).toEqual([
+      "ngram_cpu_us_per_row: applies to method ngram only, not mtp",
+    ]);
     expect(problems({ method: "mtp", num_speculative_tokens: 1, acceptance_rate: 0.5, extra: 1 })[0]).toMatch(/extra/);
   });
 

@@ -50,15 +50,19 @@ export const SpeculativeConfigSchema = z
       .max(64, { error: "must be at most 64", abort: true })
       .optional()
       .describe("mtp, eagle, eagle3: decoder layers of the draft head (default 1); each of the k drafter passes runs them and the LM head."),
-    ngram_cpu_us_per_row: rangedNumber(0, 1e6, "µs")
-      .optional()
-      .describe("ngram: CPU time of the lookup per decoding row and step, µs (default 10)."),
+    ngram_cpu_us_per_row: rangedNumber(0, 1e6, "µs").optional().describe("ngram: CPU time of the lookup per decoding row and step, µs (default 10)."),
   })
   .superRefine((s, ctx) => {
     const rate = s.acceptance_rate !== undefined;
     const per = s.acceptance_per_position !== undefined;
     if (rate === per) {
-      ctx.addIssue({ code: "custom", path: [rate ? "acceptance_per_position" : "acceptance_rate"], message: rate ? "give acceptance_rate or acceptance_per_position, not both" : "is required: give acceptance_rate (one probability for every position) or acceptance_per_position" });
+      ctx.addIssue({
+        code: "custom",
+        path: [rate ? "acceptance_per_position" : "acceptance_rate"],
+        message: rate
+          ? "give acceptance_rate or acceptance_per_position, not both"
+          : "is required: give acceptance_rate (one probability for every position) or acceptance_per_position",
+      });
     }
     if (per && s.acceptance_per_position!.length !== s.num_speculative_tokens) {
       ctx.addIssue({
@@ -79,7 +83,11 @@ export const SpeculativeConfigSchema = z
       }
     }
     if (s.method === "draft_model" && s.draft_cost_fraction === undefined) {
-      ctx.addIssue({ code: "custom", path: ["draft_cost_fraction"], message: "is required for method draft_model: one draft-model pass as a share of the target's decode step (e.g. 0.1 for a model a tenth the size)" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["draft_cost_fraction"],
+        message: "is required for method draft_model: one draft-model pass as a share of the target's decode step (e.g. 0.1 for a model a tenth the size)",
+      });
     }
     if (s.draft_layers !== undefined && s.method !== "mtp" && s.method !== "eagle" && s.method !== "eagle3") {
       ctx.addIssue({ code: "custom", path: ["draft_layers"], message: `applies to mtp, eagle and eagle3 only, not ${s.method}` });
@@ -88,7 +96,11 @@ export const SpeculativeConfigSchema = z
       ctx.addIssue({ code: "custom", path: ["ngram_cpu_us_per_row"], message: `applies to method ngram only, not ${s.method}` });
     }
     if (s.draft_cost_fraction !== undefined && s.method === "ngram") {
-      ctx.addIssue({ code: "custom", path: ["draft_cost_fraction"], message: "does not apply to method ngram (its lookup runs on the CPU: see ngram_cpu_us_per_row)" });
+      ctx.addIssue({
+        code: "custom",
+        path: ["draft_cost_fraction"],
+        message: "does not apply to method ngram (its lookup runs on the CPU: see ngram_cpu_us_per_row)",
+      });
     }
   });
 export type SpeculativeConfig = z.infer<typeof SpeculativeConfigSchema>;

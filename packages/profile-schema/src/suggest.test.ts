@@ -31,7 +31,8 @@ describe("knownKeysAt", () => {
   });
 
   it("a misspelled spec key is told the one it likely meant, at its line", () => {
-    const text = "version: 1\nprofile: ./p.json\ntopolgy: { kind: aggregated, workers: 1 }\ntiming: { type: fixed, prefill_ms: 1, decode_ms: 1 }\nworkload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }\n";
+    const text =
+      "version: 1\nprofile: ./p.json\ntopolgy: { kind: aggregated, workers: 1 }\ntiming: { type: fixed, prefill_ms: 1, decode_ms: 1 }\nworkload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }\n";
     let error: unknown;
     try {
       validateDocument(SpecSchema, parseDocumentText(text, "s.yaml"));

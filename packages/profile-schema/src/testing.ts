@@ -33,7 +33,14 @@ export function glmFlashProfile(version: "0.31.0" | "0.32.0" = "0.32.0"): Profil
     kv_cache_dtype: "fp8",
     page_size_bytes: 13_045_120,
     kv_cache_groups: [
-      { name: "full_attention", kind: "full_attention", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 11 * 1_114_112 + 11 * 71_808 },
+      {
+        name: "full_attention",
+        kind: "full_attention",
+        num_layers: 11,
+        block_size_tokens: 2176,
+        prefix_cacheable: true,
+        transfer_bytes_per_block: 11 * 1_114_112 + 11 * 71_808,
+      },
       { name: "tail_ring", kind: "state", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: false, transfer_bytes_per_block: 11 * 2048 },
       kda("kda_0", 9),
       kda("kda_1", 9),

@@ -81,7 +81,9 @@ describe("Mooncake JSONL", () => {
     const over = '{"timestamp": 0, "input_length": 1025, "output_length": 1, "hash_ids": [1, 2]}';
     expect(await failure([over], mooncake)).toBe("trace.jsonl:1: hash_ids: 2 ids x 512 tokens = 1024 tokens cannot cover input_length 1025");
     // With a 16-token trace block, 2 ids hold 32 tokens only.
-    expect(await failure([ok], { ...mooncake, traceBlockSize: 16 })).toBe("trace.jsonl:1: hash_ids: 2 ids x 16 tokens = 32 tokens cannot cover input_length 1024");
+    expect(await failure([ok], { ...mooncake, traceBlockSize: 16 })).toBe(
+      "trace.jsonl:1: hash_ids: 2 ids x 16 tokens = 32 tokens cannot cover input_length 1024",
+    );
   });
   it("refuses arrivals that go back in time, naming the earlier line", async () => {
     const lines = [
@@ -124,7 +126,9 @@ describe("Azure CSV", () => {
     expect(await failure([header, "2023-02-30 00:00:00.0000000,1,1"], azure)).toBe(
       'azure.csv:2: TIMESTAMP: expected a UTC time such as 2023-11-16 18:15:46.6805900 (got "2023-02-30 00:00:00.0000000")',
     );
-    expect(await failure([header, "2023-11-16 18:15:46.6805900,374"], azure)).toBe("azure.csv:2: expected 3 fields (TIMESTAMP,ContextTokens,GeneratedTokens), found 2");
+    expect(await failure([header, "2023-11-16 18:15:46.6805900,374"], azure)).toBe(
+      "azure.csv:2: expected 3 fields (TIMESTAMP,ContextTokens,GeneratedTokens), found 2",
+    );
     expect(await failure([header, '2023-11-16 18:15:46.6805900,"374,44'], azure)).toMatch(/^azure\.csv:2: malformed CSV: /);
   });
   it("refuses decreasing times, quoting both timestamps", async () => {
@@ -135,7 +139,9 @@ describe("Azure CSV", () => {
   });
   it("refuses a trace with a header and no rows, and an empty file", async () => {
     expect(await failure(["TIMESTAMP,ContextTokens,GeneratedTokens", ""], azure)).toBe("azure.csv: the trace has no requests");
-    expect(await failure([], azure)).toBe("azure.csv: the trace is empty (expected the header TIMESTAMP,ContextTokens,GeneratedTokens, then one row per request)");
+    expect(await failure([], azure)).toBe(
+      "azure.csv: the trace is empty (expected the header TIMESTAMP,ContextTokens,GeneratedTokens, then one row per request)",
+    );
   });
 });
 
@@ -167,8 +173,12 @@ describe("kvsim JSONL", () => {
     );
   });
   it("needs the prompt by length or by ids, and a non-blank request id", async () => {
-    expect(await failure(['{"request_id": "a", "arrival_ms": 0, "output_tokens": 1}'], kvsim)).toBe("kv.jsonl:1: input_tokens: is required (or input_token_ids)");
-    expect(await failure(['{"request_id": " ", "arrival_ms": 0, "input_tokens": 1, "output_tokens": 1}'], kvsim)).toBe('kv.jsonl:1: request_id: must not be blank (got " ")');
+    expect(await failure(['{"request_id": "a", "arrival_ms": 0, "output_tokens": 1}'], kvsim)).toBe(
+      "kv.jsonl:1: input_tokens: is required (or input_token_ids)",
+    );
+    expect(await failure(['{"request_id": " ", "arrival_ms": 0, "input_tokens": 1, "output_tokens": 1}'], kvsim)).toBe(
+      'kv.jsonl:1: request_id: must not be blank (got " ")',
+    );
   });
   it("refuses a duplicate request id, naming its first line", async () => {
     const lines = [
@@ -194,10 +204,16 @@ describe("kvsim JSONL, bad lines like the other formats", () => {
     // '{"request_id": "a", "arrival_ms": 0 ' is 36 characters; the unexpected key starts at column 37.
     expect(await failure([line('"arrival_ms": 0 "input_tokens": 1, "output_tokens": 1')], kvsim)).toBe("kv.jsonl:1:37: malformed JSON: expected ','");
     expect(await failure([line('"arrival_ms": 0, "input_tokens": 1')], kvsim)).toBe("kv.jsonl:1: output_tokens: is required");
-    expect(await failure([line('"arrival_ms": 0, "input_tokens": 1, "output_tokens": -2')], kvsim)).toBe("kv.jsonl:1: output_tokens: must be at least 1 (got -2)");
+    expect(await failure([line('"arrival_ms": 0, "input_tokens": 1, "output_tokens": -2')], kvsim)).toBe(
+      "kv.jsonl:1: output_tokens: must be at least 1 (got -2)",
+    );
   });
   it("decreasing time and an empty trace", async () => {
-    const lines = ['{"request_id": "a", "arrival_ms": 5, "input_tokens": 1, "output_tokens": 1}', "", '{"request_id": "b", "arrival_ms": 4, "input_tokens": 1, "output_tokens": 1}'];
+    const lines = [
+      '{"request_id": "a", "arrival_ms": 5, "input_tokens": 1, "output_tokens": 1}',
+      "",
+      '{"request_id": "b", "arrival_ms": 4, "input_tokens": 1, "output_tokens": 1}',
+    ];
     expect(await failure(lines, kvsim)).toBe("kv.jsonl:3: arrival_ms: arrival times must not decrease: got 4, earlier than 5 on line 1");
     expect(await failure([""], kvsim)).toBe("kv.jsonl: the trace has no requests");
   });

@@ -145,7 +145,9 @@ function checkBlockSize(size: number | undefined): number {
 }
 
 const tooDeep = (file: string, line: number, offset: number): never =>
-  fail(file, line, [{ path: "", message: `nests arrays and objects more than ${MAX_NESTING_DEPTH} levels deep, at column ${offset + 1}; a trace line is one flat object` }]);
+  fail(file, line, [
+    { path: "", message: `nests arrays and objects more than ${MAX_NESTING_DEPTH} levels deep, at column ${offset + 1}; a trace line is one flat object` },
+  ]);
 
 /**
  * JSON.parse is the fast path; on failure jsonc-parser finds the column of the first problem.
@@ -176,7 +178,6 @@ function parseJsonLine(text: string, file: string, line: number): Record<string,
   }
   return value as Record<string, unknown>;
 }
-
 
 function validateLine<S extends z.ZodType>(schema: S, value: unknown, format: "mooncake" | "kvsim", file: string, line: number): z.output<S> {
   const result = schema.safeParse(value, { reportInput: true });
@@ -255,7 +256,15 @@ function azureTimeMs(s: string): number | undefined {
   const whole = Date.UTC(y, mo - 1, d, h, mi, sec);
   const t = new Date(whole);
   // Date.UTC rolls 2023-02-30 over to March: a round trip catches impossible dates and times.
-  if (y < 1970 || t.getUTCFullYear() !== y || t.getUTCMonth() !== mo - 1 || t.getUTCDate() !== d || t.getUTCHours() !== h || t.getUTCMinutes() !== mi || t.getUTCSeconds() !== sec) {
+  if (
+    y < 1970 ||
+    t.getUTCFullYear() !== y ||
+    t.getUTCMonth() !== mo - 1 ||
+    t.getUTCDate() !== d ||
+    t.getUTCHours() !== h ||
+    t.getUTCMinutes() !== mi ||
+    t.getUTCSeconds() !== sec
+  ) {
     return undefined;
   }
   const frac = m[7] ?? "";
@@ -340,7 +349,8 @@ export async function* readTrace(lines: AsyncIterable<string> | Iterable<string>
     if (lineNumber === 1 && text.startsWith("\uFEFF")) text = text.slice(1);
     if (text.trim() === "") continue;
     if (needHeader) {
-      if (text !== AZURE_TRACE_HEADER) fail(file, lineNumber, [{ path: "", message: `the first line must be the header ${AZURE_TRACE_HEADER} (got ${renderValue(text)})` }]);
+      if (text !== AZURE_TRACE_HEADER)
+        fail(file, lineNumber, [{ path: "", message: `the first line must be the header ${AZURE_TRACE_HEADER} (got ${renderValue(text)})` }]);
       needHeader = false;
       continue;
     }
@@ -369,14 +379,18 @@ export async function* readTrace(lines: AsyncIterable<string> | Iterable<string>
     }
     if (record.requestId !== undefined) {
       const first = firstLineOf.get(record.requestId);
-      if (first !== undefined) fail(file, lineNumber, [{ path: "request_id", message: `must be unique in the file (got ${renderValue(record.requestId)}, also on line ${first})` }]);
+      if (first !== undefined)
+        fail(file, lineNumber, [{ path: "request_id", message: `must be unique in the file (got ${renderValue(record.requestId)}, also on line ${first})` }]);
       firstLineOf.set(record.requestId, lineNumber);
     }
     records++;
     yield record;
   }
   if (records === 0) {
-    const why = format === "azure" && needHeader ? `the trace is empty (expected the header ${AZURE_TRACE_HEADER}, then one row per request)` : "the trace has no requests";
+    const why =
+      format === "azure" && needHeader
+        ? `the trace is empty (expected the header ${AZURE_TRACE_HEADER}, then one row per request)`
+        : "the trace has no requests";
     throw new InputError(file, [{ path: "", message: why }]);
   }
 }

@@ -63,10 +63,42 @@ const GLM_FALLBACK = {
   kv_cache_groups: [
     { name: "full_attention", kind: "full_attention", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 13045120 },
     { name: "tail_ring", kind: "state", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: false, transfer_bytes_per_block: 22528 },
-    { name: "kda_0", kind: "state", num_layers: 9, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 9768960, prefill_checkpoint_blocks: 1 },
-    { name: "kda_1", kind: "state", num_layers: 9, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 9768960, prefill_checkpoint_blocks: 1 },
-    { name: "kda_2", kind: "state", num_layers: 8, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 8683520, prefill_checkpoint_blocks: 1 },
-    { name: "kda_3", kind: "state", num_layers: 8, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 8683520, prefill_checkpoint_blocks: 1 },
+    {
+      name: "kda_0",
+      kind: "state",
+      num_layers: 9,
+      block_size_tokens: 2176,
+      prefix_cacheable: true,
+      transfer_bytes_per_block: 9768960,
+      prefill_checkpoint_blocks: 1,
+    },
+    {
+      name: "kda_1",
+      kind: "state",
+      num_layers: 9,
+      block_size_tokens: 2176,
+      prefix_cacheable: true,
+      transfer_bytes_per_block: 9768960,
+      prefill_checkpoint_blocks: 1,
+    },
+    {
+      name: "kda_2",
+      kind: "state",
+      num_layers: 8,
+      block_size_tokens: 2176,
+      prefix_cacheable: true,
+      transfer_bytes_per_block: 8683520,
+      prefill_checkpoint_blocks: 1,
+    },
+    {
+      name: "kda_3",
+      kind: "state",
+      num_layers: 8,
+      block_size_tokens: 2176,
+      prefix_cacheable: true,
+      transfer_bytes_per_block: 8683520,
+      prefill_checkpoint_blocks: 1,
+    },
   ],
 };
 
@@ -271,8 +303,24 @@ async function main() {
   const files = { "1x": TRACE };
   if (traces.includes(`${SCALE}x`)) files[`${SCALE}x`] = await scaledTrace();
   console.log(`replay-engine bench: the public Mooncake trace (1x) and ${SCALE} copies of it in a row (${SCALE}x); 16-token blocks for the linear profile`);
-  console.log(`median of ${runs} run(s), spread min..max; load average at start ${loadavg().map((l) => l.toFixed(2)).join(" ")} (figures are noisy on a shared machine)`);
-  const header = ["scenario", "trace", "requests", "simulated req/s", "warm req/s", "req/CPU-s", "wall ms/request", "CPU ms/request", "peak RSS MB", "live MB", "digest"];
+  console.log(
+    `median of ${runs} run(s), spread min..max; load average at start ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")} (figures are noisy on a shared machine)`,
+  );
+  const header = [
+    "scenario",
+    "trace",
+    "requests",
+    "simulated req/s",
+    "warm req/s",
+    "req/CPU-s",
+    "wall ms/request",
+    "CPU ms/request",
+    "peak RSS MB",
+    "live MB",
+    "digest",
+  ];
   const rows = [];
   /** Median CPU ms per request by "scenario trace", for the time series overhead line. */
   const cpuMedians = new Map();
@@ -286,7 +334,10 @@ async function main() {
         const env = { ...process.env, KVSIM_BENCH_WARM: trace === "1x" ? "1" : "0" };
         const child = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--one", name, files[trace]], { encoding: "utf8", maxBuffer: 1 << 20, env });
         const line = child.stdout.trim().split("\n").pop() ?? "";
-        const res = child.status === 0 && line.startsWith("{") ? JSON.parse(line) : { ok: false, reason: `exit ${child.status}: ${child.stderr.trim().split("\n").slice(-3).join(" / ")}` };
+        const res =
+          child.status === 0 && line.startsWith("{")
+            ? JSON.parse(line)
+            : { ok: false, reason: `exit ${child.status}: ${child.stderr.trim().split("\n").slice(-3).join(" / ")}` };
         if (!res.ok) {
           console.log(`${SCENARIOS[name].label} ${trace}: FAILED: ${res.reason}`);
           failed = true;
@@ -303,19 +354,48 @@ async function main() {
         SCENARIOS[name].label,
         trace,
         `${r0.requests}${complete}`,
-        fmt(results.map((r) => r.requests / (r.wallMs / 1000)), 0),
-        r0.warmWallMs === undefined ? "-" : fmt(results.map((r) => r.requests / (r.warmWallMs / 1000)), 0),
-        fmt(results.map((r) => r.requests / (r.cpuMs / 1000)), 0),
-        fmt(results.map((r) => r.wallMs / r.requests), 3),
-        fmt(results.map((r) => r.cpuMs / r.requests), 3),
-        fmt(results.map((r) => r.rssMb), 0),
-        fmt(results.map((r) => r.liveMb), 1),
+        fmt(
+          results.map((r) => r.requests / (r.wallMs / 1000)),
+          0,
+        ),
+        r0.warmWallMs === undefined
+          ? "-"
+          : fmt(
+              results.map((r) => r.requests / (r.warmWallMs / 1000)),
+              0,
+            ),
+        fmt(
+          results.map((r) => r.requests / (r.cpuMs / 1000)),
+          0,
+        ),
+        fmt(
+          results.map((r) => r.wallMs / r.requests),
+          3,
+        ),
+        fmt(
+          results.map((r) => r.cpuMs / r.requests),
+          3,
+        ),
+        fmt(
+          results.map((r) => r.rssMb),
+          0,
+        ),
+        fmt(
+          results.map((r) => r.liveMb),
+          1,
+        ),
         digests.length === 1 ? digests[0].slice(0, 16) : `DIFFERENT across runs: ${digests.map((d) => d.slice(0, 8)).join(", ")}`,
       ]);
     }
   }
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const print = (cells) => console.log(cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd());
+  const print = (cells) =>
+    console.log(
+      cells
+        .map((c, i) => c.padEnd(widths[i]))
+        .join("  ")
+        .trimEnd(),
+    );
   print(header);
   for (const r of rows) print(r);
   // A scenario and its "+ time series" twin on the same trace: what sampling cost, from the medians
@@ -326,7 +406,8 @@ async function main() {
     const plain = name.endsWith("-ts") ? cpuMedians.get(`${name.slice(0, -3)} ${trace}`) : undefined;
     if (plain !== undefined) overheads.push(`${name.slice(0, -3)} ${trace} ${withTs >= plain ? "+" : ""}${((withTs / plain - 1) * 100).toFixed(1)}%`);
   }
-  if (overheads.length > 0) console.log(`time series overhead (median CPU/request, noisy; node bench/timeseries-overhead.mjs measures it): ${overheads.join(", ")}`);
+  if (overheads.length > 0)
+    console.log(`time series overhead (median CPU/request, noisy; node bench/timeseries-overhead.mjs measures it): ${overheads.join(", ")}`);
   if (failed) process.exitCode = 1;
 }
 

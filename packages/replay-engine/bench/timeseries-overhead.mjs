@@ -53,7 +53,8 @@ function instructions(args) {
     maxBuffer: 1 << 24,
   });
   const m = /Collected\s*:\s*(\d+)/.exec(child.stderr);
-  if (child.status !== 0 || m === null) throw new Error(`valgrind run ${args.join(" ")} failed (exit ${child.status}): ${child.stderr.trim().split("\n").slice(-3).join(" / ")}`);
+  if (child.status !== 0 || m === null)
+    throw new Error(`valgrind run ${args.join(" ")} failed (exit ${child.status}): ${child.stderr.trim().split("\n").slice(-3).join(" / ")}`);
   const line = child.stdout.trim().split("\n").pop() ?? "";
   return { count: Number(m[1]), result: line.startsWith("{") ? JSON.parse(line) : undefined };
 }
@@ -62,7 +63,8 @@ function instructions(args) {
 function cpuRun(scenario, trace) {
   const child = spawnSync(process.execPath, [BENCH, "--one", scenario, trace], { encoding: "utf8", env: PRELOADED, maxBuffer: 1 << 20 });
   const line = child.stdout.trim().split("\n").pop() ?? "";
-  if (child.status !== 0 || !line.startsWith("{")) throw new Error(`${scenario} failed (exit ${child.status}): ${child.stderr.trim().split("\n").slice(-3).join(" / ")}`);
+  if (child.status !== 0 || !line.startsWith("{"))
+    throw new Error(`${scenario} failed (exit ${child.status}): ${child.stderr.trim().split("\n").slice(-3).join(" / ")}`);
   const res = JSON.parse(line);
   if (!res.ok) throw new Error(`${scenario} failed: ${res.reason}`);
   return res;

@@ -18,9 +18,18 @@ const terms: TransferTerms = {
 const hits: number[] = [];
 const pricer: TransferPricer = (t, hit) => {
   hits.push(hit);
-  return { terms: { ...t, missing: { units: tokens(4), fixedBytes: bytes(0) } } as TransferTerms, payloadBytes: 4_000_000, delayMs: t.bandwidthGbps === undefined ? undefined : 4 };
+  return {
+    terms: { ...t, missing: { units: tokens(4), fixedBytes: bytes(0) } } as TransferTerms,
+    payloadBytes: 4_000_000,
+    delayMs: t.bandwidthGbps === undefined ? undefined : 4,
+  };
 };
-const ok = (action: "submit_prefill" | "reserve_destination" | "activate_destination" | "release_source", atMs: number) => ({ type: "outcome" as const, action, atMs, ok: true as const });
+const ok = (action: "submit_prefill" | "reserve_destination" | "activate_destination" | "release_source", atMs: number) => ({
+  type: "outcome" as const,
+  action,
+  atMs,
+  ok: true as const,
+});
 
 describe("HandoffCoordinator: source first", () => {
   it("walks submit -> held -> reserve -> reserved -> transfer -> activate -> release -> complete, keeping every time", () => {

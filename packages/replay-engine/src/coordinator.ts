@@ -39,16 +39,7 @@ export type HandoffInput =
   | { readonly type: "failed"; readonly atMs: number; readonly reason: string };
 
 export type HandoffPhase =
-  | "new"
-  | "submitting"
-  | "prefilling"
-  | "reserving"
-  | "awaiting_reservation"
-  | "transferring"
-  | "activating"
-  | "releasing"
-  | "complete"
-  | "failed";
+  "new" | "submitting" | "prefilling" | "reserving" | "awaiting_reservation" | "transferring" | "activating" | "releasing" | "complete" | "failed";
 
 /** Timestamps of one handoff (virtual ms); absent until reached. */
 export interface HandoffTimes {

@@ -75,7 +75,15 @@ describe("dummyStepMs: the price of an idle expert-parallel step", () => {
     expect(dummyStepMs(config("aggregated", { type: "polynomial" }))).toBeCloseTo(-25.74 * p * p + 54.01 * p + 5.74, 12);
   });
   it("linear: one decode row of one KV token, padded to the smallest capture size", () => {
-    const linear = { type: "linear", step_ms: 3, per_sequence_ms: 0.5, per_kv_token_us: 100, per_prompt_token_us: 50, per_cached_token_us: 0, prompt_step_ms: 1 };
+    const linear = {
+      type: "linear",
+      step_ms: 3,
+      per_sequence_ms: 0.5,
+      per_kv_token_us: 100,
+      per_prompt_token_us: 50,
+      per_cached_token_us: 0,
+      prompt_step_ms: 1,
+    };
     // 3 + 0.5 x 4 (1 padded to 4) + 100 us x 1 token = 3 + 2 + 0.1 = 5.1 ms.
     expect(dummyStepMs(config("aggregated", linear))).toBeCloseTo(5.1, 12);
     // A prefill rank: one prompt row of one token: 3 + 0.5 x 1 + 1 + 50 us = 4.55 ms.
@@ -185,7 +193,8 @@ describe("data-parallel replay (fixed timing 10 / 2 ms, hand-derived)", () => {
         kv_transfer: { bandwidth_gbps: 1, mode: "full_prompt" },
       });
     const recs = () => [byLength(1, 0, 4, 3), byLength(2, 0, 7, 2)];
-    const times = (r: Extract<ReplayResult, { ok: true }>) => r.records.map((x) => [x.dp_ranks, x.handoff?.destination_activated_ms, x.first_token_ms, x.last_token_ms]);
+    const times = (r: Extract<ReplayResult, { ok: true }>) =>
+      r.records.map((x) => [x.dp_ranks, x.handoff?.destination_activated_ms, x.first_token_ms, x.last_token_ms]);
     expect(times(ok(await runReplay({ spec: spec(true), records: recs() })))).toEqual([
       [{ decode: 0 }, 14, 16, 20],
       [{ decode: 1 }, 17, 20, 22],

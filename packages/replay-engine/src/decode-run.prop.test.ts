@@ -141,7 +141,10 @@ describe("decode fast path = step by step", () => {
   it("GLM-5.3-Flash (full attention, a ring and Mamba-type states) in P/D and aggregated", async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 60 }), input: fc.integer({ min: 2, max: 9000 }), output: fc.integer({ min: 1, max: 40 }) }), { minLength: 1, maxLength: 6 }),
+        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 60 }), input: fc.integer({ min: 2, max: 9000 }), output: fc.integer({ min: 1, max: 40 }) }), {
+          minLength: 1,
+          maxLength: 6,
+        }),
         fc.constantFrom("0.31.0" as const, "0.32.0" as const),
         fc.boolean(),
         fc.integer({ min: 12, max: 64 }),
@@ -172,7 +175,10 @@ describe("decode fast path = step by step, P/D with a prefill rank that waits fo
   it("decode runs stop where a release could start the prefill rank again", async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 5 }), ownTokens: fc.integer({ min: 8, max: 40 }), outputTokens: fc.integer({ min: 5, max: 40 }) }), { minLength: 4, maxLength: 16 }),
+        fc.array(
+          fc.record({ gapMs: fc.integer({ min: 0, max: 5 }), ownTokens: fc.integer({ min: 8, max: 40 }), outputTokens: fc.integer({ min: 5, max: 40 }) }),
+          { minLength: 4, maxLength: 16 },
+        ),
         fc.integer({ min: 12, max: 30 }),
         fc.integer({ min: 16, max: 48 }),
         fc.integer({ min: 1, max: 3 }),
@@ -183,7 +189,12 @@ describe("decode fast path = step by step, P/D with a prefill rank that waits fo
             t = 0;
             return reqs.map((r, i) => {
               t += r.gapMs;
-              return byTokens(i + 1, t, Array.from({ length: r.ownTokens }, (_, k) => 100_000 * (i + 1) + k), r.outputTokens);
+              return byTokens(
+                i + 1,
+                t,
+                Array.from({ length: r.ownTokens }, (_, k) => 100_000 * (i + 1) + k),
+                r.outputTokens,
+              );
             });
           };
           // Small pools: held sources fill the prefill rank (it waits for releases), and a decode rank

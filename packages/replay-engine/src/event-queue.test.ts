@@ -59,6 +59,8 @@ describe("EventQueue", () => {
 
   it("refuses a non-finite time", () => {
     const q = new EventQueue<string>();
-    expect(() => { q.push(Number.NaN, Phase.passCompletion, Stage.aggregated, 0, "x"); }).toThrow(/finite/);
+    expect(() => {
+      q.push(Number.NaN, Phase.passCompletion, Stage.aggregated, 0, "x");
+    }).toThrow(/finite/);
   });
 });

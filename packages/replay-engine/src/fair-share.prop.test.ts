@@ -63,7 +63,11 @@ function run(scenario: Scenario, scanLinksUpTo?: number): Tracked[] {
       tr.finishMs = now;
       active.delete(tr);
     }
-    checkInvariants(net, n, [...active].map((a) => a.flow));
+    checkInvariants(
+      net,
+      n,
+      [...active].map((a) => a.flow),
+    );
     const candidates = [net.nextFinishMs(), starts[next]?.at].filter((x): x is number => x !== undefined);
     if (candidates.length === 0) break;
     const to = Math.min(...candidates);
@@ -115,7 +119,9 @@ describe("FairShareNetwork properties", () => {
         // Every component scanned, then every component through the heap (and its invariants).
         const scanned = run(scenario, Infinity);
         const heaped = run(scenario, 0);
-        heaped.forEach((h, i) => { expect(h.finishMs).toBeCloseTo(scanned[i]!.finishMs!, 6); });
+        heaped.forEach((h, i) => {
+          expect(h.finishMs).toBeCloseTo(scanned[i]!.finishMs!, 6);
+        });
       }),
     );
   });

@@ -31,7 +31,12 @@ describe("FairShareNetwork", () => {
     expect(net.rateOf(a)).toBe(5); // 10 / 2
     expect(net.rateOf(b)).toBe(5);
     // Alone: 100 / 10 = 10 ms; shared: 100 / 5 = 20 ms each.
-    expect(finishTimes(net)).toStrictEqual(new Map([["a", 20], ["b", 20]]));
+    expect(finishTimes(net)).toStrictEqual(
+      new Map([
+        ["a", 20],
+        ["b", 20],
+      ]),
+    );
   });
 
   it("a short flow that starts while a long one runs finishes when its share says, and delays the long one by its bytes", () => {
@@ -44,7 +49,12 @@ describe("FairShareNetwork", () => {
     expect(net.rateOf(short)).toBe(5);
     // The short one: 30 / 5 = 6 ms -> ends at 11. The long one has 150 - 6 x 5 = 120 B left at 11,
     // alone again at 10 B/ms: 12 ms more -> 23 = 20 + 30 / 10.
-    expect(finishTimes(net)).toStrictEqual(new Map([["short", 11], ["long", 23]]));
+    expect(finishTimes(net)).toStrictEqual(
+      new Map([
+        ["short", 11],
+        ["long", 23],
+      ]),
+    );
   });
 
   it("a receiving link shared by two senders halves each flow", () => {
@@ -55,7 +65,12 @@ describe("FairShareNetwork", () => {
     const a = net.start(0, [p0, d0], 100, "p0->d0");
     const b = net.start(0, [p1, d0], 100, "p1->d0");
     expect([net.rateOf(a), net.rateOf(b)]).toStrictEqual([5, 5]); // d0's 10 B/ms over 2 flows
-    expect(finishTimes(net)).toStrictEqual(new Map([["p0->d0", 20], ["p1->d0", 20]]));
+    expect(finishTimes(net)).toStrictEqual(
+      new Map([
+        ["p0->d0", 20],
+        ["p1->d0", 20],
+      ]),
+    );
   });
 
   it("gives a flow the capacity a tighter link leaves unused (max-min, not equal split)", () => {
@@ -69,7 +84,13 @@ describe("FairShareNetwork", () => {
     expect([net.rateOf(f1), net.rateOf(f2), net.rateOf(f3)]).toStrictEqual([8, 2, 2]);
     // f1 ends at 100 / 8 = 12.5; a then has only f2, still held to 2 by b: no change for f2 and f3
     // (both at 2 B/ms since 0, 100 B -> 50 ms).
-    expect(finishTimes(net)).toStrictEqual(new Map([["f1", 12.5], ["f2", 50], ["f3", 50]]));
+    expect(finishTimes(net)).toStrictEqual(
+      new Map([
+        ["f1", 12.5],
+        ["f2", 50],
+        ["f3", 50],
+      ]),
+    );
   });
 
   it("leaves flows of an unconnected component untouched", () => {

@@ -1,5 +1,15 @@
 export { runReplay, specProfilePaths, type ReplayInput, type ReplayResult, type ReplayProgress, type StuckRequest } from "./replay.js";
-export { specRankConfigs, specProblemPath, specRoles, type SpecProblem, type SpecProblemPlace, type RoleProfiles, type RoleRankConfig, type SpecRankConfigs, type SpecRankConfigsOptions } from "./rank-configs.js";
+export {
+  specRankConfigs,
+  specProblemPath,
+  specRoles,
+  type SpecProblem,
+  type SpecProblemPlace,
+  type RoleProfiles,
+  type RoleRankConfig,
+  type SpecRankConfigs,
+  type SpecRankConfigsOptions,
+} from "./rank-configs.js";
 export {
   withWallTime,
   canonicalReportJson,
@@ -25,7 +35,14 @@ export {
   type SpeculativeDecodingReport,
   speculativeDecodingReport,
 } from "./report.js";
-export { IMBALANCE_SHARE_FACTOR, IDLE_SHARE_FACTOR, IMBALANCE_MIN_REQUESTS_PER_WORKER, type RoutingReport, type RoutingPool, type RoutingWorker } from "./routing-report.js";
+export {
+  IMBALANCE_SHARE_FACTOR,
+  IDLE_SHARE_FACTOR,
+  IMBALANCE_MIN_REQUESTS_PER_WORKER,
+  type RoutingReport,
+  type RoutingPool,
+  type RoutingWorker,
+} from "./routing-report.js";
 export { SATURATION_RATE_RATIO, SATURATION_TTFT_GROWTH, SATURATION_MIN_REQUESTS, type SaturationCheck } from "./saturation.js";
 export { FairShareNetwork, type Flow, type LinkStats } from "./fair-share.js";
 export {

@@ -27,15 +27,19 @@ function naive(reference: readonly number[]): { mean: number; std: number; min: 
 describe("ItlSample equals the one-double-per-gap reference", () => {
   const workload = (minPasses: number, maxPasses: number) =>
     fc.record({
-    workers: fc.integer({ min: 1, max: 3 }),
-    requests: fc.integer({ min: 1, max: 12 }),
-    passes: fc.array(
-      fc.record({ worker: fc.nat(), dtMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 40 }), fc.double({ min: 0.01, max: 30, noNaN: true })), served: fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }) }),
-      { minLength: minPasses, maxLength: maxPasses },
-    ),
-    completionOrder: fc.array(fc.nat(), { minLength: 12, maxLength: 12 }),
-    completes: fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }),
-  });
+      workers: fc.integer({ min: 1, max: 3 }),
+      requests: fc.integer({ min: 1, max: 12 }),
+      passes: fc.array(
+        fc.record({
+          worker: fc.nat(),
+          dtMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 40 }), fc.double({ min: 0.01, max: 30, noNaN: true })),
+          served: fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }),
+        }),
+        { minLength: minPasses, maxLength: maxPasses },
+      ),
+      completionOrder: fc.array(fc.nat(), { minLength: 12, maxLength: 12 }),
+      completes: fc.array(fc.boolean(), { minLength: 12, maxLength: 12 }),
+    });
 
   const check = (minPasses: number, maxPasses: number, seed: number, numRuns: number): void => {
     fc.assert(
@@ -82,23 +86,37 @@ describe("ItlSample equals the one-double-per-gap reference", () => {
     );
   };
 
-  it("same mean, std, percentiles, min, max and count", () => { check(0, 60, 1212, 400); });
+  it("same mean, std, percentiles, min, max and count", () => {
+    check(0, 60, 1212, 400);
+  });
 
   // 150 to 400 passes, so usually more than the 64 (gap, count) entries below which the ranks are
   // found by sorting: the logs' own histogram passes find them.
-  it("the same past the histogram's threshold", () => { check(150, 400, 1213, 150); });
+  it("the same past the histogram's threshold", () => {
+    check(150, 400, 1213, 150);
+  });
 });
 
 describe("weightedRanks equals expanding the weights and sorting", () => {
   it("on random values (with ties and outliers) and weights", () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ v: fc.oneof(fc.integer({ min: 0, max: 20 }), fc.double({ min: 0, max: 1e4, noNaN: true }), fc.constant(1e12)), w: fc.integer({ min: 1, max: 4 }) }), { minLength: 1, maxLength: 400 }),
+        fc.array(
+          fc.record({
+            v: fc.oneof(fc.integer({ min: 0, max: 20 }), fc.double({ min: 0, max: 1e4, noNaN: true }), fc.constant(1e12)),
+            w: fc.integer({ min: 1, max: 4 }),
+          }),
+          { minLength: 1, maxLength: 400 },
+        ),
         fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 1, maxLength: 5 }),
         (entries, qs) => {
           const expanded = entries.flatMap((e) => Array.from({ length: e.w }, () => e.v)).sort((a, b) => a - b);
           const ranks = qs.map((q) => Math.min(expanded.length - 1, Math.floor(q * expanded.length)));
-          const got = weightedRanks(arrayEntries(Float64Array.from(entries.map((e) => e.v)), Float64Array.from(entries.map((e) => e.w))), entries.length, ranks);
+          const got = weightedRanks(
+            arrayEntries(Float64Array.from(entries.map((e) => e.v)), Float64Array.from(entries.map((e) => e.w))),
+            entries.length,
+            ranks,
+          );
           expect(got).toEqual(ranks.map((r) => expanded[r]));
         },
       ),
@@ -166,6 +184,10 @@ describe("ItlSample's histogram equals the one-double-per-gap reference on wide 
     );
   };
 
-  it("non-negative gaps and values", () => { check(false, 1215); });
-  it("with negative values and -0 (passes over the entries)", () => { check(true, 1216); });
+  it("non-negative gaps and values", () => {
+    check(false, 1215);
+  });
+  it("with negative values and -0 (passes over the entries)", () => {
+    check(true, 1216);
+  });
 });

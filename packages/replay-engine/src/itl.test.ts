@@ -138,7 +138,11 @@ describe("GapHistogram: power-of-two buckets built as gaps come", () => {
     h.add(1.5);
     expect([h.total[4096], h.total[6144], h.total[8192], h.min, h.max]).toEqual([1, 1, 1, 1, 2]);
     // Ranks 0, 1, 2 are the first of each bucket.
-    expect(h.targets([2, 0, 1])).toEqual([{ b: 8192, r: 0 }, { b: 4096, r: 0 }, { b: 6144, r: 0 }]);
+    expect(h.targets([2, 0, 1])).toEqual([
+      { b: 8192, r: 0 },
+      { b: 4096, r: 0 },
+      { b: 6144, r: 0 },
+    ]);
     expect(h.irregular).toBe(false);
   });
 

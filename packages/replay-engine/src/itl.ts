@@ -103,7 +103,16 @@ export class PassLog {
    * base`) has a part, in order: part `p = partOf[bucket]` (-1: none) gets the value at
    * `values[p][filled[p]]`, its count at the same index of `weights[p]`.
    */
-  copyCounted(starts: Int32Array, ends: Int32Array, scale: number, base: number, partOf: Int32Array, values: Float64Array[], weights: Float64Array[], filled: Int32Array): void {
+  copyCounted(
+    starts: Int32Array,
+    ends: Int32Array,
+    scale: number,
+    base: number,
+    partOf: Int32Array,
+    values: Float64Array[],
+    weights: Float64Array[],
+    filled: Int32Array,
+  ): void {
     const n = this.n;
     if (n === 0) return;
     let live = 0;
@@ -140,7 +149,7 @@ export class PassLog {
   squaredDeviations(first: number, last: number, acc: number, mean: number): number {
     if (last <= first) return acc;
     let prev = this.time(first);
-    for (let j = first + 1; j <= last; ) {
+    for (let j = first + 1; j <= last;) {
       const times = this.times[j >>> CHUNK_BITS]!;
       const stop = Math.min(last, j | MASK);
       for (let k = j & MASK, kEnd = stop & MASK; k <= kEnd; k++) {
@@ -167,7 +176,7 @@ export class PassLog {
     let min = h.min;
     let max = h.max;
     let prev = this.time(first);
-    for (let j = first + 1; j <= last; ) {
+    for (let j = first + 1; j <= last;) {
       const times = this.times[j >>> CHUNK_BITS]!;
       const stop = Math.min(last, j | MASK);
       for (let k = j & MASK, kEnd = stop & MASK; k <= kEnd; k++) {

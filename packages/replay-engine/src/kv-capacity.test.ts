@@ -11,7 +11,16 @@ function ok(r: ReplayResult): Extract<ReplayResult, { ok: true }> {
 const fixed = { type: "fixed", prefill_ms: 1, decode_ms: 1 };
 
 /** The engine sizes a 1,000-byte-per-token linear rank from 1 GiB of GPU memory with given terms. */
-const gpuEngine = { gpu_memory_gib: 1, gpu_memory_utilization: 0.5, weights_gib: 0.25, activation_peak_gib: 0.125, cuda_graph_memory_gib: 0, block_size: 4, max_num_seqs: 4, max_num_batched_tokens: 64 };
+const gpuEngine = {
+  gpu_memory_gib: 1,
+  gpu_memory_utilization: 0.5,
+  weights_gib: 0.25,
+  activation_peak_gib: 0.125,
+  cuda_graph_memory_gib: 0,
+  block_size: 4,
+  max_num_seqs: 4,
+  max_num_batched_tokens: 64,
+};
 
 describe("KV capacity from GPU memory in a replay", () => {
   it("sizes the pool from the engine's GPU memory and reports the derivation", async () => {
@@ -24,7 +33,12 @@ describe("KV capacity from GPU memory in a replay", () => {
   });
 
   it("leaves the report without kv_capacity when num_gpu_blocks is given", async () => {
-    const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 1 }, engine: { ...gpuEngine, num_gpu_blocks: 16 }, timing: fixed });
+    const spec = traceSpec({
+      profile: linearProfile(1000),
+      topology: { kind: "aggregated", workers: 1 },
+      engine: { ...gpuEngine, num_gpu_blocks: 16 },
+      timing: fixed,
+    });
     expect(ok(await runReplay({ spec, records: [byLength(1, 0, 4, 2)] })).report.kv_capacity).toBeUndefined();
   });
 

@@ -30,8 +30,18 @@ type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
 /** Every placement of a run; hits at most the prompt's length, as a pool reports them. */
 function placements(s: Scenario): number[] {
   let current: readonly number[] = [];
-  const targets = Array.from({ length: s.workers }, (_, i): PlacementTarget => ({ prefixHitTokens: (p) => Math.min(p.length, current[i]!), load: () => 0, kvUsage: () => 0 }));
-  const router = new KvRouterPlacement(targets, { blockSize: 16, overlapScoreWeight: s.weight, temperature: s.temperature, trackActiveBlocks: true, seed: s.seed });
+  const targets = Array.from({ length: s.workers }, (_, i): PlacementTarget => ({
+    prefixHitTokens: (p) => Math.min(p.length, current[i]!),
+    load: () => 0,
+    kvUsage: () => 0,
+  }));
+  const router = new KvRouterPlacement(targets, {
+    blockSize: 16,
+    overlapScoreWeight: s.weight,
+    temperature: s.temperature,
+    trackActiveBlocks: true,
+    seed: s.seed,
+  });
   return s.requests.map((r) => {
     current = r.hits;
     const placed = router.place(promptOf(r.length));

@@ -59,7 +59,8 @@ export class KvRouterPlacement implements Placement {
     private readonly settings: KvRouterSettings,
   ) {
     if (targets.length === 0) throw new Error("a pool needs at least one worker");
-    if (!Number.isSafeInteger(settings.blockSize) || settings.blockSize < 1) throw new Error(`block size must be a positive integer, got ${settings.blockSize}`);
+    if (!Number.isSafeInteger(settings.blockSize) || settings.blockSize < 1)
+      throw new Error(`block size must be a positive integer, got ${settings.blockSize}`);
     const n = targets.length;
     this.activePrefillTokens = new Float64Array(n);
     this.activeBlocks = new Float64Array(n);

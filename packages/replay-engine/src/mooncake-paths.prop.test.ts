@@ -83,36 +83,52 @@ describe("Mooncake path prompts replay as their tokens do", () => {
 
   it("GLM-5.3-Flash in P/D (2,176-token blocks over 512-token ids): same report and records", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 30 }), ids: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 14 }), out: fc.integer({ min: 1, max: 3 }) }), { minLength: 1, maxLength: 5 }), async (reqs) => {
-        let t = 0;
-        const canonical = new Map<number, number>();
-        const paths: TraceRecord[] = [];
-        const tokens: TraceRecord[] = [];
-        reqs.forEach((r, i) => {
-          t += r.gapMs;
-          const hashIds = r.ids.map((_, d) => r.ids.slice(0, d + 1).reduce((h, x) => h * 4 + x + 1, 0));
-          const inputTokens = hashIds.length * 512;
-          const ids = hashIds.map((h) => {
-            if (!canonical.has(h)) canonical.set(h, canonical.size);
-            return canonical.get(h)!;
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            gapMs: fc.integer({ min: 0, max: 30 }),
+            ids: fc.array(fc.integer({ min: 0, max: 2 }), { minLength: 1, maxLength: 14 }),
+            out: fc.integer({ min: 1, max: 3 }),
+          }),
+          { minLength: 1, maxLength: 5 },
+        ),
+        async (reqs) => {
+          let t = 0;
+          const canonical = new Map<number, number>();
+          const paths: TraceRecord[] = [];
+          const tokens: TraceRecord[] = [];
+          reqs.forEach((r, i) => {
+            t += r.gapMs;
+            const hashIds = r.ids.map((_, d) => r.ids.slice(0, d + 1).reduce((h, x) => h * 4 + x + 1, 0));
+            const inputTokens = hashIds.length * 512;
+            const ids = hashIds.map((h) => {
+              if (!canonical.has(h)) canonical.set(h, canonical.size);
+              return canonical.get(h)!;
+            });
+            paths.push({ line: i + 1, arrivalMs: t, inputTokens, outputTokens: r.out, hashIds });
+            tokens.push({
+              line: i + 1,
+              arrivalMs: t,
+              inputTokens,
+              outputTokens: r.out,
+              inputTokenIds: Uint32Array.from({ length: inputTokens }, (_, k) => ids[Math.floor(k / 512)]!),
+            });
           });
-          paths.push({ line: i + 1, arrivalMs: t, inputTokens, outputTokens: r.out, hashIds });
-          tokens.push({ line: i + 1, arrivalMs: t, inputTokens, outputTokens: r.out, inputTokenIds: Uint32Array.from({ length: inputTokens }, (_, k) => ids[Math.floor(k / 512)]!) });
-        });
-        const spec = traceSpec({
-          profile: glmProfile("0.32.0"),
-          topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } },
-          router: "kv_aware",
-          engine: { num_gpu_blocks: 24 },
-          timing: { type: "fixed", prefill_ms: 3, decode_ms: 1 },
-          kv_transfer: { bandwidth_gbps: 10 },
-          workload: { trace: "t.jsonl", format: "mooncake", trace_block_size: 512 },
-        });
-        const a = ok(await runReplay({ spec, records: paths }));
-        const b = ok(await runReplay({ spec, records: tokens }));
-        expect(a.report).toEqual(b.report);
-        expect(a.records).toEqual(b.records);
-      }),
+          const spec = traceSpec({
+            profile: glmProfile("0.32.0"),
+            topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } },
+            router: "kv_aware",
+            engine: { num_gpu_blocks: 24 },
+            timing: { type: "fixed", prefill_ms: 3, decode_ms: 1 },
+            kv_transfer: { bandwidth_gbps: 10 },
+            workload: { trace: "t.jsonl", format: "mooncake", trace_block_size: 512 },
+          });
+          const a = ok(await runReplay({ spec, records: paths }));
+          const b = ok(await runReplay({ spec, records: tokens }));
+          expect(a.report).toEqual(b.report);
+          expect(a.records).toEqual(b.records);
+        },
+      ),
       { seed: 1213, numRuns: 25 },
     );
   }, 120_000);

@@ -29,10 +29,13 @@ describe("specRankConfigs: a spec and its profiles to each role's rank configura
     // The prefill rank, unaffected, is built.
     expect(r.configs.map((c) => c.role)).toEqual(["prefill"]);
     const inBoth = traceSpec({ ...base, engine: { num_gpu_blocks: 64, block_size: 16 } });
-    expect(specRankConfigs(inBoth, { prefill: glm, decode: glm }).problems.map((q) => specProblemPath(inBoth, q.at))).toEqual(["engine.block_size", "engine.block_size"]);
+    expect(specRankConfigs(inBoth, { prefill: glm, decode: glm }).problems.map((q) => specProblemPath(inBoth, q.at))).toEqual([
+      "engine.block_size",
+      "engine.block_size",
+    ]);
   });
 
-  it('reports a timing that needs what the profile lacks once, at timing.type, not once per role', () => {
+  it("reports a timing that needs what the profile lacks once, at timing.type, not once per role", () => {
     const p = linearProfile(1000);
     const spec = traceSpec({ profile: p, topology: pd, engine, timing: { type: "profile" } });
     const { configs, problems } = specRankConfigs(spec, { prefill: p, decode: p });

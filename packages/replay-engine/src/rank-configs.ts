@@ -1,4 +1,14 @@
-import { checkPdGate, checkPdTopology, parsePath, resolveEngine, type EngineOverrides, type EngineSettings, type KvCapacity, type Profile, type Spec } from "@kvsim/profile-schema";
+import {
+  checkPdGate,
+  checkPdTopology,
+  parsePath,
+  resolveEngine,
+  type EngineOverrides,
+  type EngineSettings,
+  type KvCapacity,
+  type Profile,
+  type Spec,
+} from "@kvsim/profile-schema";
 import { checkRankConfig, type RankConfig, type RankConfigProblem, type RankRole } from "@kvsim/vllm-scheduler";
 
 /**
@@ -13,8 +23,7 @@ import { checkRankConfig, type RankConfig, type RankConfigProblem, type RankRole
 
 /** Where a problem lies: a field of the spec, or a field of the profile a role uses. */
 export type SpecProblemPlace =
-  | { readonly in: "spec"; readonly path: readonly string[] }
-  | { readonly in: "profile"; readonly role: RankRole; readonly path: string };
+  { readonly in: "spec"; readonly path: readonly string[] } | { readonly in: "profile"; readonly role: RankRole; readonly path: string };
 
 export interface SpecProblem {
   readonly at: SpecProblemPlace;
@@ -83,7 +92,11 @@ export function specRankConfigs(spec: Spec, profiles: RoleProfiles, options: Spe
   if (spec.topology.kind === "disaggregated" && profiles.prefill !== undefined && profiles.decode !== undefined) {
     for (const p of checkPdTopology(profiles.prefill, profiles.decode)) {
       // A problem without a field is about two layouts, not one: it points at the spec's choice of profiles.
-      problems.push(p.path === "" ? { at: { in: "spec", path: pairPath(spec) }, message: p.message } : { at: { in: "profile", role: "decode", path: p.path }, message: p.message });
+      problems.push(
+        p.path === ""
+          ? { at: { in: "spec", path: pairPath(spec) }, message: p.message }
+          : { at: { in: "profile", role: "decode", path: p.path }, message: p.message },
+      );
     }
   }
   const configs: RoleRankConfig[] = [];

@@ -92,7 +92,10 @@ describe("RecordStore", () => {
     const leaf = fc.oneof(fc.double(), fc.integer(), fc.constant(null), fc.boolean(), fc.constant(undefined));
     const keys = fc.constantFrom("request_id", "status", "reason", "arrival_ms", "workers", "prefill", "decode", "0", "7");
     // Strings that look like request ids (numbered or not) and statuses, and arbitrary ones.
-    const str = fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom("trace-1", "trace-01", "trace-999999999", "trace-1000000000", "7", "completed", "failed"));
+    const str = fc.oneof(
+      fc.string({ maxLength: 4 }),
+      fc.constantFrom("trace-1", "trace-01", "trace-999999999", "trace-1000000000", "7", "completed", "failed"),
+    );
     const inner = fc.dictionary(keys, fc.oneof(leaf, str), { maxKeys: 4, noNullPrototype: true });
     const record = fc.dictionary(keys, fc.oneof(leaf, str, inner), { maxKeys: 6, noNullPrototype: true });
     fc.assert(
@@ -108,7 +111,8 @@ describe("RecordStore", () => {
         const out = store.toArray();
         expect(out).toEqual(expected);
         expect(out.map((o) => JSON.stringify(o))).toEqual(expected.map((o) => JSON.stringify(o)));
-        const keysDeep = (o: unknown): unknown => (typeof o === "object" && o !== null ? Object.entries(o).map(([k, v]) => [k, keysDeep(v)]) : Object.is(o, -0) ? "-0" : o);
+        const keysDeep = (o: unknown): unknown =>
+          typeof o === "object" && o !== null ? Object.entries(o).map(([k, v]) => [k, keysDeep(v)]) : Object.is(o, -0) ? "-0" : o;
         expect(out.map(keysDeep)).toEqual(expected.map(keysDeep));
       }),
       { seed: 4242, numRuns: 300 },

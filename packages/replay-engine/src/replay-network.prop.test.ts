@@ -78,7 +78,9 @@ describe("P/D replay on a shared network, random traces", () => {
         // Requests 1,000 ms apart: each is done long before the next arrives.
         const spaced = records(reqs.map((r) => ({ ...r, gapMs: 1000 })));
         const pipe = ok(await runReplay({ spec: spec(1, 1, { bandwidth_gbps: 1, setup_latency_ms: setup }), records: spaced }));
-        const net = ok(await runReplay({ spec: spec(1, 1, { network: { nic: { send: "1 GB/s", receive: "1 GB/s" } }, setup_latency_ms: setup }), records: spaced }));
+        const net = ok(
+          await runReplay({ spec: spec(1, 1, { network: { nic: { send: "1 GB/s", receive: "1 GB/s" } }, setup_latency_ms: setup }), records: spaced }),
+        );
         expect(net.records.map((r) => [r.first_token_ms, r.last_token_ms])).toStrictEqual(pipe.records.map((r) => [r.first_token_ms, r.last_token_ms]));
         const rest = (r: object) => Object.fromEntries(Object.entries(r).filter(([k]) => !["handoffs", "network", "digest"].includes(k)));
         expect(rest(net.report)).toStrictEqual(rest(pipe.report));

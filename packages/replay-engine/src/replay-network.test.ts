@@ -112,8 +112,28 @@ describe("P/D replay on a shared network (fixed timing, hand-derived)", () => {
       intra_node_transfers: 0,
       workers: [
         // 4 x 10^6 / (10^6 B/ms x 18 ms) = 2 / 9; busy 4 of 18 ms = 2 / 9.
-        { role: "prefill", worker: 0, node: null, direction: "send", nic_gb_s: 1, nic_bytes: 4e6, nic_utilization: 4 / 18, nic_busy_ratio: 4 / 18, intra_node_bytes: 0 },
-        { role: "decode", worker: 0, node: null, direction: "receive", nic_gb_s: 1, nic_bytes: 4e6, nic_utilization: 4 / 18, nic_busy_ratio: 4 / 18, intra_node_bytes: 0 },
+        {
+          role: "prefill",
+          worker: 0,
+          node: null,
+          direction: "send",
+          nic_gb_s: 1,
+          nic_bytes: 4e6,
+          nic_utilization: 4 / 18,
+          nic_busy_ratio: 4 / 18,
+          intra_node_bytes: 0,
+        },
+        {
+          role: "decode",
+          worker: 0,
+          node: null,
+          direction: "receive",
+          nic_gb_s: 1,
+          nic_bytes: 4e6,
+          nic_utilization: 4 / 18,
+          nic_busy_ratio: 4 / 18,
+          intra_node_bytes: 0,
+        },
       ],
     });
   });
@@ -128,6 +148,8 @@ describe("P/D replay on a shared network (fixed timing, hand-derived)", () => {
     });
     const run = runReplay({ spec, specFile: "s.yaml", records: [byLength(1, 0, 4, 2)] });
     await expect(run).rejects.toBeInstanceOf(InputError);
-    await expect(run).rejects.toThrow("s.yaml: kv_transfer.network.nodes.gpus_per_node: prefill worker 0 has 4 TP ranks but a node has 2 GPUs (a worker's TP ranks share one node)");
+    await expect(run).rejects.toThrow(
+      "s.yaml: kv_transfer.network.nodes.gpus_per_node: prefill worker 0 has 4 TP ranks but a node has 2 GPUs (a worker's TP ranks share one node)",
+    );
   });
 });

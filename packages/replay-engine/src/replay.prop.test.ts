@@ -162,7 +162,10 @@ describe("replay invariants on random traces", () => {
   it("grouped P/D on GLM-5.3-Flash: every request completes with its output and a priced handoff", async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 40 }), input: fc.integer({ min: 2, max: 9000 }), output: fc.integer({ min: 1, max: 4 }) }), { minLength: 1, maxLength: 5 }),
+        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 40 }), input: fc.integer({ min: 2, max: 9000 }), output: fc.integer({ min: 1, max: 4 }) }), {
+          minLength: 1,
+          maxLength: 5,
+        }),
         fc.constantFrom("0.31.0" as const, "0.32.0" as const),
         async (reqs, version) => {
           let t = 0;

@@ -74,7 +74,13 @@ describe("aggregated replay (fixed timing, hand-derived)", () => {
     // 32 tokens in blocks of 4: the hit is capped below the whole prompt, at 31 tokens rounded
     // down to whole blocks = 28.
     const prompt = Array.from({ length: 32 }, (_, k) => 500 + k);
-    const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 2 }, engine: smallEngine, timing: fixed(10, 2), router: "kv_aware" });
+    const spec = traceSpec({
+      profile: linearProfile(1000),
+      topology: { kind: "aggregated", workers: 2 },
+      engine: smallEngine,
+      timing: fixed(10, 2),
+      router: "kv_aware",
+    });
     const r = ok(await runReplay({ spec, records: [byTokens(1, 0, prompt, 1), byTokens(2, 100, prompt, 1)] }));
     // The first goes to either worker (both idle: a tie, broken at random); the second, at 100 ms
     // (the first is done), costs 1 prefill block + 1 new block = 2 on that worker, 8 + 8 on the other.
@@ -88,9 +94,22 @@ describe("aggregated replay (fixed timing, hand-derived)", () => {
   describe("routers on a shared prefix: one request, then five sharing its 16-token prefix at 100 ms", () => {
     // Each prompt: the shared 16 tokens (4 blocks of 4) and 6 own tokens: 22 tokens, 5 full blocks.
     const shared = Array.from({ length: 16 }, (_, k) => 900 + k);
-    const records = [0, 1, 2, 3, 4, 5].map((i) => byTokens(i + 1, i === 0 ? 0 : 100, [...shared, ...Array.from({ length: 6 }, (_, k) => 10_000 * (i + 1) + k)], 1));
+    const records = [0, 1, 2, 3, 4, 5].map((i) =>
+      byTokens(i + 1, i === 0 ? 0 : 100, [...shared, ...Array.from({ length: 6 }, (_, k) => 10_000 * (i + 1) + k)], 1),
+    );
     const run = async (router: unknown) =>
-      ok(await runReplay({ spec: traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 2 }, engine: { ...smallEngine, max_num_seqs: 8 }, timing: fixed(10, 2), router }), records }));
+      ok(
+        await runReplay({
+          spec: traceSpec({
+            profile: linearProfile(1000),
+            topology: { kind: "aggregated", workers: 2 },
+            engine: { ...smallEngine, max_num_seqs: 8 },
+            timing: fixed(10, 2),
+            router,
+          }),
+          records,
+        }),
+      );
 
     it("kv_aware (weight 1) keeps four on the worker holding the prefix, then sends the fifth to the other", async () => {
       // Request 1 (both idle) goes to either worker, H; it is done at 12 ms. At 100 ms, with k
@@ -238,7 +257,11 @@ describe("max_model_len and the reasons of rejected and failed requests", () => 
       ["r4", "rejected", 0],
     ]);
     expect(r.report.rejection_reasons).toEqual([
-      { reason: "prompt of # tokens + # output tokens = # exceeds max_model_len #", count: 2, example: "prompt of 9 tokens + 2 output tokens = 11 exceeds max_model_len 10" },
+      {
+        reason: "prompt of # tokens + # output tokens = # exceeds max_model_len #",
+        count: 2,
+        example: "prompt of 9 tokens + 2 output tokens = 11 exceeds max_model_len 10",
+      },
       { reason: "prompt of # tokens reaches max_model_len #", count: 1, example: "prompt of 10 tokens reaches max_model_len 10" },
     ]);
     expect(r.report.failure_reasons).toEqual([]);
@@ -358,7 +381,13 @@ describe("cutoff, no progress, inputs", () => {
       }
     }
     // Request 1 arrives at 0 (normalised from 100); the cutoff at 50 stops before request 2 (at 100).
-    const spec = traceSpec({ profile: linearProfile(1000), topology: { kind: "aggregated", workers: 1 }, engine: smallEngine, timing: fixed(10, 2), max_virtual_time_ms: 50 });
+    const spec = traceSpec({
+      profile: linearProfile(1000),
+      topology: { kind: "aggregated", workers: 1 },
+      engine: smallEngine,
+      timing: fixed(10, 2),
+      max_virtual_time_ms: 50,
+    });
     const r = ok(await runReplay({ spec, records: records() }));
     expect([r.report.num_requests, r.report.completed_requests]).toEqual([1, 1]);
     // The 99 later records are read to count them, then the stream is closed.
@@ -399,7 +428,9 @@ describe("time that advances and stays resolvable (issue 11)", () => {
   });
   it("an arrival beyond 10^13 ms after the first is refused at its line, even from records that skipped readTrace", async () => {
     const r = runReplay({ spec: spec(fixed(1, 1)), records: [byLength(1, 0, 4, 1), byLength(2, 2e13, 4, 1)] });
-    await expect(r).rejects.toThrow("test.jsonl:2: arrival: arrives 20000000000000 ms after the first request, beyond 10^13 ms (about 317 years) of virtual time");
+    await expect(r).rejects.toThrow(
+      "test.jsonl:2: arrival: arrives 20000000000000 ms after the first request, beyond 10^13 ms (about 317 years) of virtual time",
+    );
   });
   it("every record is causal: arrival <= first token <= last token", async () => {
     const records = [byLength(1, 0, 4, 3), byLength(2, 0.5, 4, 5), byLength(3, 7, 8, 2)];

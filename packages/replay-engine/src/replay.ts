@@ -35,7 +35,18 @@ import { EventQueue, Phase, Stage } from "./event-queue.js";
 import { PassLog, TokenTrack } from "./itl.js";
 import { createPlacement, type Placed, type Placement } from "./placement.js";
 import { RoutingTally, type RoutingReport } from "./routing-report.js";
-import { MetricsCollector, speculativeDecodingReport, type LatencyQuantiles, type DataParallelPool, type DataParallelReport, type HandoffRecord, type KvCapacityByRole, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
+import {
+  MetricsCollector,
+  speculativeDecodingReport,
+  type LatencyQuantiles,
+  type DataParallelPool,
+  type DataParallelReport,
+  type HandoffRecord,
+  type KvCapacityByRole,
+  type ReplayReport,
+  type RequestRecord,
+  type RequestStatus,
+} from "./report.js";
 import { Sampler, type TimeSeries } from "./timeseries.js";
 import { RecordStore } from "./record-store.js";
 import { specProblemPath, specRankConfigs } from "./rank-configs.js";
@@ -90,7 +101,13 @@ export interface StuckRequest {
 }
 
 export type ReplayResult =
-  | { readonly ok: true; readonly report: ReplayReport; readonly records: readonly RequestRecord[]; readonly timeseries?: TimeSeries; readonly quantiles?: LatencyQuantiles }
+  | {
+      readonly ok: true;
+      readonly report: ReplayReport;
+      readonly records: readonly RequestRecord[];
+      readonly timeseries?: TimeSeries;
+      readonly quantiles?: LatencyQuantiles;
+    }
   | { readonly ok: false; readonly reason: string; readonly stuck: readonly StuckRequest[]; readonly atMs: number };
 
 /** Profile paths a spec references (base, prefill and decode), for the caller to load. */
@@ -290,9 +307,16 @@ class ReplayEngine {
     const roleProfiles =
       spec.topology.kind === "aggregated"
         ? { aggregated: base }
-        : { prefill: resolveProfile(spec.prefill?.profile ?? spec.profile, input.profiles, "prefill"), decode: resolveProfile(spec.decode?.profile ?? spec.profile, input.profiles, "decode") };
+        : {
+            prefill: resolveProfile(spec.prefill?.profile ?? spec.profile, input.profiles, "prefill"),
+            decode: resolveProfile(spec.decode?.profile ?? spec.profile, input.profiles, "decode"),
+          };
     const { configs, problems } = specRankConfigs(spec, roleProfiles);
-    if (problems.length > 0) throw new InputError(this.specFile, problems.map((p) => ({ path: specProblemPath(spec, p.at), message: p.message })));
+    if (problems.length > 0)
+      throw new InputError(
+        this.specFile,
+        problems.map((p) => ({ path: specProblemPath(spec, p.at), message: p.message })),
+      );
     const capacity: { -readonly [R in keyof KvCapacityByRole]: KvCapacity } = {};
     const configOf = (role: RankRole): RankConfig => {
       const c = configs.find((r) => r.role === role);
@@ -357,7 +381,11 @@ class ReplayEngine {
     this.requests = this.requestStream(input);
     if (input.timeseries !== undefined) {
       const dpSizes = new Map<Worker, boolean>();
-      for (const w of this.allRanks) dpSizes.set(w, this.allRanks.some((o) => o !== w && o.role === w.role && o.id === w.id));
+      for (const w of this.allRanks)
+        dpSizes.set(
+          w,
+          this.allRanks.some((o) => o !== w && o.role === w.role && o.id === w.id),
+        );
       const probes = this.allRanks.map((w) => ({
         role: w.role,
         id: w.id,
@@ -401,14 +429,35 @@ class ReplayEngine {
       rank = new Rank(config);
     } catch (e) {
       if (e instanceof RankConfigError) {
-        throw new InputError(this.specFile, e.problems.map((p) => ({ path: p.path, message: p.message.startsWith(p.role) ? p.message : `${p.role} rank: ${p.message}` })), { cause: e });
+        throw new InputError(
+          this.specFile,
+          e.problems.map((p) => ({ path: p.path, message: p.message.startsWith(p.role) ? p.message : `${p.role} rank: ${p.message}` })),
+          { cause: e },
+        );
       }
       throw e;
     }
     const d = config.engine.data_parallel_size;
     const label = d > 1 ? `${config.role} worker ${id} DP rank ${dp}` : `${config.role} worker ${id}`;
     const cacheGroups = poolGroupsForProfile(config.profile, config.engine).map((g) => g.name);
-    const w: Worker = { role: config.role, stage, id, dp, order: id * d + dp, label, group, rank, sampleIndex: this.allRanks.length, cacheGroups, busy: false, passEndMs: 0, dirty: false, idlePasses: 0, metrics: undefined, passLog: new PassLog() };
+    const w: Worker = {
+      role: config.role,
+      stage,
+      id,
+      dp,
+      order: id * d + dp,
+      label,
+      group,
+      rank,
+      sampleIndex: this.allRanks.length,
+      cacheGroups,
+      busy: false,
+      passEndMs: 0,
+      dirty: false,
+      idlePasses: 0,
+      metrics: undefined,
+      passLog: new PassLog(),
+    };
     this.allRanks.push(w);
     if (group === undefined) this.workers.push(w);
     else group.ranks.push(w);
@@ -470,7 +519,9 @@ class ReplayEngine {
         }
         // Beyond it a double no longer resolves a pass: time would stop while work goes on.
         if (t > MAX_VIRTUAL_TIME_MS) {
-          throw new RunFailure(`virtual time would pass ${MAX_VIRTUAL_TIME_TEXT} (next event at ${t} ms): the workload's passes and transfers take too long to model`);
+          throw new RunFailure(
+            `virtual time would pass ${MAX_VIRTUAL_TIME_TEXT} (next event at ${t} ms): the workload's passes and transfers take too long to model`,
+          );
         }
         if (!(t >= this.now)) throw new Error(`virtual time went back from ${this.now} ms to ${t} ms`);
         this.now = t;
@@ -666,7 +717,11 @@ class ReplayEngine {
       // state moves to the run's end when it starts, and a sample inside it must see its step's.
       const horizon = this.runHorizon(w);
       const pagesAt = this.sampler?.samplesBefore(horizon);
-      const run = w.rank.decodeRun(this.now, { pagesAt, startBeforeMs: horizon, endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS) });
+      const run = w.rank.decodeRun(this.now, {
+        pagesAt,
+        startBeforeMs: horizon,
+        endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS),
+      });
       if (run !== undefined) {
         w.busy = true;
         w.passEndMs = run.endMs;
@@ -877,8 +932,7 @@ class ReplayEngine {
         this.prefillEnded(live);
         if (live.firstPlaced !== undefined) this.firstPlacement.finished?.(live.firstPlaced);
         this.feed(live, { type: "source_held", atMs: this.now, terms: fact.terms });
-      }
-      else {
+      } else {
         live.decodeHitTokens = fact.hitTokens;
         this.feed(live, { type: "destination_reserved", atMs: this.now, hitTokens: fact.hitTokens });
       }
@@ -896,7 +950,9 @@ class ReplayEngine {
     if (index !== live.emitted) throw new Error(`request ${live.req.id}: token ${index} arrived, expected token ${live.emitted}`);
     // Causality: arrival <= first token <= every later token.
     if (!(atMs >= live.req.arrivalMs) || (live.emitted > 0 && !(atMs >= live.lastTokenMs))) {
-      throw new Error(`request ${live.req.id}: token ${index} at ${atMs} ms is before its arrival (${live.req.arrivalMs} ms) or its previous token (${live.emitted > 0 ? live.lastTokenMs : "none"} ms)`);
+      throw new Error(
+        `request ${live.req.id}: token ${index} at ${atMs} ms is before its arrival (${live.req.arrivalMs} ms) or its previous token (${live.emitted > 0 ? live.lastTokenMs : "none"} ms)`,
+      );
     }
     if (live.emitted === 0) {
       live.firstTokenMs = atMs;
@@ -923,7 +979,12 @@ class ReplayEngine {
   private command(live: LiveRequest, w: Worker, c: Command, what: CommandAction | undefined): void {
     const outcome = this.submit(w, c);
     if (what !== undefined) {
-      this.feed(live, outcome.ok ? { type: "outcome", action: what, atMs: this.now, ok: true } : { type: "outcome", action: what, atMs: this.now, ok: false, reason: outcome.reason });
+      this.feed(
+        live,
+        outcome.ok
+          ? { type: "outcome", action: what, atMs: this.now, ok: true }
+          : { type: "outcome", action: what, atMs: this.now, ok: false, reason: outcome.reason },
+      );
     }
     if (outcome.ok) this.applyEffects(w, outcome.effects, this.now);
   }
@@ -1100,7 +1161,8 @@ class ReplayEngine {
     if (h === undefined || h.phase === "prefilling" || h.phase === "submitting" || h.phase === "new") {
       const w = live.first;
       const where = w === undefined ? "not placed" : `on ${w.label}`;
-      const state = live.admittedMs === undefined ? "waiting for admission" : live.emitted > 0 ? `running after ${live.emitted} tokens` : "admitted, no token yet";
+      const state =
+        live.admittedMs === undefined ? "waiting for admission" : live.emitted > 0 ? `running after ${live.emitted} tokens` : "admitted, no token yet";
       return { request_id: live.req.id, where: `${where}, ${state}`, why: `${prompt}; ${w === undefined ? "" : rankState(w)}` };
     }
     const src = live.first === undefined ? "" : ` (source held on ${live.first.label})`;

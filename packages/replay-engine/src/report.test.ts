@@ -138,7 +138,9 @@ describe("vLLM's benchmark names, extra percentiles and reason groups (outside t
       { reason: "prompt of # tokens reaches max_model_len #", count: 2, example: "prompt of 200 tokens reaches max_model_len 100" },
       { reason: "request id must be a non-empty string", count: 1, example: "request id must be a non-empty string" },
     ]);
-    expect(r.failure_reasons).toEqual([{ reason: "decode worker # rejected the request: pool full", count: 1, example: "decode worker 1 rejected the request: pool full" }]);
+    expect(r.failure_reasons).toEqual([
+      { reason: "decode worker # rejected the request: pool full", count: 1, example: "decode worker 1 rejected the request: pool full" },
+    ]);
   });
 
   it("a cutoff makes the duration the cutoff and counts the in-flight requests' tokens in the output throughput", () => {
@@ -165,7 +167,9 @@ describe("digest", () => {
     expect(keys).toHaveLength(30);
     expect(keys.every((k) => (CANONICAL_KEYS as readonly string[]).includes(k))).toBe(true);
     for (const k of ["median_ttft_ms", "p95_ttft_ms", "saturation", "rejection_reasons", "duration", "mean_e2el_ms"]) expect(keys).not.toContain(k);
-    expect(digestOf({ ...r, median_ttft_ms: 1, saturation: { saturated: true, offered_rps: 1, served_rps: 0, ttft_first_quarter_ms: 1, ttft_last_quarter_ms: 9 } })).toBe(r.digest);
+    expect(
+      digestOf({ ...r, median_ttft_ms: 1, saturation: { saturated: true, offered_rps: 1, served_rps: 0, ttft_first_quarter_ms: 1, ttft_last_quarter_ms: 9 } }),
+    ).toBe(r.digest);
     // The same report without the derived keys has the same digest.
     const bare = new MetricsCollector(undefined);
     bare.onArrival(0);

@@ -430,7 +430,12 @@ export class MetricsCollector {
    * (the time that ran) and the in-flight requests' emitted tokens count in the output throughput.
    */
   onCutoff(atMs: number, inFlightOutputTokens: number, notArrived: number): void {
-    this.cutoff = { at_ms: atMs, in_flight_requests: this.arrived - this.terminalCount, not_arrived_requests: notArrived, in_flight_output_tokens: inFlightOutputTokens };
+    this.cutoff = {
+      at_ms: atMs,
+      in_flight_requests: this.arrived - this.terminalCount,
+      not_arrived_requests: notArrived,
+      in_flight_output_tokens: inFlightOutputTokens,
+    };
     this.cutoffTokens = inFlightOutputTokens;
   }
   onPreemption(): void {

@@ -7,10 +7,9 @@ import { SaturationMonitor } from "./saturation.js";
  */
 function run(requests: readonly { arrival: number; first: number; done: number }[]) {
   const m = new SaturationMonitor();
-  const events = [
-    ...requests.map((r) => ({ t: r.done, order: 0, r })),
-    ...requests.map((r) => ({ t: r.arrival, order: 1, r })),
-  ].sort((a, b) => a.t - b.t || a.order - b.order);
+  const events = [...requests.map((r) => ({ t: r.done, order: 0, r })), ...requests.map((r) => ({ t: r.arrival, order: 1, r }))].sort(
+    (a, b) => a.t - b.t || a.order - b.order,
+  );
   for (const e of events) {
     if (e.order === 1) m.onArrival(e.r.arrival);
     else m.onCompleted(e.r.arrival, e.r.first, e.r.done);

@@ -22,25 +22,31 @@ describe("percentileRank", () => {
 describe("summarize by selection", () => {
   it("gives the nearest-rank values: the (k + 1)-th smallest value for k = round((n - 1) x p / 100)", () => {
     fc.assert(
-      fc.property(fc.array(fc.double({ min: -1e6, max: 1e6, noNaN: true }).map((x) => x + 0), { minLength: 1, maxLength: 300 }), (xs) => {
-        const sorted = [...xs].sort((a, b) => a - b);
-        const d = summarize(Float64Array.from(xs));
-        expect(d.min).toBe(sorted[0]);
-        expect(d.max).toBe(sorted[sorted.length - 1]);
-        for (const [p, value] of [
-          [50, d.p50],
-          [90, d.p90],
-          [99, d.p99],
-        ] as const) {
-          const k = documentedRank(xs.length, p);
-          expect(value).toBe(sorted[k]);
-          // The (k + 1)-th smallest, stated without the sort: at most k values lie below it and
-          // at least k + 1 lie at or below it.
-          expect(xs.filter((x) => x < value).length).toBeLessThanOrEqual(k);
-          expect(xs.filter((x) => x <= value).length).toBeGreaterThanOrEqual(k + 1);
-        }
-        expect(d.count).toBe(xs.length);
-      }),
+      fc.property(
+        fc.array(
+          fc.double({ min: -1e6, max: 1e6, noNaN: true }).map((x) => x + 0),
+          { minLength: 1, maxLength: 300 },
+        ),
+        (xs) => {
+          const sorted = [...xs].sort((a, b) => a - b);
+          const d = summarize(Float64Array.from(xs));
+          expect(d.min).toBe(sorted[0]);
+          expect(d.max).toBe(sorted[sorted.length - 1]);
+          for (const [p, value] of [
+            [50, d.p50],
+            [90, d.p90],
+            [99, d.p99],
+          ] as const) {
+            const k = documentedRank(xs.length, p);
+            expect(value).toBe(sorted[k]);
+            // The (k + 1)-th smallest, stated without the sort: at most k values lie below it and
+            // at least k + 1 lie at or below it.
+            expect(xs.filter((x) => x < value).length).toBeLessThanOrEqual(k);
+            expect(xs.filter((x) => x <= value).length).toBeGreaterThanOrEqual(k + 1);
+          }
+          expect(d.count).toBe(xs.length);
+        },
+      ),
     );
   });
 });

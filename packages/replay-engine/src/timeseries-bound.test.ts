@@ -3,7 +3,13 @@ import { MAX_SERIES_VALUES, Sampler, TooManySamples } from "./timeseries.js";
 
 /** Issue 38: `--sample-ms 0.001` over a long run asked for 2.27 GB of samples. */
 describe("a fixed sample interval too short for the run", () => {
-  const probe = { role: "aggregated" as const, id: 0, groups: ["kv"], load: () => ({ running: 0, waiting: 0 }), groupPages: () => ({ used: [0], cached: [0] }) };
+  const probe = {
+    role: "aggregated" as const,
+    id: 0,
+    groups: ["kv"],
+    load: () => ({ running: 0, waiting: 0 }),
+    groupPages: () => ({ used: [0], cached: [0] }),
+  };
 
   it("stops at the first buffer that would pass MAX_SERIES_VALUES, saying how far the samples got", () => {
     const sampler = new Sampler([probe], 1);

@@ -69,7 +69,9 @@ describe("replay time series (hand-derived)", () => {
     const start = h.destination_reserved_ms!;
     const end = start + h.delay_ms!;
     expect(h.payload_bytes).toBe(4_000_000);
-    ts.times_ms.forEach((t, i) => { expect([t, ts.deployment.handoffs_in_flight[i]]).toEqual([t, t >= start && t < end ? 1 : 0]); });
+    ts.times_ms.forEach((t, i) => {
+      expect([t, ts.deployment.handoffs_in_flight[i]]).toEqual([t, t >= start && t < end ? 1 : 0]);
+    });
     // The bytes land in the sample whose interval holds the transfer's end.
     const landed = ts.times_ms.findIndex((t) => t >= end);
     expect(ts.deployment.handoff_bytes[landed]).toBe(4_000_000);
@@ -79,12 +81,19 @@ describe("replay time series (hand-derived)", () => {
   });
 
   it("a grouped profile has one column pair per cache group", async () => {
-    const spec = traceSpec({ profile: glmProfile("0.32.0"), topology: { kind: "aggregated", workers: 1 }, engine: { num_gpu_blocks: 64 }, timing: fixed(10, 2) });
+    const spec = traceSpec({
+      profile: glmProfile("0.32.0"),
+      topology: { kind: "aggregated", workers: 1 },
+      engine: { num_gpu_blocks: 64 },
+      timing: fixed(10, 2),
+    });
     const r = ok(await runReplay({ spec, records: [byLength(1, 0, 8192, 2)], timeseries: {} }));
     const w = r.timeseries!.workers[0]!;
     expect(w.groups.map((g) => g.name)).toEqual(glmProfile("0.32.0").kv_cache_groups!.map((g) => g.name));
     // The groups add up to the totals at every sample.
-    w.kv_used_pages.forEach((u, i) => { expect(w.groups.reduce((a, g) => a + g.used_pages[i]!, 0)).toBe(u); });
+    w.kv_used_pages.forEach((u, i) => {
+      expect(w.groups.reduce((a, g) => a + g.used_pages[i]!, 0)).toBe(u);
+    });
     const table = timeSeriesTable(r.timeseries!);
     expect(table.columns).toContain(`W0.kv_used_pages.${w.groups[0]!.name}`);
     expect(table.rows).toHaveLength(r.timeseries!.times_ms.length);
@@ -155,7 +164,13 @@ describe("adaptive sampling", () => {
     // so sample t must read t / 10. 10,000 samples of 10 ms exceed 4,096 twice: the interval
     // ends at 40 ms, with samples 0, 40, ..., 100,000 (the first at or after the end) = 2,501.
     let running = 0;
-    const probe = { role: "aggregated" as const, id: 0, groups: ["kv"], load: () => ({ running, waiting: 0 }), groupPages: () => ({ used: [running], cached: [0] }) };
+    const probe = {
+      role: "aggregated" as const,
+      id: 0,
+      groups: ["kv"],
+      load: () => ({ running, waiting: 0 }),
+      groupPages: () => ({ used: [running], cached: [0] }),
+    };
     const s = new Sampler([probe], undefined);
     for (let i = 0; i < 10_000; i++) {
       running = i;
@@ -168,9 +183,13 @@ describe("adaptive sampling", () => {
     expect(ts.sample_ms).toBe(40);
     expect(ts.times_ms).toHaveLength(2501);
     expect(ts.times_ms.length).toBeLessThanOrEqual(MAX_ADAPTIVE_SAMPLES + 1);
-    ts.times_ms.forEach((t, j) => { expect(t).toBe(j * 40); });
+    ts.times_ms.forEach((t, j) => {
+      expect(t).toBe(j * 40);
+    });
     // Gauges: the state at each kept time (the last sample, at 100,000, still sees step 9,999).
-    ts.workers[0]!.running.forEach((r, j) => { expect(r).toBe(Math.min(ts.times_ms[j]! / 10, 9999)); });
+    ts.workers[0]!.running.forEach((r, j) => {
+      expect(r).toBe(Math.min(ts.times_ms[j]! / 10, 9999));
+    });
     // Counters: (t - 40, t] holds 4 arrivals; sample 0 the one at 0; the last the 3 at 99,970..99,990.
     const a = ts.deployment.arrivals;
     expect([a[0], a[1], a[2499], a[2500]]).toEqual([1, 4, 4, 3]);

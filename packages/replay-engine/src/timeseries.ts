@@ -101,7 +101,9 @@ export class TooManySamples extends Error {
     /** Values per sample for this deployment. */
     readonly columns: number,
   ) {
-    super(`a sample every ${sampleMs} ms takes more than ${samples} samples of ${columns} values (the limit is ${MAX_SERIES_VALUES} values) before ${reachedMs} ms of a run that is not over`);
+    super(
+      `a sample every ${sampleMs} ms takes more than ${samples} samples of ${columns} values (the limit is ${MAX_SERIES_VALUES} values) before ${reachedMs} ms of a run that is not over`,
+    );
   }
 }
 
@@ -187,7 +189,8 @@ export class Sampler {
   private readonly runs: ActiveRun[];
 
   constructor(probes: readonly WorkerProbe[], sampleMs: number | undefined) {
-    if (sampleMs !== undefined && !(sampleMs > 0 && Number.isFinite(sampleMs))) throw new RangeError(`sample interval must be a positive number of ms, got ${sampleMs}`);
+    if (sampleMs !== undefined && !(sampleMs > 0 && Number.isFinite(sampleMs)))
+      throw new RangeError(`sample interval must be a positive number of ms, got ${sampleMs}`);
     this.interval = sampleMs ?? DEFAULT_START_MS;
     this.adaptive = sampleMs === undefined;
     this.probes = probes;
@@ -373,7 +376,8 @@ export class Sampler {
   private full(): void {
     if (this.count === this.compactAt) this.compact();
     else {
-      if (this.data.length * 2 > MAX_SERIES_VALUES) throw new TooManySamples(this.interval, this.count, this.data[(this.count - 1) * this.stride + TIME]!, this.stride);
+      if (this.data.length * 2 > MAX_SERIES_VALUES)
+        throw new TooManySamples(this.interval, this.count, this.data[(this.count - 1) * this.stride + TIME]!, this.stride);
       const grown = new Float64Array(this.data.length * 2);
       grown.set(this.data);
       this.data = grown;
@@ -510,7 +514,8 @@ export function timeSeriesTable(ts: TimeSeries): { readonly columns: string[]; r
       { name: `${p}.kv_cached_pages`, values: w.kv_cached_pages },
     );
     if (w.groups.length > 1) {
-      for (const g of w.groups) cols.push({ name: `${p}.kv_used_pages.${g.name}`, values: g.used_pages }, { name: `${p}.kv_cached_pages.${g.name}`, values: g.cached_pages });
+      for (const g of w.groups)
+        cols.push({ name: `${p}.kv_used_pages.${g.name}`, values: g.used_pages }, { name: `${p}.kv_cached_pages.${g.name}`, values: g.cached_pages });
     }
     cols.push({ name: `${p}.passes`, values: w.passes }, { name: `${p}.batch_tokens`, values: w.batch_tokens }, { name: `${p}.step_ms`, values: w.step_ms });
   }
@@ -530,7 +535,9 @@ export function timeSeriesRecords(ts: TimeSeries): object[] {
         waiting: w.waiting[i],
         kv_used_pages: w.kv_used_pages[i],
         kv_cached_pages: w.kv_cached_pages[i],
-        ...(w.groups.length > 1 ? { groups: Object.fromEntries(w.groups.map((g) => [g.name, { used_pages: g.used_pages[i], cached_pages: g.cached_pages[i] }])) } : {}),
+        ...(w.groups.length > 1
+          ? { groups: Object.fromEntries(w.groups.map((g) => [g.name, { used_pages: g.used_pages[i], cached_pages: g.cached_pages[i] }])) }
+          : {}),
         passes: w.passes[i],
         batch_tokens: w.batch_tokens[i],
         step_ms: w.step_ms[i],

@@ -15,10 +15,10 @@ const scenarioArb = fc.record({
   decode: fc.integer({ min: 1, max: 3 }),
   limit: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
   setupMs: fc.constantFrom(0, 0.25, 2),
-  requests: fc.array(
-    fc.record({ gapMs: fc.integer({ min: 0, max: 5 }), src: fc.nat(), dst: fc.nat(), bytes: fc.integer({ min: 0, max: 5e6 }) }),
-    { minLength: 1, maxLength: 30 },
-  ),
+  requests: fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 5 }), src: fc.nat(), dst: fc.nat(), bytes: fc.integer({ min: 0, max: 5e6 }) }), {
+    minLength: 1,
+    maxLength: 30,
+  }),
 });
 
 describe("TransferNetwork properties", () => {

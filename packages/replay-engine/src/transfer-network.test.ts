@@ -161,6 +161,9 @@ describe("placeOnNodes", () => {
     expect(placeOnNodes(8, "interleaved", [4], [4, 4, 4])).toStrictEqual({ ok: true, placement: { prefill: [0], decode: [0, 1, 1] } });
   });
   it("refuses a worker larger than a node", () => {
-    expect(placeOnNodes(4, "prefill_first", [8], [4])).toStrictEqual({ ok: false, reason: "prefill worker 0 has 8 TP ranks but a node has 4 GPUs (a worker's TP ranks share one node)" });
+    expect(placeOnNodes(4, "prefill_first", [8], [4])).toStrictEqual({
+      ok: false,
+      reason: "prefill worker 0 has 8 TP ranks but a node has 4 GPUs (a worker's TP ranks share one node)",
+    });
   });
 });

@@ -74,7 +74,8 @@ export function placeOnNodes(
   let node = 0;
   let used = 0;
   for (const w of order) {
-    if (w.tp > gpusPerNode) return { ok: false, reason: `${w.role} worker ${w.id} has ${w.tp} TP ranks but a node has ${gpusPerNode} GPUs (a worker's TP ranks share one node)` };
+    if (w.tp > gpusPerNode)
+      return { ok: false, reason: `${w.role} worker ${w.id} has ${w.tp} TP ranks but a node has ${gpusPerNode} GPUs (a worker's TP ranks share one node)` };
     if (used + w.tp > gpusPerNode) {
       node++;
       used = 0;

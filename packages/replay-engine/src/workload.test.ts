@@ -9,7 +9,13 @@ async function collect(it: AsyncIterable<ReplayRequest>): Promise<ReplayRequest[
   return out;
 }
 
-const rec = (line: number, arrivalMs: number, extra: Partial<TraceRecord> = {}): TraceRecord => ({ line, arrivalMs, inputTokens: 4, outputTokens: 2, ...extra });
+const rec = (line: number, arrivalMs: number, extra: Partial<TraceRecord> = {}): TraceRecord => ({
+  line,
+  arrivalMs,
+  inputTokens: 4,
+  outputTokens: 2,
+  ...extra,
+});
 const opts = { traceBlockSize: 4, speedup: 1, file: "t.jsonl" };
 
 describe("Mooncake hash ids to tokens", () => {
@@ -131,13 +137,19 @@ describe("lowerTrace", () => {
   it("refuses a duplicate request id, naming the file and line", async () => {
     const bad = lowerTrace([rec(1, 0, { requestId: "a" }), rec(2, 0, { requestId: "a" })], opts);
     await expect(collect(bad)).rejects.toThrow(InputError);
-    await expect(collect(lowerTrace([rec(1, 0, { requestId: "a" }), rec(2, 0, { requestId: "a" })], opts))).rejects.toThrow(/t\.jsonl:2: request_id: duplicate request id "a"/);
+    await expect(collect(lowerTrace([rec(1, 0, { requestId: "a" }), rec(2, 0, { requestId: "a" })], opts))).rejects.toThrow(
+      /t\.jsonl:2: request_id: duplicate request id "a"/,
+    );
   });
   it("a given id equal to a made one (trace-<line>) is a duplicate, either way round", async () => {
     // Line 2 has no id: it is "trace-2"; line 3 says "trace-2".
-    await expect(collect(lowerTrace([rec(2, 0), rec(3, 0, { requestId: "trace-2" })], opts))).rejects.toThrow(/t\.jsonl:3: request_id: duplicate request id "trace-2"/);
+    await expect(collect(lowerTrace([rec(2, 0), rec(3, 0, { requestId: "trace-2" })], opts))).rejects.toThrow(
+      /t\.jsonl:3: request_id: duplicate request id "trace-2"/,
+    );
     // Line 1 says "trace-4"; line 4 has no id.
-    await expect(collect(lowerTrace([rec(1, 0, { requestId: "trace-4" }), rec(4, 0)], opts))).rejects.toThrow(/t\.jsonl:4: request_id: duplicate request id "trace-4"/);
+    await expect(collect(lowerTrace([rec(1, 0, { requestId: "trace-4" }), rec(4, 0)], opts))).rejects.toThrow(
+      /t\.jsonl:4: request_id: duplicate request id "trace-4"/,
+    );
     // "trace-02" is not "trace-2": no duplicate.
     expect((await collect(lowerTrace([rec(2, 0), rec(3, 0, { requestId: "trace-02" })], opts))).map((r) => r.id)).toEqual(["trace-2", "trace-02"]);
   });
@@ -168,7 +180,9 @@ describe("lowerTrace", () => {
     await expect(collect(lowerTrace([rec(1, 10), rec(2, 9)], opts))).rejects.toThrow(/t\.jsonl:2: arrival: .*sorted by time/);
   });
   it("refuses hash ids that cannot cover the input (2 ids x 4 = 8 < 9)", async () => {
-    await expect(collect(lowerTrace([rec(5, 0, { hashIds: [1, 2], inputTokens: 9 })], opts))).rejects.toThrow(/t\.jsonl:5: hash_ids: .*8 tokens, fewer than input_length 9/);
+    await expect(collect(lowerTrace([rec(5, 0, { hashIds: [1, 2], inputTokens: 9 })], opts))).rejects.toThrow(
+      /t\.jsonl:5: hash_ids: .*8 tokens, fewer than input_length 9/,
+    );
   });
   it("reads lazily: a bad later record does not stop the first one from being yielded", async () => {
     const it = lowerTrace([rec(1, 0), rec(2, -1)], opts)[Symbol.asyncIterator]();

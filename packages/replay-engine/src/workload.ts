@@ -178,7 +178,7 @@ class IdMap {
   }
 
   private internInTable(id: number): number {
-    if (this.empty === EMPTY && ((id >>> 0) !== id || id === EMPTY)) this.widen();
+    if (this.empty === EMPTY && (id >>> 0 !== id || id === EMPTY)) this.widen();
     let mask = this.keys.length - 1;
     for (let slot = IdMap.home(id, mask); ; slot = (slot + 1) & mask) {
       const k = this.keys[slot]!;
@@ -316,7 +316,8 @@ export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable
     previous = r.arrivalMs;
     first ??= r.arrivalMs;
     const arrivalMs = (r.arrivalMs - first) / opts.speedup;
-    if (!(arrivalMs <= MAX_VIRTUAL_TIME_MS)) fail(r.line, "arrival", `arrives ${arrivalMs} ms after the first request, beyond ${MAX_VIRTUAL_TIME_TEXT} of virtual time`);
+    if (!(arrivalMs <= MAX_VIRTUAL_TIME_MS))
+      fail(r.line, "arrival", `arrives ${arrivalMs} ms after the first request, beyond ${MAX_VIRTUAL_TIME_TEXT} of virtual time`);
     const id = r.requestId ?? `trace-${r.line}`;
     if (r.requestId === undefined ? generated.has(r.line) || seen.has(id) : seen.has(id) || generated.hasId(id)) {
       fail(r.line, "request_id", `duplicate request id "${id}"`);
@@ -335,7 +336,11 @@ export async function* lowerTrace(records: AsyncIterable<TraceRecord> | Iterable
     if (r.hashIds !== undefined && r.inputTokenIds === undefined) {
       const capacity = r.hashIds.length * opts.traceBlockSize;
       if (capacity < r.inputTokens) {
-        fail(r.line, "hash_ids", `${r.hashIds.length} hash ids x trace_block_size ${opts.traceBlockSize} = ${capacity} tokens, fewer than input_length ${r.inputTokens}`);
+        fail(
+          r.line,
+          "hash_ids",
+          `${r.hashIds.length} hash ids x trace_block_size ${opts.traceBlockSize} = ${capacity} tokens, fewer than input_length ${r.inputTokens}`,
+        );
       }
       // A path prompt: block keys from the hash-id path, no token array (kv-pool's createPathPrompt).
       const prompt = createPathPrompt(interner.canonical(r.hashIds, r.inputTokens, opts.traceBlockSize), r.inputTokens, opts.traceBlockSize);

@@ -107,7 +107,8 @@ function kvsimReportMain(uPlot: PlotCtor, charts: readonly ChartSpec[]): void {
     return measure.measureText(t).width;
   };
   /** A number as an axis shows it: grouped thousands, at most 4 significant digits after the point. */
-  const plain = (v: number) => (Math.abs(v) >= 1 || v === 0 ? v.toLocaleString("en-US", { maximumFractionDigits: 2 }) : v.toLocaleString("en-US", { maximumSignificantDigits: 4 }));
+  const plain = (v: number) =>
+    Math.abs(v) >= 1 || v === 0 ? v.toLocaleString("en-US", { maximumFractionDigits: 2 }) : v.toLocaleString("en-US", { maximumSignificantDigits: 4 });
   /** Bytes with a decimal unit: 0 B, 350 kB, 1.2 GB (and per second). */
   const bytes = (v: number, perSecond: boolean) => {
     const units = ["B", "kB", "MB", "GB", "TB", "PB"];
@@ -194,7 +195,10 @@ function kvsimReportMain(uPlot: PlotCtor, charts: readonly ChartSpec[]): void {
           const x0 = right ? left + width - tw - pad : left + pad;
           // A CDF reaches the right edge at its top and the left edge at its bottom: the free corner first.
           const ys = [top + height - pad - 2 * lineHeight, top + height - pad - lineHeight, top + lineHeight, top + 2 * lineHeight + pad];
-          label(text, (right ? ys : [...ys].reverse()).map((y) => [x0, y] as const));
+          label(
+            text,
+            (right ? ys : [...ys].reverse()).map((y) => [x0, y] as const),
+          );
         }
       }
       for (const m of c.yMarks ?? []) {
@@ -215,7 +219,10 @@ function kvsimReportMain(uPlot: PlotCtor, charts: readonly ChartSpec[]): void {
           const text = `${above ? "\u2191" : "\u2193"} ${m.label}`;
           const tw = ctx.measureText(text).width;
           const y0 = above ? top + lineHeight : top + height - pad;
-          label(text, [left + pad, left + width - tw - pad, left + (width - tw) / 2].map((x) => [x, y0] as const));
+          label(
+            text,
+            [left + pad, left + width - tw - pad, left + (width - tw) / 2].map((x) => [x, y0] as const),
+          );
         }
       }
       ctx.restore();
@@ -237,7 +244,11 @@ function kvsimReportMain(uPlot: PlotCtor, charts: readonly ChartSpec[]): void {
     const yFormat = formatter(c.yUnit);
     const scale = (log: boolean | undefined, range: ChartSpec["xRange"], marks: ChartSpec["xMarks"]) => ({
       ...(log === true ? { distr: 3, log: 10 } : {}),
-      ...(range !== undefined ? { range: fixed(range) } : marks === undefined || marks.length === 0 || log === true ? {} : { range: reach(marks.map((m) => m.value)) }),
+      ...(range !== undefined
+        ? { range: fixed(range) }
+        : marks === undefined || marks.length === 0 || log === true
+          ? {}
+          : { range: reach(marks.map((m) => m.value)) }),
     });
     const values = (format: (v: number) => string) => (_u: unknown, splits: (number | null)[]) => splits.map((v) => (v === null ? null : format(v)));
     // Room between ticks for the widest value the axis can show (so x values never touch).

@@ -85,10 +85,30 @@ export function renderCompareHtml(input: CompareHtmlInput): string {
       ],
     });
   }
-  const rows = input.figures.map((f): Cell[] => [f.name, f.stat, { value: f.measured }, { value: f.simulated }, f.error === null ? "-" : `${f.error >= 0 ? "+" : ""}${formatNumber(f.error * 100, 1)}%`]);
+  const rows = input.figures.map((f): Cell[] => [
+    f.name,
+    f.stat,
+    { value: f.measured },
+    { value: f.simulated },
+    f.error === null ? "-" : `${f.error >= 0 ? "+" : ""}${formatNumber(f.error * 100, 1)}%`,
+  ]);
   const sections: Section[] = [
-    { id: "figures", title: "Measured against simulated", html: `<div class="scroll">${table(["", "", "measured", "simulated", "error"], rows, "figures")}</div>` + (input.notes ?? []).map((n) => `<p class="note">note: ${escapeHtml(n)}</p>`).join("") },
-    ...(charts.length === 0 ? [] : [{ id: "cdfs", title: "CDFs", html: `<p class="note">The compared requests on both sides (ITL: every gap between two tokens, where the file has them).</p>${chartGrid(charts)}` }]),
+    {
+      id: "figures",
+      title: "Measured against simulated",
+      html:
+        `<div class="scroll">${table(["", "", "measured", "simulated", "error"], rows, "figures")}</div>` +
+        (input.notes ?? []).map((n) => `<p class="note">note: ${escapeHtml(n)}</p>`).join(""),
+    },
+    ...(charts.length === 0
+      ? []
+      : [
+          {
+            id: "cdfs",
+            title: "CDFs",
+            html: `<p class="note">The compared requests on both sides (ITL: every gap between two tokens, where the file has them).</p>${chartGrid(charts)}`,
+          },
+        ]),
   ];
   return page({ title: input.title ?? "kvsim compare", subtitle: input.subtitle ?? [], sections, charts, assets: input.assets });
 }

@@ -18,7 +18,10 @@ export function escapeHtml(text: string): string {
 
 /** JSON safe inside a `<script>` element (no `</script>`, no HTML comment openers). */
 export function scriptJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029");
+  return JSON.stringify(value)
+    .replace(/</g, "\\u003c")
+    .replace(/\u2028/g, "\\u2028")
+    .replace(/\u2029/g, "\\u2029");
 }
 
 /** Inlined script text: a `</script` inside it would end the element early. */
@@ -113,7 +116,9 @@ export function page(opts: {
   const nav = opts.sections.map((s) => `<a href="#${s.id}">${escapeHtml(s.title)}</a>`).join("");
   const timing = opts.timing === undefined ? "" : `<p class="timing" id="timing"><span class="label">timing:</span> ${escapeHtml(opts.timing)}</p>`;
   const warnings =
-    opts.warnings === undefined || opts.warnings.length === 0 ? "" : `<ul class="warnings" id="warnings">${opts.warnings.map((w) => `<li><strong>warning:</strong> ${escapeHtml(w)}</li>`).join("")}</ul>`;
+    opts.warnings === undefined || opts.warnings.length === 0
+      ? ""
+      : `<ul class="warnings" id="warnings">${opts.warnings.map((w) => `<li><strong>warning:</strong> ${escapeHtml(w)}</li>`).join("")}</ul>`;
   const body = opts.sections.map((s) => `<section id="${s.id}"><h2>${escapeHtml(s.title)}</h2>\n${s.html}\n</section>`).join("\n");
   return `<!DOCTYPE html>
 <html lang="en">

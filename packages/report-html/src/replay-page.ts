@@ -73,17 +73,38 @@ function cdfSeries(values: readonly number[]): { x: number[]; y: number[] } {
 
 /** A CDF's chart, or null without values: a log x axis for a long tail, the SLA on the axis when near the data. */
 function cdfChart(id: string, title: string, values: readonly number[], marks: { value: number; label: string }[]): ChartSpec | null {
-  const axis = chooseAxis(values, marks.map((m) => m.value));
+  const axis = chooseAxis(
+    values,
+    marks.map((m) => m.value),
+  );
   if (axis === null) return null;
   const { x, y } = cdfSeries(values);
-  return { id, title, xLabel: `${title} (ms${axis.log ? ", log scale" : ""})`, yLabel: "fraction of requests", x, series: [{ label: title, values: y }], xMarks: marks, xRange: axis.range, ...(axis.log ? { xLog: true } : {}) };
+  return {
+    id,
+    title,
+    xLabel: `${title} (ms${axis.log ? ", log scale" : ""})`,
+    yLabel: "fraction of requests",
+    x,
+    series: [{ label: title, values: y }],
+    xMarks: marks,
+    xRange: axis.range,
+    ...(axis.log ? { xLog: true } : {}),
+  };
 }
 
 const roleOrder = { aggregated: 0, prefill: 1, decode: 2 } as const;
 
 /** Per-worker figures from the records (requests placed, their TTFT and E2E) and the series (peaks). */
 function workerTable(input: ReplayHtmlInput): string {
-  interface Acc { label: string; role: string; id: number; requests: number; completed: number; ttft: number[]; e2e: number[] }
+  interface Acc {
+    label: string;
+    role: string;
+    id: number;
+    requests: number;
+    completed: number;
+    ttft: number[];
+    e2e: number[];
+  }
   const acc = new Map<string, Acc>();
   const get = (role: "aggregated" | "prefill" | "decode", id: number) => {
     const label = `${role === "aggregated" ? "W" : role === "prefill" ? "P" : "D"}${id}`;
@@ -106,7 +127,8 @@ function workerTable(input: ReplayHtmlInput): string {
   }
   const series = new Map((input.timeseries?.workers ?? []).map((w) => [w.label, w]));
   for (const w of series.values()) get(w.role, w.id);
-  const max = (xs: readonly (number | null)[] | undefined) => (xs === undefined || xs.length === 0 ? null : xs.reduce<number>((m, v) => (v !== null && v > m ? v : m), 0));
+  const max = (xs: readonly (number | null)[] | undefined) =>
+    xs === undefined || xs.length === 0 ? null : xs.reduce<number>((m, v) => (v !== null && v > m ? v : m), 0);
   const mean = (xs: number[]) => (xs.length === 0 ? null : xs.reduce((s, v) => s + v, 0) / xs.length);
   const p99 = (xs: number[]) => (xs.length === 0 ? null : [...xs].sort((a, b) => a - b)[Math.round((xs.length - 1) * 0.99)]!);
   const rows = [...acc.values()]
@@ -114,10 +136,41 @@ function workerTable(input: ReplayHtmlInput): string {
     .map((a): Cell[] => {
       const s = series.get(a.label);
       const passes = s?.passes.reduce((x, y) => x + y, 0);
-      return [a.label, a.role, a.requests, a.completed, { value: mean(a.ttft) }, { value: p99(a.ttft) }, { value: mean(a.e2e) }, { value: max(s?.running) }, { value: max(s?.waiting) }, { value: max(s?.kv_used_pages) }, { value: passes ?? null }];
+      return [
+        a.label,
+        a.role,
+        a.requests,
+        a.completed,
+        { value: mean(a.ttft) },
+        { value: p99(a.ttft) },
+        { value: mean(a.e2e) },
+        { value: max(s?.running) },
+        { value: max(s?.waiting) },
+        { value: max(s?.kv_used_pages) },
+        { value: passes ?? null },
+      ];
     });
   const note = `<p class="note">Requests placed on each worker (a P/D request counts on its prefill and its decode worker); TTFT and E2E of its completed requests; peaks from the time series${input.timeseries === undefined ? " (not sampled)" : ` (every ${formatNumber(input.timeseries.sample_ms)} ms)`}.</p>`;
-  return note + table(["worker", "role", "requests", "completed", "mean TTFT (ms)", "p99 TTFT (ms)", "mean E2E (ms)", "peak running", "peak waiting", "peak KV pages used", "passes"], rows, "workers");
+  return (
+    note +
+    table(
+      [
+        "worker",
+        "role",
+        "requests",
+        "completed",
+        "mean TTFT (ms)",
+        "p99 TTFT (ms)",
+        "mean E2E (ms)",
+        "peak running",
+        "peak waiting",
+        "peak KV pages used",
+        "passes",
+      ],
+      rows,
+      "workers",
+    )
+  );
 }
 
 /** Samples per bin: the smallest of 1, 2, 5, 10, 20, 50... that keeps at most MAX_TIME_BINS bins. */
@@ -212,7 +265,18 @@ function timeSeriesCharts(ts: TimeSeries): ChartSpec[] {
   });
   const d = ts.deployment;
   const charts: ChartSpec[] = [
-    { id: "ts-tokens", title: `Throughput${over}`, xLabel: "virtual time (s)", yLabel: "tokens / s", x, sync: "time", series: [{ label: "input tok/s", values: smooth(mean(d.input_tokens_per_s)) }, { label: "output tok/s", values: smooth(mean(d.output_tokens_per_s)) }] },
+    {
+      id: "ts-tokens",
+      title: `Throughput${over}`,
+      xLabel: "virtual time (s)",
+      yLabel: "tokens / s",
+      x,
+      sync: "time",
+      series: [
+        { label: "input tok/s", values: smooth(mean(d.input_tokens_per_s)) },
+        { label: "output tok/s", values: smooth(mean(d.output_tokens_per_s)) },
+      ],
+    },
     {
       id: "ts-requests",
       title: "Requests arrived and completed (cumulative)",
@@ -220,7 +284,11 @@ function timeSeriesCharts(ts: TimeSeries): ChartSpec[] {
       yLabel: "requests",
       x,
       sync: "time",
-      series: [{ label: "arrived", values: cumulative(d.arrivals) }, { label: "completed", values: cumulative(d.completions) }, ...(d.rejected_or_failed.some((v) => v > 0) ? [{ label: "rejected or failed", values: cumulative(d.rejected_or_failed) }] : [])],
+      series: [
+        { label: "arrived", values: cumulative(d.arrivals) },
+        { label: "completed", values: cumulative(d.completions) },
+        ...(d.rejected_or_failed.some((v) => v > 0) ? [{ label: "rejected or failed", values: cumulative(d.rejected_or_failed) }] : []),
+      ],
     },
     perWorker("ts-running", "Running requests", "requests", (w) => w.running),
     perWorker("ts-waiting", "Waiting requests", "requests", (w) => w.waiting),
@@ -232,7 +300,15 @@ function timeSeriesCharts(ts: TimeSeries): ChartSpec[] {
     ["ts-batch", "Batch tokens (mean per pass)", "tokens", (w: TimeSeries["workers"][number]) => w.batch_tokens],
     ["ts-step", "Step time (mean per pass)", "ms", (w: TimeSeries["workers"][number]) => w.step_ms],
   ] as const) {
-    charts.push({ id, title, xLabel: "virtual time (s)", yLabel, x, sync: "time", series: ts.workers.map((w): SeriesSpec => ({ label: w.label, values: perPass(pick(w), w.passes), ...(per === 1 ? { points: true } : {}) })) });
+    charts.push({
+      id,
+      title,
+      xLabel: "virtual time (s)",
+      yLabel,
+      x,
+      sync: "time",
+      series: ts.workers.map((w): SeriesSpec => ({ label: w.label, values: perPass(pick(w), w.passes), ...(per === 1 ? { points: true } : {}) })),
+    });
   }
   // Grouped profiles: the pages of each cache group, summed over the workers of each role.
   const groups = ts.workers[0]?.groups ?? [];
@@ -245,12 +321,37 @@ function timeSeriesCharts(ts: TimeSeries): ChartSpec[] {
         series.push({ label: `${role} ${groups[g]!.name}`, values: mean(values) });
       }
     }
-    charts.push({ id: "ts-kv-groups", title: "KV pages used per cache group", xLabel: "virtual time (s)", yLabel: "pages (all workers of a role)", x, sync: "time", series });
+    charts.push({
+      id: "ts-kv-groups",
+      title: "KV pages used per cache group",
+      xLabel: "virtual time (s)",
+      yLabel: "pages (all workers of a role)",
+      x,
+      sync: "time",
+      series,
+    });
   }
   if (ts.workers.some((w) => w.role === "decode")) {
     charts.push(
-      { id: "ts-handoffs", title: "Handoffs in flight", xLabel: "virtual time (s)", yLabel: per === 1 ? "transfers" : "transfers (mean)", x, sync: "time", series: [{ label: "in flight", values: mean(d.handoffs_in_flight) }] },
-      { id: "ts-handoff-bytes", title: `Handoff bytes moved${over}`, xLabel: "virtual time (s)", yLabel: "bytes / s", yUnit: "bytes/s", x, sync: "time", series: [{ label: "bytes/s", values: smooth(rate(d.handoff_bytes)) }] },
+      {
+        id: "ts-handoffs",
+        title: "Handoffs in flight",
+        xLabel: "virtual time (s)",
+        yLabel: per === 1 ? "transfers" : "transfers (mean)",
+        x,
+        sync: "time",
+        series: [{ label: "in flight", values: mean(d.handoffs_in_flight) }],
+      },
+      {
+        id: "ts-handoff-bytes",
+        title: `Handoff bytes moved${over}`,
+        xLabel: "virtual time (s)",
+        yLabel: "bytes / s",
+        yUnit: "bytes/s",
+        x,
+        sync: "time",
+        series: [{ label: "bytes/s", values: smooth(rate(d.handoff_bytes)) }],
+      },
     );
   }
   return charts;
@@ -263,22 +364,42 @@ function handoffCharts(records: readonly RequestRecord[]): ChartSpec[] {
   const hs = records
     .flatMap((r) => {
       const h = r.handoff;
-      return h?.destination_reserved_ms == null || h.delay_ms == null ? [] : [{ at: h.destination_reserved_ms, delay: h.delay_ms, bytes: h.payload_bytes ?? 0 }];
+      return h?.destination_reserved_ms == null || h.delay_ms == null
+        ? []
+        : [{ at: h.destination_reserved_ms, delay: h.delay_ms, bytes: h.payload_bytes ?? 0 }];
     })
     .sort((a, b) => a.at - b.at);
   if (hs.length === 0) return [];
   const keep = downsampleIndices(hs.length, MAX_HANDOFF_POINTS, (i) => hs[i]!.delay);
   const x = keep.map((i) => round(hs[i]!.at / 1000, 7)!);
   return [
-    { id: "handoff-delay", title: "Handoff delay by start time", xLabel: "virtual time (s)", yLabel: "delay (ms)", x, series: [{ label: "delay", values: keep.map((i) => round(hs[i]!.delay)), points: true }] },
-    { id: "handoff-size", title: "Handoff payload by start time", xLabel: "virtual time (s)", yLabel: "payload", yUnit: "bytes", x, series: [{ label: "bytes", values: keep.map((i) => hs[i]!.bytes), points: true }] },
+    {
+      id: "handoff-delay",
+      title: "Handoff delay by start time",
+      xLabel: "virtual time (s)",
+      yLabel: "delay (ms)",
+      x,
+      series: [{ label: "delay", values: keep.map((i) => round(hs[i]!.delay)), points: true }],
+    },
+    {
+      id: "handoff-size",
+      title: "Handoff payload by start time",
+      xLabel: "virtual time (s)",
+      yLabel: "payload",
+      yUnit: "bytes",
+      x,
+      series: [{ label: "bytes", values: keep.map((i) => hs[i]!.bytes), points: true }],
+    },
   ];
 }
 
 function failuresSection(input: ReplayHtmlInput): string {
   const bad = input.records.filter((r) => r.status !== "completed");
   if (bad.length === 0) return `<p id="failures-none">Every request completed: none was rejected and none failed.</p>`;
-  const reasons = [...(input.report.rejection_reasons ?? []).map((r) => ["rejected", r] as const), ...(input.report.failure_reasons ?? []).map((r) => ["failed", r] as const)];
+  const reasons = [
+    ...(input.report.rejection_reasons ?? []).map((r) => ["rejected", r] as const),
+    ...(input.report.failure_reasons ?? []).map((r) => ["failed", r] as const),
+  ];
   const grouped = table(
     ["status", "requests", "reason", "example"],
     reasons.map(([status, r]) => [status, r.count, r.reason, r.example]),
@@ -309,7 +430,9 @@ export function replayWarnings(r: ReplayReport): string[] {
   }
   const c = r.cutoff;
   if (c !== undefined && (c.in_flight_requests > 0 || c.not_arrived_requests > 0)) {
-    out.push(`Cut off at ${formatNumber(c.at_ms, 0)} ms (max_virtual_time_ms): ${formatNumber(c.not_arrived_requests)} requests not arrived, ${formatNumber(c.in_flight_requests)} in flight; throughputs are over the time that ran.`);
+    out.push(
+      `Cut off at ${formatNumber(c.at_ms, 0)} ms (max_virtual_time_ms): ${formatNumber(c.not_arrived_requests)} requests not arrived, ${formatNumber(c.in_flight_requests)} in flight; throughputs are over the time that ran.`,
+    );
   }
   if (r.completed_requests === 0) out.push("No request completed: there are no latencies to show.");
   return out;
@@ -319,7 +442,8 @@ function settingsSection(input: ReplayHtmlInput): string {
   const resolved = `<pre id="settings-json">${escapeHtml(JSON.stringify(input.settings, null, 2))}</pre>`;
   if (input.specText === undefined) return `<details open><summary>The run's spec (resolved)</summary>${resolved}</details>`;
   const src = input.specSource;
-  const sets = src === undefined || src.set.length === 0 ? "" : `<p>Then <code>--set</code>: ${src.set.map((x) => `<code>${escapeHtml(x)}</code>`).join(", ")}.</p>`;
+  const sets =
+    src === undefined || src.set.length === 0 ? "" : `<p>Then <code>--set</code>: ${src.set.map((x) => `<code>${escapeHtml(x)}</code>`).join(", ")}.</p>`;
   return (
     `<p class="note">The spec as written${src === undefined ? "" : ` in <code>${escapeHtml(src.path)}</code>`} (its units as you wrote them).</p>` +
     `<pre id="spec-text">${escapeHtml(input.specText)}</pre>${sets}` +
@@ -331,14 +455,30 @@ function settingsSection(input: ReplayHtmlInput): string {
 export function renderReplayHtml(input: ReplayHtmlInput): string {
   const r = input.report;
   const sla = input.sla ?? {};
-  const pd = input.records.some((x) => x.workers.decode !== undefined) || r.handoffs.count > 0 || (input.timeseries?.workers.some((w) => w.role !== "aggregated") ?? false);
-  const summaryRows: Cell[][] = SUMMARY.filter(([, key]) => valueAt(r, key) !== undefined && (pd || !HANDOFF_ROWS.has(key))).map(([label, key, digits]) => [label, { value: valueAt(r, key)!, digits, key }]);
+  const pd =
+    input.records.some((x) => x.workers.decode !== undefined) ||
+    r.handoffs.count > 0 ||
+    (input.timeseries?.workers.some((w) => w.role !== "aggregated") ?? false);
+  const summaryRows: Cell[][] = SUMMARY.filter(([, key]) => valueAt(r, key) !== undefined && (pd || !HANDOFF_ROWS.has(key))).map(([label, key, digits]) => [
+    label,
+    { value: valueAt(r, key)!, digits, key },
+  ]);
   const none = r.completed_requests === 0;
   const latency = (["ttft", "tpot", "itl", "e2e"] as const).map((m): Cell[] => [
     m.toUpperCase(),
-    ...(["mean", "p50", "p90", "p99"] as const).map((s): Cell => ({ value: none ? null : (valueAt(r, `${s}_${m}_ms`) ?? null), digits: 2, key: `${s}_${m}_ms` })),
+    ...(["mean", "p50", "p90", "p99"] as const).map((s): Cell => ({
+      value: none ? null : (valueAt(r, `${s}_${m}_ms`) ?? null),
+      digits: 2,
+      key: `${s}_${m}_ms`,
+    })),
   ]);
-  const slaText = [sla.ttft_ms === undefined ? "" : `TTFT <= ${sla.ttft_ms} ms`, sla.itl_ms === undefined ? "" : `ITL (and TPOT) <= ${sla.itl_ms} ms`, sla.e2e_ms === undefined ? "" : `E2E <= ${sla.e2e_ms} ms`].filter((t) => t !== "").join(", ");
+  const slaText = [
+    sla.ttft_ms === undefined ? "" : `TTFT <= ${sla.ttft_ms} ms`,
+    sla.itl_ms === undefined ? "" : `ITL (and TPOT) <= ${sla.itl_ms} ms`,
+    sla.e2e_ms === undefined ? "" : `E2E <= ${sla.e2e_ms} ms`,
+  ]
+    .filter((t) => t !== "")
+    .join(", ");
   const summary =
     `<div class="tables"><div class="scroll">${table(["metric", "value"], summaryRows, "summary")}</div><div class="scroll">${table(["latency (ms)", "mean", "p50", "p90", "p99"], latency, "latency")}</div></div>` +
     `<p>SLA: ${slaText === "" ? "none set" : escapeHtml(slaText)}. Digest <code id="digest">${escapeHtml(r.digest)}</code>.</p>`;
@@ -380,7 +520,15 @@ export function renderReplayHtml(input: ReplayHtmlInput): string {
           },
         ]),
     { id: "per-worker", title: "Per worker", html: `<div class="scroll">${workerTable(input)}</div>` },
-    ...(handoffs.length === 0 ? [] : [{ id: "handoffs", title: "Handoffs (P/D)", html: `<p class="note">Each handoff at the time its transfer started (destination reserved): its delay and its payload.</p>${chartGrid(handoffs)}` }]),
+    ...(handoffs.length === 0
+      ? []
+      : [
+          {
+            id: "handoffs",
+            title: "Handoffs (P/D)",
+            html: `<p class="note">Each handoff at the time its transfer started (destination reserved): its delay and its payload.</p>${chartGrid(handoffs)}`,
+          },
+        ]),
     { id: "failures", title: "Rejected and failed requests", html: `<div class="scroll">${failuresSection(input)}</div>` },
     { id: "settings", title: "Settings", html: settingsSection(input) },
   ];

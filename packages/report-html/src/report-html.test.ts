@@ -51,11 +51,26 @@ const report = {
 const records = [
   { request_id: "a", status: "completed", arrival_ms: 0, ttft_ms: 12, e2e_ms: 14, workers: { aggregated: 0 } },
   { request_id: "b", status: "completed", arrival_ms: 5, ttft_ms: 12.5, e2e_ms: 20, workers: { aggregated: 1 } },
-  { request_id: "<c>", status: "rejected", reason: "prompt of 100 tokens exceeds the pool", arrival_ms: 9, ttft_ms: null, e2e_ms: null, workers: { aggregated: 0 } },
+  {
+    request_id: "<c>",
+    status: "rejected",
+    reason: "prompt of 100 tokens exceeds the pool",
+    arrival_ms: 9,
+    ttft_ms: null,
+    e2e_ms: null,
+    workers: { aggregated: 0 },
+  },
 ] as unknown as RequestRecord[];
 
 describe("renderReplayHtml", () => {
-  const html = renderReplayHtml({ assets, settings: { version: 1 }, report, records, quantiles: { ttft: [12, 12.5], tpot: [2, 3], itl: [1, 2], e2e: [14, 20] }, sla: { ttft_ms: 2000 } });
+  const html = renderReplayHtml({
+    assets,
+    settings: { version: 1 },
+    report,
+    records,
+    quantiles: { ttft: [12, 12.5], tpot: [2, 3], itl: [1, 2], e2e: [14, 20] },
+    sla: { ttft_ms: 2000 },
+  });
 
   it("is one self-contained document: uPlot and the styles inline, nothing fetched", () => {
     expect(html.startsWith("<!DOCTYPE html>")).toBe(true);
@@ -106,9 +121,19 @@ describe("renderReplayHtml", () => {
         batch_tokens: [4, null],
         step_ms: [12, null],
       })),
-      deployment: { arrivals: [2, 1], completions: [0, 2], rejected_or_failed: [0, 1], input_tokens_per_s: [0, 800], output_tokens_per_s: [0, 400], handoffs_in_flight: [0, 0], handoff_bytes: [0, 0] },
+      deployment: {
+        arrivals: [2, 1],
+        completions: [0, 2],
+        rejected_or_failed: [0, 1],
+        input_tokens_per_s: [0, 800],
+        output_tokens_per_s: [0, 400],
+        handoffs_in_flight: [0, 0],
+        handoff_bytes: [0, 0],
+      },
     };
-    const charts = chartsOf(renderReplayHtml({ assets, settings: {}, report, records, quantiles: { ttft: [1, 2], tpot: [1, 2], itl: [1, 2], e2e: [1, 2] }, timeseries: ts }));
+    const charts = chartsOf(
+      renderReplayHtml({ assets, settings: {}, report, records, quantiles: { ttft: [1, 2], tpot: [1, 2], itl: [1, 2], e2e: [1, 2] }, timeseries: ts }),
+    );
     const running = charts.find((c) => c.id === "ts-running")!;
     // Times in seconds; a line per worker.
     expect(running.x).toEqual([0, 0.01]);
@@ -183,7 +208,16 @@ describe("renderReplayHtml: reading at a glance", () => {
 
   it("draws a long run's time series in bins: arrivals cumulative, throughput smoothed", () => {
     // 1,000 samples of 10 ms: bins of 10 samples (100 ms), 100 bins; an arrival every 100 ms (100 in all).
-    const charts = chartsOf(renderReplayHtml({ assets, settings: {}, report, records, quantiles: { ttft: [1, 2], tpot: [1, 2], itl: [1, 2], e2e: [1, 2] }, timeseries: ts(1000, 10) }));
+    const charts = chartsOf(
+      renderReplayHtml({
+        assets,
+        settings: {},
+        report,
+        records,
+        quantiles: { ttft: [1, 2], tpot: [1, 2], itl: [1, 2], e2e: [1, 2] },
+        timeseries: ts(1000, 10),
+      }),
+    );
     const requests = charts.find((c) => c.id === "ts-requests")!;
     expect(requests.x.length).toBe(100);
     expect(requests.series[0]!.values.slice(0, 3)).toEqual([1, 2, 3]);
@@ -210,7 +244,16 @@ describe("renderReplayHtml: reading at a glance", () => {
     // A zero in the sample: no log scale.
     expect(chooseAxis([0, 1, 1000])!.log).toBe(false);
     expect(chooseAxis([])).toBeNull();
-    const charts = chartsOf(renderReplayHtml({ assets, settings: {}, report, records, quantiles: { ttft: [12, 12.5], tpot: [7, 7.3], itl: [10, 20, 30, 18000], e2e: [14, 20] }, sla: { itl_ms: 50 } }));
+    const charts = chartsOf(
+      renderReplayHtml({
+        assets,
+        settings: {},
+        report,
+        records,
+        quantiles: { ttft: [12, 12.5], tpot: [7, 7.3], itl: [10, 20, 30, 18000], e2e: [14, 20] },
+        sla: { itl_ms: 50 },
+      }),
+    );
     const c = charts.find((x) => x.id === "cdf-itl")!;
     expect([c.xLog, c.xLabel]).toEqual([true, "ITL (ms, log scale)"]);
     expect(charts.find((x) => x.id === "cdf-tpot")!.xRange![1]).toBeLessThan(50);
@@ -220,11 +263,16 @@ describe("renderReplayHtml: reading at a glance", () => {
     const html = renderReplayHtml({ assets, settings: {}, report, records, quantiles: { ttft: [1], tpot: [1], itl: [1], e2e: [1] } });
     expect(html).not.toContain('data-key="handoffs.count"');
     const pd = records.map((r) => ({ ...r, workers: { prefill: 0, decode: 0 } })) as unknown as RequestRecord[];
-    expect(renderReplayHtml({ assets, settings: {}, report, records: pd, quantiles: { ttft: [1], tpot: [1], itl: [1], e2e: [1] } })).toContain('data-key="handoffs.count"');
+    expect(renderReplayHtml({ assets, settings: {}, report, records: pd, quantiles: { ttft: [1], tpot: [1], itl: [1], e2e: [1] } })).toContain(
+      'data-key="handoffs.count"',
+    );
   });
 
   it("shows the timing model and the warnings in the header, the spec as written above the resolved one", () => {
-    const saturated = { ...report, saturation: { saturated: true, offered_rps: 20.5, served_rps: 1.62, ttft_first_quarter_ms: 100, ttft_last_quarter_ms: 9000 } } as unknown as ReplayReport;
+    const saturated = {
+      ...report,
+      saturation: { saturated: true, offered_rps: 20.5, served_rps: 1.62, ttft_first_quarter_ms: 100, ttft_last_quarter_ms: 9000 },
+    } as unknown as ReplayReport;
     expect(replayWarnings(saturated)).toEqual([
       "Saturated: requests arrive at 20.50 req/s but are served at 1.62 req/s while they arrive, and the mean TTFT grew from 100 ms (first quarter of arrivals) to 9,000 ms (last quarter): the queue does not drain, so the latencies depend on the trace's length.",
     ]);
@@ -242,7 +290,7 @@ describe("renderReplayHtml: reading at a glance", () => {
     expect(header).toContain('<p class="timing" id="timing"><span class="label">timing:</span> roofline on H100-SXM&#39;s datasheet, not calibrated</p>');
     expect(header).toContain("<li><strong>warning:</strong> Saturated: requests arrive at 20.50 req/s");
     // As written first (open), the resolved JSON after it in a closed <details>.
-    expect(html.indexOf('<pre id="spec-text">kv_transfer: { bandwidth: 400 Gbit/s }')).toBeLessThan(html.indexOf('<details><summary>As kvsim read it'));
+    expect(html.indexOf('<pre id="spec-text">kv_transfer: { bandwidth: 400 Gbit/s }')).toBeLessThan(html.indexOf("<details><summary>As kvsim read it"));
     expect(html).toContain("<code>engine.max_num_seqs=8</code>");
   });
 
@@ -262,11 +310,37 @@ describe("renderReplayHtml: reading at a glance", () => {
       sample_ms: 10,
       adaptive: false,
       times_ms: [0, 10],
-      workers: [{ label: "W0", role: "aggregated", id: 0, running: [0, 0], waiting: [0, 0], kv_used_pages: [0, 0], kv_cached_pages: [0, 0], groups: [], passes: [0, 0], batch_tokens: [null, null], step_ms: [null, null] }],
-      deployment: { arrivals: [1, 1], completions: [0, 0], rejected_or_failed: [1, 1], input_tokens_per_s: [0, 0], output_tokens_per_s: [0, 0], handoffs_in_flight: [0, 0], handoff_bytes: [0, 0] },
+      workers: [
+        {
+          label: "W0",
+          role: "aggregated",
+          id: 0,
+          running: [0, 0],
+          waiting: [0, 0],
+          kv_used_pages: [0, 0],
+          kv_cached_pages: [0, 0],
+          groups: [],
+          passes: [0, 0],
+          batch_tokens: [null, null],
+          step_ms: [null, null],
+        },
+      ],
+      deployment: {
+        arrivals: [1, 1],
+        completions: [0, 0],
+        rejected_or_failed: [1, 1],
+        input_tokens_per_s: [0, 0],
+        output_tokens_per_s: [0, 0],
+        handoffs_in_flight: [0, 0],
+        handoff_bytes: [0, 0],
+      },
     };
     const html = renderReplayHtml({ assets, settings: {}, report, records, quantiles: { ttft: [1], tpot: [1], itl: [1], e2e: [1] }, timeseries: idle });
-    expect(chartsOf(html).filter((c) => c.id.startsWith("ts-")).map((c) => c.id)).toEqual(["ts-requests"]);
+    expect(
+      chartsOf(html)
+        .filter((c) => c.id.startsWith("ts-"))
+        .map((c) => c.id),
+    ).toEqual(["ts-requests"]);
     expect(html).toContain(
       '<p class="note" id="timeseries-idle">Not drawn, zero throughout the run: Throughput, Running requests, Waiting requests, KV pages used, KV pages cached (free, evictable), Batch tokens (mean per pass), Step time (mean per pass).</p>',
     );
@@ -287,7 +361,13 @@ describe("renderSweepHtml", () => {
 
   it("plots each swept variable's latency (a line per other setting) and goodput against GPUs", () => {
     const rows = [row(0, 4, 1, 100, true), row(1, 4, 2, 60, true), row(2, 8, 1, 90, true), row(3, 8, 2, 50, true)];
-    const html = renderSweepHtml({ assets, rows, axes: ["engine.max_num_seqs", "topology.workers"], gpus: [1, 2, 1, 2], sla: [{ metric: "p90_ttft_ms", op: "<=", value: 95 }] });
+    const html = renderSweepHtml({
+      assets,
+      rows,
+      axes: ["engine.max_num_seqs", "topology.workers"],
+      gpus: [1, 2, 1, 2],
+      sla: [{ metric: "p90_ttft_ms", op: "<=", value: 95 }],
+    });
     const charts = chartsOf(html);
     const seqs = charts.find((c) => c.id === "axis-0-ttft")!;
     expect(seqs.x).toEqual([4, 8]);
@@ -332,7 +412,16 @@ describe("renderSweepHtml", () => {
     const rate = (point: number, r: number, p90: number) => ({ ...row(point, 4, 1, p90, p90 <= 2000), settings: { "workload.speedup": r } });
     // Misses to 125,000 ms with a median of 2,400: 125,000 >= 20 x 2,400, so log; the 2,000 bound stays on the axis.
     const rows = [rate(0, 0.5, 600), rate(1, 1, 1900), rate(2, 2, 125000), rate(3, 1.5, 60000), rate(4, 1.25, 2400)];
-    const charts = chartsOf(renderSweepHtml({ assets, rows, axes: [], sla: [{ metric: "p90_ttft_ms", op: "<=", value: 2000 }], find: "max-rate", searches: [{ variable: "workload.speedup", answer: 1, failing: 1.25, settings: {}, rows: [0, 1, 2, 3, 4] }] }));
+    const charts = chartsOf(
+      renderSweepHtml({
+        assets,
+        rows,
+        axes: [],
+        sla: [{ metric: "p90_ttft_ms", op: "<=", value: 2000 }],
+        find: "max-rate",
+        searches: [{ variable: "workload.speedup", answer: 1, failing: 1.25, settings: {}, rows: [0, 1, 2, 3, 4] }],
+      }),
+    );
     const f = charts[0]!;
     expect([f.yLog, f.yLabel]).toEqual([true, "p90_ttft_ms (log scale)"]);
     expect(f.yRange![0]).toBeLessThan(600);
@@ -343,7 +432,16 @@ describe("renderSweepHtml", () => {
 describe("renderCompareHtml", () => {
   it("puts a CDF with a long tail on a log axis", () => {
     const gaps = [...Array.from({ length: 99 }, (_, i) => 20 + (i % 5)), 18000];
-    const html = renderCompareHtml({ assets, figures: [], samples: { ttft: { measured: [1, 2], simulated: [1, 2] }, tpot: { measured: [], simulated: [] }, itl: { measured: gaps, simulated: gaps }, e2e: { measured: [], simulated: [] } } });
+    const html = renderCompareHtml({
+      assets,
+      figures: [],
+      samples: {
+        ttft: { measured: [1, 2], simulated: [1, 2] },
+        tpot: { measured: [], simulated: [] },
+        itl: { measured: gaps, simulated: gaps },
+        e2e: { measured: [], simulated: [] },
+      },
+    });
     const charts = chartsOf(html);
     expect(charts.map((c) => [c.id, c.xLog ?? false])).toEqual([
       ["cdf-ttft", false],

@@ -56,7 +56,11 @@ function axisCharts(input: SweepHtmlInput): ChartSpec[] {
     if (numeric.length === 0) return;
     const xs = [...new Set(numeric.map((r) => r.settings[axis] as number))].sort((a, b) => a - b);
     // Rows split by the other swept settings: each split is one line per percentile.
-    const others = (r: SweepRow) => input.axes.filter((a) => a !== axis).map((a) => `${a}=${settingText(r.settings[a])}`).join(", ");
+    const others = (r: SweepRow) =>
+      input.axes
+        .filter((a) => a !== axis)
+        .map((a) => `${a}=${settingText(r.settings[a])}`)
+        .join(", ");
     const splits = [...new Set(numeric.map(others))].slice(0, MAX_SPLIT_SERIES);
     for (const [m, label] of [
       ["ttft", "TTFT"],
@@ -76,7 +80,15 @@ function axisCharts(input: SweepHtmlInput): ChartSpec[] {
       }
       const y = chooseAxis(series.flatMap((s) => s.values.filter((v) => v !== null)));
       const log = y?.log === true;
-      charts.push({ id: `axis-${ai}-${m}`, title: `${label} against ${axis}`, xLabel: axis, yLabel: `${label} (ms${log ? ", log scale" : ""})`, x: xs, series, ...(log ? { yLog: true, yRange: y.range } : {}) });
+      charts.push({
+        id: `axis-${ai}-${m}`,
+        title: `${label} against ${axis}`,
+        xLabel: axis,
+        yLabel: `${label} (ms${log ? ", log scale" : ""})`,
+        x: xs,
+        series,
+        ...(log ? { yLog: true, yRange: y.range } : {}),
+      });
     }
   });
   return charts;
@@ -129,13 +141,18 @@ function searchCharts(input: SweepHtmlInput): ChartSpec[] {
       return x === null || row === undefined ? [] : [{ x, row }];
     });
     pts.sort((a, b) => a.x - b.x);
-    const where = Object.entries(s.settings).map(([k, v]) => `${k}=${settingText(v)}`).join(", ");
+    const where = Object.entries(s.settings)
+      .map(([k, v]) => `${k}=${settingText(v)}`)
+      .join(", ");
     const answerX = byGpus ? (s.gpus ?? null) : typeof s.answer === "number" ? s.answer : null;
     for (const term of sla) {
       const met = pts.map((p) => (p.row.sla_met === true ? round(metric(p.row, term.metric)) : null));
       const missed = pts.map((p) => (p.row.sla_met !== true ? round(metric(p.row, term.metric)) : null));
       // Misses can run decades past the bound (a saturated point): a log scale keeps the bound readable.
-      const y = chooseAxis([...met, ...missed].filter((v) => v !== null), [term.value]);
+      const y = chooseAxis(
+        [...met, ...missed].filter((v) => v !== null),
+        [term.value],
+      );
       const log = y?.log === true;
       charts.push({
         id: `search-${si}-${term.metric}`,
@@ -158,7 +175,20 @@ function searchCharts(input: SweepHtmlInput): ChartSpec[] {
 }
 
 function rowsTable(input: SweepHtmlInput): string {
-  const header = ["point", ...input.axes, "status", "done", "p90 TTFT (ms)", "mean TPOT (ms)", "p99 ITL (ms)", "req/s", "goodput (req/s)", ...(input.gpus === undefined ? [] : ["GPUs"]), ...(input.sla === undefined ? [] : ["SLA"]), "digest"];
+  const header = [
+    "point",
+    ...input.axes,
+    "status",
+    "done",
+    "p90 TTFT (ms)",
+    "mean TPOT (ms)",
+    "p99 ITL (ms)",
+    "req/s",
+    "goodput (req/s)",
+    ...(input.gpus === undefined ? [] : ["GPUs"]),
+    ...(input.sla === undefined ? [] : ["SLA"]),
+    "digest",
+  ];
   const rows = input.rows.map((r, i): Cell[] => [
     r.point,
     ...input.axes.map((a) => (a in r.settings ? settingText(r.settings[a]) : "-")),
@@ -185,7 +215,9 @@ export function renderSweepHtml(input: SweepHtmlInput): string {
   for (const r of input.rows) counts[r.status]++;
   const slaText = (input.sla ?? []).map((t) => `${t.metric}${t.op}${t.value}`).join(", ");
   const answers = (input.searches ?? []).map((s): Cell[] => [
-    Object.entries(s.settings).map(([k, v]) => `${k}=${settingText(v)}`).join(", ") || "-",
+    Object.entries(s.settings)
+      .map(([k, v]) => `${k}=${settingText(v)}`)
+      .join(", ") || "-",
     s.variable,
     s.answer === null || s.answer === undefined ? "none met the SLA" : settingText(s.answer),
     s.failing === null || s.failing === undefined ? "-" : settingText(s.failing),
@@ -199,7 +231,15 @@ export function renderSweepHtml(input: SweepHtmlInput): string {
         `<p id="counts" data-ok="${counts.ok}" data-refused="${counts.refused}" data-failed="${counts.failed}">${input.rows.length} points: ${counts.ok} ok, ${counts.refused} refused, ${counts.failed} failed.${slaText === "" ? "" : ` SLA: ${escapeHtml(slaText)} (and every request completed).`}</p>` +
         (answers.length === 0 ? "" : `<div class="scroll">${table(["grid point", "searched", "answer", "lowest failing", "GPUs"], answers, "answers")}</div>`),
     },
-    ...(searches.length === 0 ? [] : [{ id: "frontier", title: "SLA frontier", html: `<p class="note">Every point a search tried: the SLA metric against what it varied, green where the SLA held, red where it did not; dashed: the SLA bound and the answer.</p>${chartGrid(searches)}` }]),
+    ...(searches.length === 0
+      ? []
+      : [
+          {
+            id: "frontier",
+            title: "SLA frontier",
+            html: `<p class="note">Every point a search tried: the SLA metric against what it varied, green where the SLA held, red where it did not; dashed: the SLA bound and the answer.</p>${chartGrid(searches)}`,
+          },
+        ]),
     ...(axes.length === 0 ? [] : [{ id: "latency", title: "Latency against the swept variables", html: chartGrid(axes) }]),
     ...(gpus.length === 0 ? [] : [{ id: "gpus-section", title: "Goodput against GPUs", html: chartGrid(gpus, 1) }]),
     { id: "points", title: "Points", html: rowsTable(input) },

@@ -16,7 +16,12 @@ if (redisDown !== undefined) console.warn(`SKIPPED the sweep cancel test: ${redi
 
 const PREFIX = `kvsim-cancel-test-${process.pid}-${Date.now()}`;
 const target = { url: REDIS, prefix: PREFIX };
-const task = (point: number): PointTask => ({ point, settings: { "engine.max_num_seqs": point }, spec: { version: 1 }, trace: { path: "/t.jsonl", sha256: "ab" } });
+const task = (point: number): PointTask => ({
+  point,
+  settings: { "engine.max_num_seqs": point },
+  spec: { version: 1 },
+  trace: { path: "/t.jsonl", sha256: "ab" },
+});
 const okRow = (t: PointTask): SweepRow => ({ point: t.point, settings: t.settings, status: "ok", reason: null, report: null, digest: "d", wall_time_ms: 1 });
 
 afterAll(async () => {
@@ -39,46 +44,55 @@ describe("worker lock defaults", () => {
 });
 
 describe.skipIf(redisDown !== undefined)("kvsim sweep --cancel (BullMQ on Redis)", () => {
-  it("removes a sweep's waiting points, leaves other sweeps', workers skip its points, and running the id again takes the cancel back", { timeout: 60_000 }, async () => {
-    const queue = new Queue("kvsim-sweep", { connection: { url: REDIS, maxRetriesPerRequest: null }, prefix: PREFIX });
-    try {
-      // Three points of sweep s1 and one of s2 wait on the queue, no worker running.
-      for (const [sweepId, t] of [["s1", task(0)], ["s1", task(1)], ["s1", task(2)], ["s2", task(0)]] as const) {
-        await queue.add("point", { sweepId, task: t }, { jobId: jobIdFor(sweepId, t) });
-      }
-      expect(await cancelSweep(target, "s1")).toEqual({ waiting: 3, finished: 0, running: 0 });
-      expect((await queue.getJobs(["waiting", "wait"])).map((j) => j.id)).toEqual([jobIdFor("s2", task(0))]);
-
-      // A point of s1 that reaches the queue afterwards (a sweep process still adding) is skipped.
-      await queue.add("point", { sweepId: "s1", task: task(3) }, { jobId: jobIdFor("s1", task(3)) });
-      const ran: number[] = [];
-      const events: string[] = [];
-      const worker = await startWorker(
-        target,
-        (t) => {
-          ran.push(t.point);
-          return Promise.resolve(okRow(t));
-        },
-        { concurrency: 1, onPoint: (e) => events.push(`${e.kind} ${e.jobId}${e.reason === undefined ? "" : `: ${e.reason}`}`) },
-      );
+  it(
+    "removes a sweep's waiting points, leaves other sweeps', workers skip its points, and running the id again takes the cancel back",
+    { timeout: 60_000 },
+    async () => {
+      const queue = new Queue("kvsim-sweep", { connection: { url: REDIS, maxRetriesPerRequest: null }, prefix: PREFIX });
       try {
-        await until("both points handled", () => events.filter((e) => !e.startsWith("started")).length >= 2);
-        expect(ran).toEqual([0]);
-        expect(events).toContain(`skipped ${jobIdFor("s1", task(3))}: sweep s1 was cancelled (kvsim sweep --cancel)`);
+        // Three points of sweep s1 and one of s2 wait on the queue, no worker running.
+        for (const [sweepId, t] of [
+          ["s1", task(0)],
+          ["s1", task(1)],
+          ["s1", task(2)],
+          ["s2", task(0)],
+        ] as const) {
+          await queue.add("point", { sweepId, task: t }, { jobId: jobIdFor(sweepId, t) });
+        }
+        expect(await cancelSweep(target, "s1")).toEqual({ waiting: 3, finished: 0, running: 0 });
+        expect((await queue.getJobs(["waiting", "wait"])).map((j) => j.id)).toEqual([jobIdFor("s2", task(0))]);
 
-        // Running sweep s1 again takes the cancel back: its point runs.
-        const sweep = await SweepQueue.open(target);
+        // A point of s1 that reaches the queue afterwards (a sweep process still adding) is skipped.
+        await queue.add("point", { sweepId: "s1", task: task(3) }, { jobId: jobIdFor("s1", task(3)) });
+        const ran: number[] = [];
+        const events: string[] = [];
+        const worker = await startWorker(
+          target,
+          (t) => {
+            ran.push(t.point);
+            return Promise.resolve(okRow(t));
+          },
+          { concurrency: 1, onPoint: (e) => events.push(`${e.kind} ${e.jobId}${e.reason === undefined ? "" : `: ${e.reason}`}`) },
+        );
         try {
-          const row = await sweep.run("s1", task(4));
-          expect([row.status, ran]).toEqual(["ok", [0, 4]]);
+          await until("both points handled", () => events.filter((e) => !e.startsWith("started")).length >= 2);
+          expect(ran).toEqual([0]);
+          expect(events).toContain(`skipped ${jobIdFor("s1", task(3))}: sweep s1 was cancelled (kvsim sweep --cancel)`);
+
+          // Running sweep s1 again takes the cancel back: its point runs.
+          const sweep = await SweepQueue.open(target);
+          try {
+            const row = await sweep.run("s1", task(4));
+            expect([row.status, ran]).toEqual(["ok", [0, 4]]);
+          } finally {
+            await sweep.close();
+          }
         } finally {
-          await sweep.close();
+          await worker.close();
         }
       } finally {
-        await worker.close();
+        await queue.close();
       }
-    } finally {
-      await queue.close();
-    }
-  });
+    },
+  );
 });

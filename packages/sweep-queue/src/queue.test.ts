@@ -2,7 +2,12 @@ import { describe, expect, it } from "vitest";
 import type { PointTask } from "@kvsim/sweep";
 import { checkQueueUrl, jobIdFor, QueueError, SWEEP_ID } from "./index.js";
 
-const task = (point: number, spec: unknown = { version: 1 }): PointTask => ({ point, settings: { "engine.max_num_seqs": 64 }, spec, trace: { path: "/t.jsonl", sha256: "ab" } });
+const task = (point: number, spec: unknown = { version: 1 }): PointTask => ({
+  point,
+  settings: { "engine.max_num_seqs": 64 },
+  spec,
+  trace: { path: "/t.jsonl", sha256: "ab" },
+});
 
 describe("job ids", () => {
   it("name the sweep and the point, and change when the point's inputs change", () => {
@@ -22,10 +27,20 @@ describe("job ids", () => {
 
 describe("queue URLs", () => {
   it("are redis:// or rediss:// with a host and an optional database number", () => {
-    expect(() => { checkQueueUrl("redis://127.0.0.1:6379/0"); }).not.toThrow();
-    expect(() => { checkQueueUrl("rediss://cache.internal"); }).not.toThrow();
-    expect(() => { checkQueueUrl("http://x:6379"); }).toThrow(new QueueError('--queue must be a redis:// or rediss:// URL, got "http://x:6379"'));
-    expect(() => { checkQueueUrl("redis://x/db"); }).toThrow(new QueueError('--queue\'s path must be a database number, such as /0, got "/db"'));
-    expect(() => { checkQueueUrl("127.0.0.1:6379"); }).toThrow(QueueError);
+    expect(() => {
+      checkQueueUrl("redis://127.0.0.1:6379/0");
+    }).not.toThrow();
+    expect(() => {
+      checkQueueUrl("rediss://cache.internal");
+    }).not.toThrow();
+    expect(() => {
+      checkQueueUrl("http://x:6379");
+    }).toThrow(new QueueError('--queue must be a redis:// or rediss:// URL, got "http://x:6379"'));
+    expect(() => {
+      checkQueueUrl("redis://x/db");
+    }).toThrow(new QueueError('--queue\'s path must be a database number, such as /0, got "/db"'));
+    expect(() => {
+      checkQueueUrl("127.0.0.1:6379");
+    }).toThrow(QueueError);
   });
 });

@@ -49,13 +49,20 @@ export function checkQueueUrl(url: string): void {
   }
   if (u.protocol !== "redis:" && u.protocol !== "rediss:") throw new QueueError(`--queue must be a redis:// or rediss:// URL, got "${url}"`);
   if (u.hostname === "") throw new QueueError(`--queue names no host: "${url}"`);
-  if (u.pathname !== "" && u.pathname !== "/" && !/^\/\d+$/.test(u.pathname)) throw new QueueError(`--queue's path must be a database number, such as /0, got "${u.pathname}"`);
+  if (u.pathname !== "" && u.pathname !== "/" && !/^\/\d+$/.test(u.pathname))
+    throw new QueueError(`--queue's path must be a database number, such as /0, got "${u.pathname}"`);
 }
 
 /** Connects once and pings, so an unreachable Redis is an error now rather than a silent wait. */
 export async function pingRedis(url: string, timeoutMs = 3000): Promise<void> {
   checkQueueUrl(url);
-  const client = new Redis(url, { lazyConnect: true, connectTimeout: timeoutMs, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+  const client = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    enableOfflineQueue: false,
+  });
   let cause: string | undefined;
   client.on("error", (e: Error) => {
     cause ??= e.message;
@@ -78,7 +85,10 @@ const names = (t: QueueTarget) => ({ name: t.queueName ?? DEFAULT_QUEUE_NAME, pr
  * point whose inputs changed gets a new job.
  */
 export function jobIdFor(sweepId: string, task: PointTask): string {
-  const hash = createHash("sha256").update(JSON.stringify([task.settings, task.spec, task.trace, task.percentiles ?? []])).digest("hex").slice(0, 16);
+  const hash = createHash("sha256")
+    .update(JSON.stringify([task.settings, task.spec, task.trace, task.percentiles ?? []]))
+    .digest("hex")
+    .slice(0, 16);
   return `${sweepId}.${task.point}.${hash}`;
 }
 
@@ -144,7 +154,10 @@ export class SweepQueue {
       // Removed from the queue: by kvsim sweep --cancel, while this sweep waited for it.
       const p = this.pending.get(jobId);
       if (p !== undefined && (await this.redis.exists(cancelKey(this.target, sweepOfJob(jobId)))) === 1) {
-        this.settle(jobId, badRow(p.task.point, p.task.settings, "failed", `the sweep was cancelled (kvsim sweep --cancel --sweep-id ${sweepOfJob(jobId)})`, 0));
+        this.settle(
+          jobId,
+          badRow(p.task.point, p.task.settings, "failed", `the sweep was cancelled (kvsim sweep --cancel --sweep-id ${sweepOfJob(jobId)})`, 0),
+        );
       }
       return;
     }
@@ -218,7 +231,8 @@ export async function cancelSweep(target: QueueTarget, sweepId: string): Promise
   const redis = new Redis(target.url, { maxRetriesPerRequest: null });
   try {
     await redis.set(cancelKey(target, sweepId), "1", "EX", KEEP_RESULTS_S);
-    const ofSweep = (jobs: readonly { id?: string | undefined }[]) => jobs.map((j) => j.id).filter((id): id is string => id !== undefined && sweepOfJob(id) === sweepId);
+    const ofSweep = (jobs: readonly { id?: string | undefined }[]) =>
+      jobs.map((j) => j.id).filter((id): id is string => id !== undefined && sweepOfJob(id) === sweepId);
     const remove = async (ids: readonly string[]) => {
       let n = 0;
       for (const id of ids) n += await queue.remove(id);
@@ -256,7 +270,13 @@ export interface WorkerOptions {
   /** How often a point may stall (its worker died) before it fails. Default 3. */
   readonly maxStalledCount?: number;
   /** Called when a point starts, ends, or is skipped (its sweep was cancelled). */
-  readonly onPoint?: (event: { readonly kind: "started" | "done" | "skipped"; readonly jobId: string; readonly attempt: number; readonly row?: SweepRow; readonly reason?: string }) => void;
+  readonly onPoint?: (event: {
+    readonly kind: "started" | "done" | "skipped";
+    readonly jobId: string;
+    readonly attempt: number;
+    readonly row?: SweepRow;
+    readonly reason?: string;
+  }) => void;
 }
 
 /**
@@ -264,7 +284,11 @@ export interface WorkerOptions {
  * row says so). A worker killed mid-point leaves its job locked until the lock expires; another
  * worker's stalled-job check then puts it back on the queue, and only one completion counts.
  */
-export async function startWorker(target: QueueTarget, run: (task: PointTask) => Promise<SweepRow>, options: WorkerOptions): Promise<{ close(): Promise<void> }> {
+export async function startWorker(
+  target: QueueTarget,
+  run: (task: PointTask) => Promise<SweepRow>,
+  options: WorkerOptions,
+): Promise<{ close(): Promise<void> }> {
   await pingRedis(target.url);
   const { name, prefix } = names(target);
   const client = new Redis(target.url, { maxRetriesPerRequest: null });

@@ -75,7 +75,9 @@ export function diffReports(a: Record<string, unknown>, b: Record<string, unknow
   });
   const metrics = foldAliases(all);
   const settingKeys = [...sa.settings.keys(), ...[...sb.settings.keys()].filter((k) => !sa.settings.has(k))];
-  const settings = settingKeys.filter((k) => !same(sa.settings.get(k), sb.settings.get(k))).map((setting) => ({ setting, a: sa.settings.get(setting), b: sb.settings.get(setting) }));
+  const settings = settingKeys
+    .filter((k) => !same(sa.settings.get(k), sb.settings.get(k)))
+    .map((setting) => ({ setting, a: sa.settings.get(setting), b: sb.settings.get(setting) }));
   return { metrics, settings, sameDigest: typeof a.digest === "string" && a.digest === b.digest };
 }
 

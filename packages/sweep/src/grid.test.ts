@@ -86,7 +86,9 @@ describe("grid files", () => {
       "/g/grid.yaml:4:1: router: expected a list of values, {from, to, step} or {values, zip}",
     ]);
     expect(thrown(() => grid("[1, 2]")).message).toBe("/g/grid.yaml: a grid maps spec paths to their values, e.g. engine.max_num_seqs: [64, 128, 256]");
-    expect(thrown(() => grid("workload.speedup: { from: 2, to: 1, step: 1 }")).message).toBe("/g/grid.yaml:1:1: workload.speedup: the range is empty (to is below from)");
+    expect(thrown(() => grid("workload.speedup: { from: 2, to: 1, step: 1 }")).message).toBe(
+      "/g/grid.yaml:1:1: workload.speedup: the range is empty (to is below from)",
+    );
   });
 
   it("refuse a zip group whose paths have different lengths", () => {
@@ -101,18 +103,43 @@ describe("grid files", () => {
   });
 
   it("paths that are no spec field are refused before anything runs", () => {
-    const base = { version: 1, profile: "p.json", topology: { kind: "aggregated", workers: 1 }, timing: { type: "polynomial" }, workload: { synthetic: { requests: 1, input_tokens: 4, output_tokens: 2 } } };
+    const base = {
+      version: 1,
+      profile: "p.json",
+      topology: { kind: "aggregated", workers: 1 },
+      timing: { type: "polynomial" },
+      workload: { synthetic: { requests: 1, input_tokens: 4, output_tokens: 2 } },
+    };
     const g = grid("engine.max_num_seq: [1, 2]\nengine.max_num_seqs: [0, 2]\n");
     // max_num_seqs 0 is a bad value for one point (its row says so), not a bad path.
-    expect(thrown(() => { checkGridPaths(g, base); }).message).toBe("/g/grid.yaml:1: engine.max_num_seq: is not a field of a spec (engine.max_num_seq: unknown key)");
-    expect(() => { checkGridPaths(grid("engine.max_num_seqs: [0, 2]\n"), base); }).not.toThrow();
+    expect(
+      thrown(() => {
+        checkGridPaths(g, base);
+      }).message,
+    ).toBe("/g/grid.yaml:1: engine.max_num_seq: is not a field of a spec (engine.max_num_seq: unknown key)");
+    expect(() => {
+      checkGridPaths(grid("engine.max_num_seqs: [0, 2]\n"), base);
+    }).not.toThrow();
   });
 
   it("router settings are grid paths, also under a router written as a policy name", () => {
-    const base = { version: 1, profile: "p.json", topology: { kind: "aggregated", workers: 1 }, timing: { type: "polynomial" }, workload: { synthetic: { requests: 1, input_tokens: 4, output_tokens: 2 } }, router: "kv_aware" };
+    const base = {
+      version: 1,
+      profile: "p.json",
+      topology: { kind: "aggregated", workers: 1 },
+      timing: { type: "polynomial" },
+      workload: { synthetic: { requests: 1, input_tokens: 4, output_tokens: 2 } },
+      router: "kv_aware",
+    };
     const g = grid("router.overlap_score_weight: [0.5, 1, 2]\nrouter.router_temperature: [0, 0.5]\n");
-    expect(() => { checkGridPaths(g, base); }).not.toThrow();
+    expect(() => {
+      checkGridPaths(g, base);
+    }).not.toThrow();
     expect(expandGrid(g)).toHaveLength(6);
-    expect(thrown(() => { checkGridPaths(grid("router.overlap_weight: [1]\n"), base); }).message).toBe("/g/grid.yaml:1: router.overlap_weight: is not a field of a spec (router.overlap_weight: unknown key)");
+    expect(
+      thrown(() => {
+        checkGridPaths(grid("router.overlap_weight: [1]\n"), base);
+      }).message,
+    ).toBe("/g/grid.yaml:1: router.overlap_weight: is not a field of a spec (router.overlap_weight: unknown key)");
   });
 });

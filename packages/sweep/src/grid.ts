@@ -124,7 +124,11 @@ export function parseGrid(doc: LocatedDocument): Grid {
     } else {
       const first = group.paths[0]!;
       if (first.values.length !== values.length) {
-        issues.push({ path: key, message: `zip group ${zip} moves its paths together, but this has ${values.length} values and ${first.text}${first.line === undefined ? "" : ` (line ${first.line})`} has ${first.values.length}`, ...where([key]) });
+        issues.push({
+          path: key,
+          message: `zip group ${zip} moves its paths together, but this has ${values.length} values and ${first.text}${first.line === undefined ? "" : ` (line ${first.line})`} has ${first.values.length}`,
+          ...where([key]),
+        });
         continue;
       }
       group.paths.push(gridPath);

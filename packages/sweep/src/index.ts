@@ -1,5 +1,32 @@
-export { parseSetFlag, parseSpecPath, specPathTooLong, shownText, MAX_SPEC_PATH_KEYS, MAX_SPEC_PATH_CHARS, applyOverrides, setAt, resolvePathValues, specWithOverrides, SpecInputError, type SpecOverride, type PathKey, type SourcedIssue } from "./overrides.js";
-export { parseGrid, expandGrid, checkGridPaths, rangeValues, GridEntrySchema, MAX_GRID_POINTS, type Grid, type GridAxis, type GridPath, type GridPoint, type GridEntry } from "./grid.js";
+export {
+  parseSetFlag,
+  parseSpecPath,
+  specPathTooLong,
+  shownText,
+  MAX_SPEC_PATH_KEYS,
+  MAX_SPEC_PATH_CHARS,
+  applyOverrides,
+  setAt,
+  resolvePathValues,
+  specWithOverrides,
+  SpecInputError,
+  type SpecOverride,
+  type PathKey,
+  type SourcedIssue,
+} from "./overrides.js";
+export {
+  parseGrid,
+  expandGrid,
+  checkGridPaths,
+  rangeValues,
+  GridEntrySchema,
+  MAX_GRID_POINTS,
+  type Grid,
+  type GridAxis,
+  type GridPath,
+  type GridPoint,
+  type GridEntry,
+} from "./grid.js";
 export { okRow, badRow, rowsTable, type SweepRow, type PointStatus, type PointReport, type Cell } from "./rows.js";
 export { pointTask, runPoint, type PointTask, type PointHost, type TraceRef } from "./point.js";
 export { parseSla, meetsSla, metricValue, formatSla, isReportMetric, slaPercentiles, REPORT_METRICS, SlaSyntaxError, type SlaTerm } from "./sla.js";

@@ -58,7 +58,9 @@ describe("--set flags", () => {
   it("refuse a flag without '=', a bad path or an empty value, naming the flag", () => {
     const noEq = thrown(() => set("engine.max_num_seqs"));
     expect(noEq.message).toBe("--set engine.max_num_seqs: expected <path>=<value>, e.g. engine.max_num_seqs=128");
-    expect(thrown(() => set("engine..x=1")).message).toBe('--set engine..x=1: "engine..x" is not a spec path (keys joined by dots, e.g. prefill.engine.num_gpu_blocks)');
+    expect(thrown(() => set("engine..x=1")).message).toBe(
+      '--set engine..x=1: "engine..x" is not a spec path (keys joined by dots, e.g. prefill.engine.num_gpu_blocks)',
+    );
     expect(thrown(() => set("sla=")).message).toBe("--set sla=: sla: needs a value after '=' (null removes the key)");
     expect(thrown(() => set("engine={a: 1")).file).toBe("--set engine={a: 1");
   });
@@ -81,7 +83,12 @@ describe("applying overrides", () => {
 
 describe("a spec with overrides", () => {
   it("takes engine.max_num_seqs, prefill.engine.num_gpu_blocks, topology.decode.workers and workload.speedup", () => {
-    const spec = specWithOverrides(doc(), [set("engine.max_num_seqs=128"), set("prefill.engine.num_gpu_blocks=1024"), set("topology.decode.workers=4"), set("workload.speedup=2")]);
+    const spec = specWithOverrides(doc(), [
+      set("engine.max_num_seqs=128"),
+      set("prefill.engine.num_gpu_blocks=1024"),
+      set("topology.decode.workers=4"),
+      set("workload.speedup=2"),
+    ]);
     expect(spec.engine.max_num_seqs).toBe(128);
     expect(spec.prefill?.engine?.num_gpu_blocks).toBe(1024);
     expect(spec.topology).toEqual({ kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 4 } });

@@ -42,7 +42,10 @@ export class SpecInputError extends InputError {
 
   constructor(sources: readonly SourcedIssue[]) {
     const first = sources[0]?.file ?? "<spec>";
-    super(first, sources.filter((s) => s.file === first).map((s) => s.issue));
+    super(
+      first,
+      sources.filter((s) => s.file === first).map((s) => s.issue),
+    );
     this.sources = sources;
     this.message = sources.map((s) => formatIssue(s.file, s.issue)).join("\n");
   }
@@ -98,11 +101,16 @@ export function parseSetFlag(flag: string, baseDir: string = process.cwd()): Spe
   const long = specPathTooLong(pathText);
   if (long !== undefined) throw new InputError(source, [{ path: "", message: `the path ${long}` }]);
   const path = parseSpecPath(pathText);
-  if (path === undefined) throw new InputError(source, [{ path: "", message: `"${pathText}" is not a spec path (keys joined by dots, e.g. prefill.engine.num_gpu_blocks)` }]);
+  if (path === undefined)
+    throw new InputError(source, [{ path: "", message: `"${pathText}" is not a spec path (keys joined by dots, e.g. prefill.engine.num_gpu_blocks)` }]);
   const text = flag.slice(eq + 1);
   if (text.trim() === "") throw new InputError(source, [{ path: pathText, message: "needs a value after '=' (null removes the key)" }]);
   const doc = parseDocumentText(text, source, "yaml");
-  if (doc.issues.length > 0) throw new InputError(source, doc.issues.map((i) => ({ ...i, path: pathText })));
+  if (doc.issues.length > 0)
+    throw new InputError(
+      source,
+      doc.issues.map((i) => ({ ...i, path: pathText })),
+    );
   return { path, value: resolvePathValues(path, doc.value, baseDir), source };
 }
 
@@ -183,7 +191,8 @@ export function applyOverrides(value: unknown, overrides: readonly SpecOverride[
   return out;
 }
 
-const isPrefix = (prefix: readonly PropertyKey[], path: readonly PropertyKey[]): boolean => prefix.length <= path.length && prefix.every((k, i) => k === path[i]);
+const isPrefix = (prefix: readonly PropertyKey[], path: readonly PropertyKey[]): boolean =>
+  prefix.length <= path.length && prefix.every((k, i) => k === path[i]);
 
 /**
  * Applies `overrides` to a spec document and validates the result like a spec file. Each problem
@@ -215,6 +224,10 @@ export function specWithOverrides(doc: LocatedDocument, overrides: readonly Spec
     }
   }
   const files = new Set(sources.map((s) => s.file));
-  if (files.size === 1) throw new InputError(sources[0]!.file, sources.map((s) => s.issue));
+  if (files.size === 1)
+    throw new InputError(
+      sources[0]!.file,
+      sources.map((s) => s.issue),
+    );
   throw new SpecInputError(sources);
 }

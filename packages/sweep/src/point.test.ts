@@ -20,8 +20,14 @@ function host(lines = LINES): PointHost & { closed: number } {
   const h = {
     closed: 0,
     traceLines(trace: { path: string; sha256: string }) {
-      if (trace.sha256 !== "abc") return Promise.reject(new InputError(trace.path, [{ path: "", message: "the trace's content differs from the sweep's (sha256 abc expected)" }]));
-      return Promise.resolve({ lines, close: () => { h.closed++; } });
+      if (trace.sha256 !== "abc")
+        return Promise.reject(new InputError(trace.path, [{ path: "", message: "the trace's content differs from the sweep's (sha256 abc expected)" }]));
+      return Promise.resolve({
+        lines,
+        close: () => {
+          h.closed++;
+        },
+      });
     },
     now: () => (t += 5),
   };

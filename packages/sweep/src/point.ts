@@ -55,8 +55,12 @@ export function pointTask(
   const inlined: Spec = {
     ...spec,
     profile: inline(spec.profile),
-    ...(spec.prefill === undefined ? {} : { prefill: { ...spec.prefill, ...(spec.prefill.profile === undefined ? {} : { profile: inline(spec.prefill.profile) }) } }),
-    ...(spec.decode === undefined ? {} : { decode: { ...spec.decode, ...(spec.decode.profile === undefined ? {} : { profile: inline(spec.decode.profile) }) } }),
+    ...(spec.prefill === undefined
+      ? {}
+      : { prefill: { ...spec.prefill, ...(spec.prefill.profile === undefined ? {} : { profile: inline(spec.prefill.profile) }) } }),
+    ...(spec.decode === undefined
+      ? {}
+      : { decode: { ...spec.decode, ...(spec.decode.profile === undefined ? {} : { profile: inline(spec.decode.profile) }) } }),
   };
   // JSON round trip: the task is exactly what a queue would carry.
   return JSON.parse(JSON.stringify({ point, settings, spec: inlined, trace, ...(percentiles.length === 0 ? {} : { percentiles }) })) as PointTask;
@@ -93,7 +97,10 @@ export async function runPoint(task: PointTask, host: PointHost): Promise<SweepR
       ...(task.percentiles === undefined || task.percentiles.length === 0 ? {} : { percentiles: task.percentiles }),
       ...(source === undefined || traceFile === undefined
         ? {}
-        : { records: readTrace(source.lines, { format: spec.workload.format ?? "kvsim", file: traceFile, traceBlockSize: spec.workload.trace_block_size }), traceFile }),
+        : {
+            records: readTrace(source.lines, { format: spec.workload.format ?? "kvsim", file: traceFile, traceBlockSize: spec.workload.trace_block_size }),
+            traceFile,
+          }),
     });
     if (!result.ok) {
       const stuck = result.stuck.map((s) => `request ${s.request_id}: ${s.where} (${s.why})`).join("; ");

@@ -80,7 +80,8 @@ export function rowsTable(rows: readonly SweepRow[]): { columns: string[]; cells
   });
   const withSla = rows.some((r) => r.sla_met !== undefined);
   const columns = ["point", ...settingKeys, "status", "reason", ...metricKeys, "digest", "wall_time_ms", ...(withSla ? ["sla_met"] : [])];
-  const cell = (v: unknown): Cell => (v === undefined || v === null ? null : typeof v === "number" || typeof v === "string" || typeof v === "boolean" ? v : JSON.stringify(v));
+  const cell = (v: unknown): Cell =>
+    v === undefined || v === null ? null : typeof v === "number" || typeof v === "string" || typeof v === "boolean" ? v : JSON.stringify(v);
   const cells = rows.map((r, i) => [
     r.point,
     ...settingKeys.map((k) => cell(r.settings[k])),

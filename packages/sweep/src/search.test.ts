@@ -97,7 +97,10 @@ describe("min-workers search", () => {
     expect([tp.answer, tp.gpus]).toEqual([{ prefill: 1, decode: 3 }, 7]);
     // A level with two meeting pairs: goodput decides. With TP 1 and "prefill + decode >= 4":
     // level 4 has (1,3) g 31, (2,2) g 22, (3,1) g 13: (1,3) wins.
-    const tie = await findMinPdWorkers((c) => Promise.resolve({ meets: "prefill" in c && c.prefill + c.decode >= 4, goodput: "prefill" in c ? 10 * c.decode + c.prefill : 0 }), { maxWorkers: 4 });
+    const tie = await findMinPdWorkers(
+      (c) => Promise.resolve({ meets: "prefill" in c && c.prefill + c.decode >= 4, goodput: "prefill" in c ? 10 * c.decode + c.prefill : 0 }),
+      { maxWorkers: 4 },
+    );
     expect(tie.answer).toEqual({ prefill: 1, decode: 3 });
   });
 });

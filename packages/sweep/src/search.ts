@@ -31,7 +31,11 @@ export interface MaxRateResult {
  * digits) until failing / answer - 1 <= tolerance, or no rounded midpoint lies strictly inside.
  * Sequential, so the path and the answer do not depend on how many points run at once.
  */
-export async function findMaxRate(start: number, evaluate: Evaluate<number>, options: { tolerance?: number; onProbe?: (p: Probe<number>) => void } = {}): Promise<MaxRateResult> {
+export async function findMaxRate(
+  start: number,
+  evaluate: Evaluate<number>,
+  options: { tolerance?: number; onProbe?: (p: Probe<number>) => void } = {},
+): Promise<MaxRateResult> {
   if (!(start > 0) || !Number.isFinite(start)) throw new RangeError(`a rate search starts from a positive rate, got ${start}`);
   const tolerance = options.tolerance ?? DEFAULT_RATE_TOLERANCE;
   if (!(tolerance > 0)) throw new RangeError(`the tolerance must be greater than 0, got ${tolerance}`);
@@ -87,7 +91,10 @@ export interface MinWorkersResult {
  * until one count meets it (at most `maxWorkers`), then bisect between the last count that did not
  * and the first that did.
  */
-export async function findMinAggregatedWorkers(evaluate: Evaluate<WorkerCounts>, options: { maxWorkers: number; tp?: number; onProbe?: (p: Probe<WorkerCounts>) => void }): Promise<MinWorkersResult> {
+export async function findMinAggregatedWorkers(
+  evaluate: Evaluate<WorkerCounts>,
+  options: { maxWorkers: number; tp?: number; onProbe?: (p: Probe<WorkerCounts>) => void },
+): Promise<MinWorkersResult> {
   const probes: Probe<WorkerCounts>[] = [];
   const probe = async (workers: number, phase: Probe<WorkerCounts>["phase"]) => {
     const { meets } = await evaluate({ workers });

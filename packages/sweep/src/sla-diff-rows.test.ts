@@ -2,7 +2,15 @@ import { describe, expect, it } from "vitest";
 import { badRow, diffReports, meetsSla, parseSla, rowsTable, slaPercentiles, SlaSyntaxError, type PointReport, type SweepRow } from "./index.js";
 
 const report = (over: Partial<Record<string, unknown>> = {}) =>
-  ({ num_requests: 10, completed_requests: 10, p90_ttft_ms: 1500, p99_itl_ms: 40, goodput_rps: 4, handoffs: { count: 10, payload_bytes: 100, mean_delay_ms: 2 }, ...over }) as unknown as PointReport;
+  ({
+    num_requests: 10,
+    completed_requests: 10,
+    p90_ttft_ms: 1500,
+    p99_itl_ms: 40,
+    goodput_rps: 4,
+    handoffs: { count: 10, payload_bytes: 100, mean_delay_ms: 2 },
+    ...over,
+  }) as unknown as PointReport;
 
 describe("SLAs", () => {
   it("parse terms joined by commas, with <= or >=", () => {
@@ -43,7 +51,10 @@ describe("SLAs", () => {
 
 describe("report diffs", () => {
   it("put every metric side by side with the absolute and relative change", () => {
-    const d = diffReports({ p90_ttft_ms: 200, preemptions: 0, handoffs: { count: 4 }, digest: "x" }, { p90_ttft_ms: 150, preemptions: 3, handoffs: { count: 4 }, digest: "y" });
+    const d = diffReports(
+      { p90_ttft_ms: 200, preemptions: 0, handoffs: { count: 4 }, digest: "x" },
+      { p90_ttft_ms: 150, preemptions: 3, handoffs: { count: 4 }, digest: "y" },
+    );
     expect(d.metrics).toEqual([
       // 150 - 200 = -50; -50 / 200 = -0.25.
       { metric: "p90_ttft_ms", a: 200, b: 150, change: -50, relative: -0.25 },
@@ -55,9 +66,29 @@ describe("report diffs", () => {
   });
 
   it("fold the same figure under vLLM's names into one row, unless the values differ", () => {
-    const a = { p50_ttft_ms: 10, median_ttft_ms: 10, mean_e2e_ms: 30, mean_e2el_ms: 30, p50_e2el_ms: 25, median_e2el_ms: 25, completed: 4, completed_requests: 4, digest: "x" };
+    const a = {
+      p50_ttft_ms: 10,
+      median_ttft_ms: 10,
+      mean_e2e_ms: 30,
+      mean_e2el_ms: 30,
+      p50_e2el_ms: 25,
+      median_e2el_ms: 25,
+      completed: 4,
+      completed_requests: 4,
+      digest: "x",
+    };
     // b's median_ttft_ms (11) is not its p50 (12): kept as a row of its own.
-    const b = { p50_ttft_ms: 12, median_ttft_ms: 11, mean_e2e_ms: 33, mean_e2el_ms: 33, p50_e2el_ms: 20, median_e2el_ms: 20, completed: 4, completed_requests: 4, digest: "y" };
+    const b = {
+      p50_ttft_ms: 12,
+      median_ttft_ms: 11,
+      mean_e2e_ms: 33,
+      mean_e2el_ms: 33,
+      p50_e2el_ms: 20,
+      median_e2el_ms: 20,
+      completed: 4,
+      completed_requests: 4,
+      digest: "y",
+    };
     expect(diffReports(a, b).metrics).toEqual([
       // 12 - 10 = 2, 2 / 10 = 0.2.
       { metric: "p50_ttft_ms", a: 10, b: 12, change: 2, relative: 0.2 },
@@ -91,7 +122,16 @@ describe("report diffs", () => {
 
 describe("rows as a table", () => {
   it("have one column per setting and per metric; a bad row leaves its metric cells empty", () => {
-    const ok: SweepRow = { point: 0, settings: { "engine.max_num_seqs": 64 }, status: "ok", reason: null, report: report(), digest: "d0", wall_time_ms: 5, sla_met: true };
+    const ok: SweepRow = {
+      point: 0,
+      settings: { "engine.max_num_seqs": 64 },
+      status: "ok",
+      reason: null,
+      report: report(),
+      digest: "d0",
+      wall_time_ms: 5,
+      sla_met: true,
+    };
     const bad = { ...badRow(1, { "engine.max_num_seqs": 0 }, "refused", "engine.max_num_seqs: must be at least 1 (got 0)", 1), sla_met: false };
     const t = rowsTable([ok, bad]);
     expect(t.columns).toEqual([

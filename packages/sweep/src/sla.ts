@@ -53,7 +53,10 @@ export function parseSla(text: string): SlaTerm[] {
     const m = /^([a-z0-9_.]+?)\s*(<=|>=)\s*(\S+)$/.exec(t);
     if (m === null) throw new SlaSyntaxError(`"${t}" is not a term <metric><=<value> or <metric>>=<value>, e.g. p90_ttft_ms<=2000`);
     const [, metric = "", op = "<=", raw = ""] = m;
-    if (!isReportMetric(metric)) throw new SlaSyntaxError(`"${metric}" is not a report metric; one of: ${REPORT_METRICS.join(", ")}, median_* and std_* and any percentile p<N>_* of ttft, tpot, itl, e2e, or vLLM's names (${VLLM_NAMES.join(", ")})`);
+    if (!isReportMetric(metric))
+      throw new SlaSyntaxError(
+        `"${metric}" is not a report metric; one of: ${REPORT_METRICS.join(", ")}, median_* and std_* and any percentile p<N>_* of ttft, tpot, itl, e2e, or vLLM's names (${VLLM_NAMES.join(", ")})`,
+      );
     const value = Number(raw);
     if (!Number.isFinite(value)) throw new SlaSyntaxError(`"${raw}" in "${t}" is not a finite number`);
     return { metric, op: op as "<=" | ">=", value };

@@ -1,4 +1,13 @@
-import { InputError, fullAttentionBlockSize, handoffLayoutIssues, type CacheGroup, type GroupedProfile, type InputIssue, type Profile, type Tokens } from "@kvsim/profile-schema";
+import {
+  InputError,
+  fullAttentionBlockSize,
+  handoffLayoutIssues,
+  type CacheGroup,
+  type GroupedProfile,
+  type InputIssue,
+  type Profile,
+  type Tokens,
+} from "@kvsim/profile-schema";
 
 /** A group whose transfer marker is known to be present. */
 type PricedGroup = CacheGroup & { readonly transfer_bytes_per_block: number; readonly prefix_cacheable: boolean };
@@ -37,7 +46,6 @@ export function pricedGroups(profile: GroupedProfile): PricedGroups {
   checked.set(profile, priced);
   return priced;
 }
-
 
 /**
  * Refuses a grouped profile where a `state` group lacks `prefix_cacheable`: without it nobody can

@@ -151,7 +151,16 @@ describe("linear profiles: token units", () => {
   const lin = linearProfile(1000);
   it("full_prompt charges N tokens exactly; destination_missing the block-rounded missing tokens", () => {
     const terms = sourceTerms(lin, tokens(10), { mode: "full_prompt", blockSizeTokens: 4 });
-    expect(terms).toEqual({ mode: "full_prompt", bandwidthGbps: undefined, backoffTokens: 0, transferredTokens: 10, unit: "token", promptUnits: 10, bytesPerUnit: 1000, fixedBytes: 0 });
+    expect(terms).toEqual({
+      mode: "full_prompt",
+      bandwidthGbps: undefined,
+      backoffTokens: 0,
+      transferredTokens: 10,
+      unit: "token",
+      promptUnits: 10,
+      bytesPerUnit: 1000,
+      fixedBytes: 0,
+    });
     expect("blockSizeTokens" in terms).toBe(false);
     // 10 tokens x 1,000 = 10,000.
     expect(payloadBytes(terms)).toBe(10_000);
@@ -213,7 +222,9 @@ describe("profiles that cannot price a handoff", () => {
       },
     ]);
     expect(() => groupPayload(old, tokens(999))).toThrow(InputError);
-    expect(() => sourceTerms(old, tokens(1000), { mode: "full_prompt" })).toThrow(/kv_cache_groups\[1\]\.transfer_bytes_per_block: transfer_bytes_per_block is required on every group for P\/D \(kv_cache_groups\[1\] "tail_ring"/);
+    expect(() => sourceTerms(old, tokens(1000), { mode: "full_prompt" })).toThrow(
+      /kv_cache_groups\[1\]\.transfer_bytes_per_block: transfer_bytes_per_block is required on every group for P\/D \(kv_cache_groups\[1\] "tail_ring"/,
+    );
     // Backoff needs only prefix_cacheable on state groups, which the ring still has.
     expect(backoffTokens(old, tokens(1000))).toBe(1);
   });
@@ -228,7 +239,10 @@ describe("profiles that cannot price a handoff", () => {
     expect(transferProfileIssues(groupedProfile([windowGroup(32, 16, 300)])).map((i) => i.path)).toEqual(["kv_cache_groups"]);
     const split = groupedProfile([fullGroup(16, 1000, "a"), fullGroup(32, 1000, "b")]);
     expect(transferProfileIssues(split)).toEqual([
-      { path: "kv_cache_groups[1].block_size_tokens", message: "block_size_tokens must be the same on every full_attention group, the handoff unit (got 32, kv_cache_groups[0] has 16)" },
+      {
+        path: "kv_cache_groups[1].block_size_tokens",
+        message: "block_size_tokens must be the same on every full_attention group, the handoff unit (got 32, kv_cache_groups[0] has 16)",
+      },
     ]);
     expect(transferProfileIssues(glm)).toEqual([]);
     expect(transferProfileIssues(linearProfile(1000))).toEqual([]);

@@ -1,15 +1,4 @@
-import {
-  blocks,
-  bytes,
-  cdiv,
-  isGroupedProfile,
-  tokens,
-  type Bytes,
-  type Millis,
-  type Profile,
-  type Tokens,
-  type TransferMode,
-} from "@kvsim/profile-schema";
+import { blocks, bytes, cdiv, isGroupedProfile, tokens, type Bytes, type Millis, type Profile, type Tokens, type TransferMode } from "@kvsim/profile-schema";
 import { assertBandwidth, delayMsForBytes } from "./delay.js";
 import { pricedGroups } from "./profile-check.js";
 import { assertCount, backoffTokens, groupPayload, linearBlockSize, timesBytes, type GroupPayload, type LinearOptions } from "./rules.js";

@@ -40,7 +40,8 @@ function documentedFullPayload(p: Profile, n: number): number {
   let total = 0;
   for (const g of groups) {
     const b = g.block_size_tokens;
-    const moved = g.kind === "full_attention" ? Math.ceil(t / b) : g.kind === "state" ? 1 : Math.ceil(t / b) - Math.floor(Math.max(0, t - g.window_tokens! + 1) / b);
+    const moved =
+      g.kind === "full_attention" ? Math.ceil(t / b) : g.kind === "state" ? 1 : Math.ceil(t / b) - Math.floor(Math.max(0, t - g.window_tokens! + 1) / b);
     total += moved * g.transfer_bytes_per_block!;
   }
   return total;

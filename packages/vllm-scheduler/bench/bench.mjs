@@ -12,15 +12,27 @@ const RUNNING = 256;
 const linear = { schema_version: 1, model: "bench/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 131072 };
 
 const kda = (name, layers) => ({
-  name, kind: "state", num_layers: layers, block_size_tokens: 2176, prefix_cacheable: true,
-  transfer_bytes_per_block: layers * 1_085_440, prefill_checkpoint_blocks: 1,
+  name,
+  kind: "state",
+  num_layers: layers,
+  block_size_tokens: 2176,
+  prefix_cacheable: true,
+  transfer_bytes_per_block: layers * 1_085_440,
+  prefill_checkpoint_blocks: 1,
 });
 const glm = {
-  schema_version: 1, model: "zai-org/GLM-5.3-Flash", vllm_version: "0.32.0", tensor_parallel_size: 4, page_size_bytes: 13_045_120,
+  schema_version: 1,
+  model: "zai-org/GLM-5.3-Flash",
+  vllm_version: "0.32.0",
+  tensor_parallel_size: 4,
+  page_size_bytes: 13_045_120,
   kv_cache_groups: [
     { name: "full_attention", kind: "full_attention", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: true, transfer_bytes_per_block: 13_045_120 },
     { name: "tail_ring", kind: "state", num_layers: 11, block_size_tokens: 2176, prefix_cacheable: false, transfer_bytes_per_block: 22_528 },
-    kda("kda_0", 9), kda("kda_1", 9), kda("kda_2", 8), kda("kda_3", 8),
+    kda("kda_0", 9),
+    kda("kda_1", 9),
+    kda("kda_2", 8),
+    kda("kda_3", 8),
   ],
 };
 

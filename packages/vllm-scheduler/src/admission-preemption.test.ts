@@ -41,7 +41,14 @@ describe("scheduler_reserve_full_isl with another request running", () => {
     // whole sequence fits: cdiv(48, 16) = 3 pages <= 3 free. It is admitted in the same pass.
     // Pass 2: r1 finished and freed its pages; r2 computes its last 16 tokens (3 pages).
     const rank = makeRank({
-      engine: { block_size: 16, num_gpu_blocks: 6, max_num_batched_tokens: 64, long_prefill_token_threshold: 32, enable_prefix_caching: false, scheduler_reserve_full_isl: true },
+      engine: {
+        block_size: 16,
+        num_gpu_blocks: 6,
+        max_num_batched_tokens: 64,
+        long_prefill_token_threshold: 32,
+        enable_prefix_caching: false,
+        scheduler_reserve_full_isl: true,
+      },
     });
     expectOk(rank.submit({ type: "submit", request: request("r1", rangePrompt(0, 32), 1) }));
     expectOk(rank.submit({ type: "submit", request: request("r2", rangePrompt(1000, 48), 1) }));
@@ -127,7 +134,9 @@ describe("a failed destination head is retried when a step frees pages", () => {
     expect(scheduledOf(s2)).toEqual({ d1: 1 });
     expect(s2.effects.preemptions).toEqual([{ requestId: "d2" }]);
     expect(s2.effects.finished).toEqual([{ requestId: "d1" }]);
-    expect(s2.effects.lifecycle).toEqual([{ type: "destination_reserved", handoffId: "hp", requestId: "p", missing: { unit: "token", units: 12 }, hitTokens: 0 }]);
+    expect(s2.effects.lifecycle).toEqual([
+      { type: "destination_reserved", handoffId: "hp", requestId: "p", missing: { unit: "token", units: 12 }, hitTokens: 0 },
+    ]);
   });
 });
 

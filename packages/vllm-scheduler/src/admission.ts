@@ -79,7 +79,12 @@ export function admitWaiting(state: RankState, req: Req, fx: EffectsBuilder, row
   if (threshold > 0 && n > threshold) n = threshold;
   if (!engine.enable_chunked_prefill && n > budget) {
     if (n > engine.max_num_batched_tokens) {
-      return rejectWaiting(state, req, fx, `needs ${n} tokens in one pass with chunked prefill off, more than max_num_batched_tokens ${engine.max_num_batched_tokens}`);
+      return rejectWaiting(
+        state,
+        req,
+        fx,
+        `needs ${n} tokens in one pass with chunked prefill off, more than max_num_batched_tokens ${engine.max_num_batched_tokens}`,
+      );
     }
     return "stop"; // head-of-line: no skipping ahead to smaller requests
   }

@@ -7,7 +7,11 @@ import { createTimingModel, type StepBatch } from "./timing-model.js";
 const profile = validateProfile({ schema_version: 1, model: "t/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 });
 
 const timingArb: fc.Arbitrary<Timing> = fc.oneof(
-  fc.record({ type: fc.constant("fixed" as const), prefill_ms: fc.double({ min: 0, max: 10, noNaN: true }), decode_ms: fc.double({ min: 0, max: 10, noNaN: true }) }),
+  fc.record({
+    type: fc.constant("fixed" as const),
+    prefill_ms: fc.double({ min: 0, max: 10, noNaN: true }),
+    decode_ms: fc.double({ min: 0, max: 10, noNaN: true }),
+  }),
   fc.constant({ type: "polynomial" as const }),
   fc.record({
     type: fc.constant("linear" as const),
@@ -25,12 +29,19 @@ describe("decodeOnlyMs = step's price of a decode-only batch", () => {
     fc.assert(
       fc.property(
         timingArb,
-        fc.option(fc.constantFrom([1, 2, 4, 8], [16]).map((sizes) => [...sizes]), { nil: undefined }),
+        fc.option(
+          fc.constantFrom([1, 2, 4, 8], [16]).map((sizes) => [...sizes]),
+          { nil: undefined },
+        ),
         fc.integer({ min: 0, max: 300 }),
         fc.integer({ min: 0, max: 5_000_000 }),
         fc.double({ min: 0, max: 1e9, noNaN: true }),
         (timing, captureSizes, rows, kvTokens, t) => {
-          const engine = engineSettings({ num_gpu_blocks: 4096, block_size: 16, ...(captureSizes === undefined ? {} : { cudagraph_capture_sizes: captureSizes }) });
+          const engine = engineSettings({
+            num_gpu_blocks: 4096,
+            block_size: 16,
+            ...(captureSizes === undefined ? {} : { cudagraph_capture_sizes: captureSizes }),
+          });
           const model = createTimingModel(timing, profile, engine);
           const batch: StepBatch = {
             prefill: { count: 0, sumIsl: 0, sumPrefix: 0 },

@@ -44,7 +44,12 @@ const setupArb: fc.Arbitrary<Setup> = fc.record({
   captureSizes: fc.boolean(),
   maxModelLen: fc.constantFrom(undefined, undefined, 40),
   arrivals: fc.array(
-    fc.record({ atMs: fc.integer({ min: 0, max: 200 }), family: fc.integer({ min: 0, max: 2 }), len: fc.integer({ min: 1, max: 20 }), outputs: fc.integer({ min: 1, max: 16 }) }),
+    fc.record({
+      atMs: fc.integer({ min: 0, max: 200 }),
+      family: fc.integer({ min: 0, max: 2 }),
+      len: fc.integer({ min: 1, max: 20 }),
+      outputs: fc.integer({ min: 1, max: 16 }),
+    }),
     { minLength: 1, maxLength: 6 },
   ),
   caps: fc.array(fc.record({ steps: fc.integer({ min: 1, max: 8 }), endAfterMs: fc.constantFrom(Infinity, 5, 30, 100) }), { minLength: 1, maxLength: 4 }),

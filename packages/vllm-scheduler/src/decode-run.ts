@@ -116,7 +116,12 @@ function stepsBeforeFinish(state: RankState, running: readonly Req[]): number {
 }
 
 /** Appends a row (`timeMs`, then the pages) to the scratch buffer; returns the row count. */
-function recordPages(scratch: DecodeRunScratch, gp: { readonly used: ArrayLike<number>; readonly cached: ArrayLike<number> }, rows: number, timeMs: number): number {
+function recordPages(
+  scratch: DecodeRunScratch,
+  gp: { readonly used: ArrayLike<number>; readonly cached: ArrayLike<number> },
+  rows: number,
+  timeMs: number,
+): number {
   const groups = gp.used.length;
   const stride = 1 + 2 * groups;
   const at = rows * stride;

@@ -33,7 +33,9 @@ describe("InterpolationGrid", () => {
     }
     expect(error).toBeInstanceOf(TimingRefusedError);
     expect((error as Error).name).toBe("TimingRefusedError");
-    expect((error as Error).message).toBe('g: the query (x 80) is outside the measured grid (x 0..70); add measurements that cover it or set timing.outside_grid to "clamp"');
+    expect((error as Error).message).toBe(
+      'g: the query (x 80) is outside the measured grid (x 0..70); add measurements that cover it or set timing.outside_grid to "clamp"',
+    );
   });
 
   it("a grid of no axes holds one value", () => {

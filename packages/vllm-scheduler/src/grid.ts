@@ -49,7 +49,9 @@ export class InterpolationGrid {
     this.strides = strides;
     const size = dims === 0 ? 1 : strides[0]! * this.axes[0]!.length;
     if (size !== points.length) {
-      throw new RangeError(`${name} is not a complete grid: ${this.axes.map((a) => a.length).join(" x ")} axis values need ${size} points, found ${points.length}`);
+      throw new RangeError(
+        `${name} is not a complete grid: ${this.axes.map((a) => a.length).join(" x ")} axis values need ${size} points, found ${points.length}`,
+      );
     }
     this.values = new Float64Array(size).fill(Number.NaN);
     for (const p of points) {

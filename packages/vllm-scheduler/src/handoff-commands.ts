@@ -157,7 +157,9 @@ export function cancelDestination(state: RankState, handoffId: string): CommandO
   const h = state.handoffs.get(handoffId);
   const fx = new EffectsBuilder();
   if (h?.side !== "destination") {
-    return state.retiredHandoffs.get(handoffId)?.startsWith("destination") === true ? ok(state, "noop", fx) : fail(`unknown destination handoff "${handoffId}"`);
+    return state.retiredHandoffs.get(handoffId)?.startsWith("destination") === true
+      ? ok(state, "noop", fx)
+      : fail(`unknown destination handoff "${handoffId}"`);
   }
   // Surviving mutants: VS-33 (MUTANTS.md).
   if (h.state === "retired") return ok(state, "noop", fx);

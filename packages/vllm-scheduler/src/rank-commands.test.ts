@@ -19,7 +19,13 @@ describe("construction", () => {
     };
     let error: unknown;
     try {
-      makeRank({ role: "prefill", profile: old, engine: { block_size: 16 }, timing: { type: "profile", outside_grid: "refuse" }, kvTransfer: { mode: "full_prompt", bandwidthGbps: 0 } });
+      makeRank({
+        role: "prefill",
+        profile: old,
+        engine: { block_size: 16 },
+        timing: { type: "profile", outside_grid: "refuse" },
+        kvTransfer: { mode: "full_prompt", bandwidthGbps: 0 },
+      });
     } catch (e) {
       error = e;
     }
@@ -40,10 +46,14 @@ describe("construction", () => {
   });
 
   it("needs the forward_pass table of each phase the role prices", () => {
-    const onlyPrefill = linearProfile({ forward_pass: { provenance: "test", prefill: [{ batch_size: 1, new_tokens: 0, cached_tokens: 0, latency_ms: 1 }], decode: [] } });
+    const onlyPrefill = linearProfile({
+      forward_pass: { provenance: "test", prefill: [{ batch_size: 1, new_tokens: 0, cached_tokens: 0, latency_ms: 1 }], decode: [] },
+    });
     const timing = { type: "profile", outside_grid: "refuse" } as const;
     expect(makeRank({ role: "prefill", profile: onlyPrefill, timing }).role).toBe("prefill");
-    expect(() => makeRank({ role: "decode", profile: onlyPrefill, timing })).toThrow("profile.forward_pass.decode: must list measured points: a decode rank prices decode work from it");
+    expect(() => makeRank({ role: "decode", profile: onlyPrefill, timing })).toThrow(
+      "profile.forward_pass.decode: must list measured points: a decode rank prices decode work from it",
+    );
     expect(() => makeRank({ role: "aggregated", profile: onlyPrefill, timing })).toThrow("profile.forward_pass.decode");
   });
 
@@ -54,7 +64,9 @@ describe("construction", () => {
       "engine.max_num_batched_tokens: 2048 is below the Mamba-type block of 2176 tokens",
     );
     // Without prefix caching (vLLM's "none" mode) there is no alignment.
-    expect(makeRank({ profile: glmProfile("0.31.0"), engine: { num_gpu_blocks: 32, max_num_batched_tokens: 2048, enable_prefix_caching: false } }).role).toBe("aggregated");
+    expect(makeRank({ profile: glmProfile("0.31.0"), engine: { num_gpu_blocks: 32, max_num_batched_tokens: 2048, enable_prefix_caching: false } }).role).toBe(
+      "aggregated",
+    );
   });
 });
 
@@ -91,7 +103,9 @@ describe("rejections of prompts that can never be served", () => {
       if (rejected.length > 0) return rejected.map((x) => x.reason);
       return runToIdle(rank).flatMap((p) => [...p.effects.finished.map((f) => `${f.requestId} finished`), ...p.effects.rejections.map((x) => x.reason)]);
     };
-    const needs = (pages: number, usable: number) => [`prompt of 8192 tokens needs at least ${pages} pages across its cache groups, more than the ${usable} usable pages of the pool`];
+    const needs = (pages: number, usable: number) => [
+      `prompt of 8192 tokens needs at least ${pages} pages across its cache groups, more than the ${usable} usable pages of the pool`,
+    ];
     // Caching off: 10 pages (9 usable, page 0 is null) run it on both versions; 9 pages (8 usable) cannot.
     expect(outcome("0.32.0", false, 10)).toEqual(["r finished"]);
     expect(outcome("0.32.0", false, 9)).toEqual(needs(9, 8));
@@ -166,20 +180,26 @@ describe("rejections of prompts that can never be served", () => {
     // tokens, 1 block) and r0 (14 tokens, 4 blocks): the pool is full. Passes 2 and 3 need no new
     // block. Pass 4: r1's token 4 needs a 2nd block; r0 (the tail) is preempted with 17 tokens.
     // Pass 5: r0 would recompute 17 > 16 tokens in one pass: it can never be scheduled.
-    const rank = makeRank({ engine: { block_size: 4, num_gpu_blocks: 6, max_num_batched_tokens: 16, enable_chunked_prefill: false, enable_prefix_caching: false } });
+    const rank = makeRank({
+      engine: { block_size: 4, num_gpu_blocks: 6, max_num_batched_tokens: 16, enable_chunked_prefill: false, enable_prefix_caching: false },
+    });
     expectOk(rank.submit({ type: "submit", request: request("r1", rangePrompt(100, 2), 10) }));
     expectOk(rank.submit({ type: "submit", request: request("r0", rangePrompt(0, 14), 6) }));
     const passes = [0, 1, 2, 3, 4].reduce<StepResult[]>((acc) => [...acc, rank.step(acc.at(-1)?.endMs ?? 0)!], []);
     expect(passes.map((p) => scheduledOf(p))).toEqual([{ r1: 2, r0: 14 }, { r1: 1, r0: 1 }, { r1: 1, r0: 1 }, { r1: 1 }, { r1: 1 }]);
     expect(passes[3]!.effects.preemptions).toEqual([{ requestId: "r0" }]);
-    expect(passes[4]!.effects.rejections).toEqual([{ requestId: "r0", reason: "needs 17 tokens in one pass with chunked prefill off, more than max_num_batched_tokens 16" }]);
+    expect(passes[4]!.effects.rejections).toEqual([
+      { requestId: "r0", reason: "needs 17 tokens in one pass with chunked prefill off, more than max_num_batched_tokens 16" },
+    ]);
   });
 
   it("a destination that can never be reserved is rejected at the command", () => {
     const rank = makeRank({ role: "decode", engine: { block_size: 4, num_gpu_blocks: 3 } });
     // 9 tokens need cdiv(9, 4) = 3 blocks; 2 are usable.
     const out = expectOk(rank.submit({ type: "reserve_destination", handoffId: "h", request: request("r", rangePrompt(0, 9), 1) }));
-    expect(out.effects.rejections).toEqual([{ requestId: "r", reason: "prompt of 9 tokens needs at least 3 pages across its cache groups, more than the 2 usable pages of the pool" }]);
+    expect(out.effects.rejections).toEqual([
+      { requestId: "r", reason: "prompt of 9 tokens needs at least 3 pages across its cache groups, more than the 2 usable pages of the pool" },
+    ]);
     expect(rank.isDrained()).toBe(true);
     // Cleanup of the rejected handoff is harmless; activating it is refused; its id stays used.
     expect(expectOk(rank.submit({ type: "cancel_destination", handoffId: "h" })).result).toBe("noop");
@@ -204,7 +224,10 @@ describe("command validation", () => {
       ok: false,
       reason: 'request "r" is already on this rank',
     });
-    expect(rank.submit({ type: "submit", request: request("e", rangePrompt(0, 0), 1) })).toEqual({ ok: false, reason: 'request "e": a prompt needs at least one token' });
+    expect(rank.submit({ type: "submit", request: request("e", rangePrompt(0, 0), 1) })).toEqual({
+      ok: false,
+      reason: 'request "e": a prompt needs at least one token',
+    });
     expect(rank.submit({ type: "submit", request: request("m", rangePrompt(0, 4), -1) })).toEqual({
       ok: false,
       reason: 'request "m": maxOutputTokens must be an integer >= 0, got -1',
@@ -275,7 +298,9 @@ describe("source holds", () => {
     expectOk(rank.submit({ type: "submit_handoff_prefill", handoffId: "b", request: request("rb", rangePrompt(0, 8), 1) }));
     const pass = rank.step(0)!;
     // A linear model keeps the whole prompt: 8 tokens, cdiv(8, 4) = 2 blocks held, nothing released.
-    expect(pass.effects.lifecycle).toMatchObject([{ type: "source_held", handoffId: "b", heldPages: 2, releasedPages: 0, terms: { unit: "token", promptUnits: 8 } }]);
+    expect(pass.effects.lifecycle).toMatchObject([
+      { type: "source_held", handoffId: "b", heldPages: 2, releasedPages: 0, terms: { unit: "token", promptUnits: 8 } },
+    ]);
     expect(expectOk(rank.submit({ type: "cancel_source", handoffId: "b" })).effects.metrics.pagesUsed).toBe(0);
     expect(expectOk(rank.submit({ type: "release_source", handoffId: "b" })).result).toBe("noop");
   });
@@ -305,7 +330,10 @@ describe("no admission in a step that preempted", () => {
     expectOk(rank.submit({ type: "activate_destination", handoffId: "h1" }));
     const s1 = rank.step(0)!; // tokens 4 of d0 and d1 (computed 4 of 5)
     const s2 = rank.step(s1.endMs)!; // tokens 5: cdiv(6, 2) = 3 blocks, none new
-    expect([scheduledOf(s1), scheduledOf(s2)]).toEqual([{ d0: 1, d1: 1 }, { d0: 1, d1: 1 }]);
+    expect([scheduledOf(s1), scheduledOf(s2)]).toEqual([
+      { d0: 1, d1: 1 },
+      { d0: 1, d1: 1 },
+    ]);
     // d2 is activated now: computed min(2, 1) = 1; its one token has a slot in its block.
     expectOk(rank.submit({ type: "activate_destination", handoffId: "h2" }));
     // Step 3: d0's token 6 needs a 4th block: d1 (the tail) is preempted; d2 waits for the next step.

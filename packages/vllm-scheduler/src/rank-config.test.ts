@@ -14,7 +14,13 @@ describe("mambaBlockSize", () => {
     // lcm(4, 6): gcd(4, 6) = gcd(6, 4) = gcd(4, 2) = gcd(2, 0) = 2, so 4 / 2 x 6 = 12.
     expect(mambaBlockSize([mamba("m1", 4), mamba("m2", 6)])).toBe(12);
     // A full-attention group of 5 and a ring of 3 do not count: 6 alone.
-    expect(mambaBlockSize([group({ name: "fa", kind: "full_attention", block_size_tokens: 5 }), group({ name: "ring", kind: "state", block_size_tokens: 3, prefix_cacheable: false }), mamba("m", 6)])).toBe(6);
+    expect(
+      mambaBlockSize([
+        group({ name: "fa", kind: "full_attention", block_size_tokens: 5 }),
+        group({ name: "ring", kind: "state", block_size_tokens: 3, prefix_cacheable: false }),
+        mamba("m", 6),
+      ]),
+    ).toBe(6);
     expect(mambaBlockSize([group({ name: "fa", kind: "full_attention", block_size_tokens: 5 })])).toBeUndefined();
   });
 });
@@ -46,14 +52,21 @@ describe("rankConfigProblems", () => {
       rankConfigProblems(rankConfig({ role, profile, timing: { type: "profile", outside_grid: "refuse" } }), undefined)
         .filter((p) => p.path.startsWith("profile."))
         .map((p) => [p.path, p.message]);
-    expect(paths(forwardPass(0, 1), "aggregated")).toEqual([["profile.forward_pass.prefill", "must list measured points: a aggregated rank prices prefill work from it"]]);
-    expect(paths(forwardPass(1, 0), "aggregated")).toEqual([["profile.forward_pass.decode", "must list measured points: a aggregated rank prices decode work from it"]]);
+    expect(paths(forwardPass(0, 1), "aggregated")).toEqual([
+      ["profile.forward_pass.prefill", "must list measured points: a aggregated rank prices prefill work from it"],
+    ]);
+    expect(paths(forwardPass(1, 0), "aggregated")).toEqual([
+      ["profile.forward_pass.decode", "must list measured points: a aggregated rank prices decode work from it"],
+    ]);
     // A decode rank prices no prefill, a prefill rank no decode.
     expect(paths(forwardPass(0, 1), "decode")).toEqual([]);
     expect(paths(forwardPass(1, 0), "prefill")).toEqual([]);
     expect(paths(forwardPass(1, 1), "aggregated")).toEqual([]);
     expect(paths(linearProfile(), "decode")).toEqual([
-      ["profile.forward_pass", '"profile" timing needs the profile\'s forward_pass tables, and profile test/linear has none: measure its passes, or use timing type roofline (from the model_shape kvsim profile from-hf writes), linear (fitted by kvsim calibrate) or fixed'],
+      [
+        "profile.forward_pass",
+        '"profile" timing needs the profile\'s forward_pass tables, and profile test/linear has none: measure its passes, or use timing type roofline (from the model_shape kvsim profile from-hf writes), linear (fitted by kvsim calibrate) or fixed',
+      ],
     ]);
   });
 });

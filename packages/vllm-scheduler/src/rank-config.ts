@@ -50,10 +50,15 @@ export function rankConfigProblems(config: RankConfig, alignBlock: number | unde
   if (timing.type === "profile") {
     const fp = profile.forward_pass;
     if (fp === undefined) {
-      add("profile.forward_pass", `"profile" timing needs the profile's forward_pass tables, and profile ${profile.model} has none: measure its passes, or use timing type roofline (from the model_shape kvsim profile from-hf writes), linear (fitted by kvsim calibrate) or fixed`);
+      add(
+        "profile.forward_pass",
+        `"profile" timing needs the profile's forward_pass tables, and profile ${profile.model} has none: measure its passes, or use timing type roofline (from the model_shape kvsim profile from-hf writes), linear (fitted by kvsim calibrate) or fixed`,
+      );
     } else {
-      if (role !== "decode" && fp.prefill.length === 0) add("profile.forward_pass.prefill", `must list measured points: a ${role} rank prices prefill work from it`);
-      if (role !== "prefill" && fp.decode.length === 0) add("profile.forward_pass.decode", `must list measured points: a ${role} rank prices decode work from it`);
+      if (role !== "decode" && fp.prefill.length === 0)
+        add("profile.forward_pass.prefill", `must list measured points: a ${role} rank prices prefill work from it`);
+      if (role !== "prefill" && fp.decode.length === 0)
+        add("profile.forward_pass.decode", `must list measured points: a ${role} rank prices decode work from it`);
     }
   }
   if (timing.type === "roofline") {
@@ -69,10 +74,16 @@ export function rankConfigProblems(config: RankConfig, alignBlock: number | unde
   if (alignBlock !== undefined) {
     // vLLM's align mode cuts prefill chunks to whole Mamba blocks: a smaller budget never progresses.
     if (engine.max_num_batched_tokens < alignBlock) {
-      add("engine.max_num_batched_tokens", `${engine.max_num_batched_tokens} is below the Mamba-type block of ${alignBlock} tokens: with prefix caching, prefill chunks end on block boundaries`);
+      add(
+        "engine.max_num_batched_tokens",
+        `${engine.max_num_batched_tokens} is below the Mamba-type block of ${alignBlock} tokens: with prefix caching, prefill chunks end on block boundaries`,
+      );
     }
     if (engine.long_prefill_token_threshold > 0 && engine.long_prefill_token_threshold < alignBlock) {
-      add("engine.long_prefill_token_threshold", `${engine.long_prefill_token_threshold} is below the Mamba-type block of ${alignBlock} tokens: with prefix caching, prefill chunks end on block boundaries`);
+      add(
+        "engine.long_prefill_token_threshold",
+        `${engine.long_prefill_token_threshold} is below the Mamba-type block of ${alignBlock} tokens: with prefix caching, prefill chunks end on block boundaries`,
+      );
     }
   }
   const spec = engine.speculative_config;

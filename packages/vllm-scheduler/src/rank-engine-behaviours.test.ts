@@ -38,7 +38,15 @@ describe("linear timing through a rank", () => {
   });
 
   it("pads a decode-only step's sequences up to the next cudagraph capture size", () => {
-    const perSequence: Timing = { type: "linear", step_ms: 0, per_sequence_ms: 1, per_kv_token_us: 0, per_prompt_token_us: 0, per_cached_token_us: 0, prompt_step_ms: 0 };
+    const perSequence: Timing = {
+      type: "linear",
+      step_ms: 0,
+      per_sequence_ms: 1,
+      per_kv_token_us: 0,
+      per_prompt_token_us: 0,
+      per_cached_token_us: 0,
+      prompt_step_ms: 0,
+    };
     const rank = makeRank({ timing: perSequence, engine: { cudagraph_capture_sizes: [1, 4] } });
     for (const id of ["a", "b"]) expectOk(rank.submit({ type: "submit", request: request(id, rangePrompt(id === "a" ? 0 : 100, 4), 2) }));
     const [prefill, decode] = runToIdle(rank, 0);
@@ -107,7 +115,10 @@ describe("scheduler_reserve_full_isl", () => {
       page_size_bytes: 1024,
       kv_cache_groups: [{ name: "swa", kind: "sliding_window", num_layers: 1, block_size_tokens: 16, window_tokens: 32 }],
     };
-    const rank = makeRank({ profile, engine: { num_gpu_blocks: 5, max_num_batched_tokens: 32, enable_prefix_caching: false, scheduler_reserve_full_isl: true } });
+    const rank = makeRank({
+      profile,
+      engine: { num_gpu_blocks: 5, max_num_batched_tokens: 32, enable_prefix_caching: false, scheduler_reserve_full_isl: true },
+    });
     expectOk(rank.submit({ type: "submit", request: request("r", rangePrompt(0, 96), 1) }));
     // Three 32-token chunks: 0 -> 10, 10 -> 20, and the last samples: 20 -> 32.
     expect(shape(runToIdle(rank, 0))).toEqual([
@@ -214,6 +225,8 @@ describe("async_scheduling", () => {
   });
 
   it("is refused on a P/D rank", () => {
-    expect(() => makeRank({ role: "decode", engine: asyncEngine })).toThrow("engine.async_scheduling: is modelled on aggregated ranks only; this is a decode rank");
+    expect(() => makeRank({ role: "decode", engine: asyncEngine })).toThrow(
+      "engine.async_scheduling: is modelled on aggregated ranks only; this is a decode rank",
+    );
   });
 });

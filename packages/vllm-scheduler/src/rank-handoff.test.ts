@@ -200,7 +200,9 @@ describe("Mamba-type align mode (docs/rules/vllm-scheduling.md §3.6, _mamba_blo
     expect(passes.map((p) => p.scheduledTokens)).toEqual([6528, 1663]);
     // Held: 4 full-attention + 1 ring + 4 KDA running states (block 3); released at completion: the
     // 4 KDA states checkpointed at 6,528 tokens (block 2), kept until then as the previous state.
-    expect(passes[1]!.effects.lifecycle).toMatchObject([{ type: "source_held", heldPages: 9, releasedPages: 4, terms: { promptUnits: 4, fixedBytes: 36_927_488 } }]);
+    expect(passes[1]!.effects.lifecycle).toMatchObject([
+      { type: "source_held", heldPages: 9, releasedPages: 4, terms: { promptUnits: 4, fixedBytes: 36_927_488 } },
+    ]);
   });
 
   it("chunks before the last boundary are cut to whole blocks", () => {

@@ -11,7 +11,15 @@ import {
   type PrefillChunking,
   type PromptTokens,
 } from "@kvsim/kv-pool";
-import { groupBlocksForTokens, isGroupedProfile, prefillCheckpointBlocks, tokens, type CacheGroup, type EngineSettings, type Profile } from "@kvsim/profile-schema";
+import {
+  groupBlocksForTokens,
+  isGroupedProfile,
+  prefillCheckpointBlocks,
+  tokens,
+  type CacheGroup,
+  type EngineSettings,
+  type Profile,
+} from "@kvsim/profile-schema";
 import { sourceTerms, type SourceTermsOptions } from "@kvsim/transfer-rules";
 import type { Admission, Effects, LifecycleFact, RankConfig, RankMetrics, RankRole, TokenEmitted } from "./contract.js";
 import { Deque } from "./deque.js";
@@ -489,7 +497,8 @@ export class RankState {
       return `prompt of ${t} tokens exceeds max_num_batched_tokens ${this.engine.max_num_batched_tokens} with chunked prefill off`;
     }
     const pages = this.minimumPages(t);
-    if (pages > this.usablePages) return `prompt of ${t} tokens needs at least ${pages} pages across its cache groups, more than the ${this.usablePages} usable pages of the pool`;
+    if (pages > this.usablePages)
+      return `prompt of ${t} tokens needs at least ${pages} pages across its cache groups, more than the ${this.usablePages} usable pages of the pool`;
     return undefined;
   }
 

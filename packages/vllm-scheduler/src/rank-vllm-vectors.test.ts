@@ -119,7 +119,10 @@ describe("T18 test_kv_connector_handles_preemption (mapped onto destinations)", 
   // 7 - 4 = 3 tokens (vLLM's connector adds 2 external tokens there and computes 1).
   it("preempts r1, then re-admits it with a 4-token local hit as a resumed request", () => {
     const rank = makeRank({ role: "decode", engine: { block_size: 2, num_gpu_blocks: 7 } });
-    for (const [h, base] of [["h0", 0], ["h1", 100]] as const) {
+    for (const [h, base] of [
+      ["h0", 0],
+      ["h1", 100],
+    ] as const) {
       const out = expectOk(rank.submit({ type: "reserve_destination", handoffId: h, request: request(`r${h[1]}`, rangePrompt(base, 5), 4) }));
       // T = 5 (no Mamba-type state): cdiv(5, 2) = 3 blocks missing = 6 tokens.
       expect(reservedFacts(out.effects.lifecycle).map((f) => f.missing)).toEqual([{ unit: "token", units: 6 }]);

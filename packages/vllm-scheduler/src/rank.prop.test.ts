@@ -34,7 +34,15 @@ const linear = (blockSize: number): { profile: Profile; blockSize: number } => (
 });
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ t: fc.constant("new" as const), len: fc.integer({ min: 1, max: 24 }), family: fc.integer({ min: 0, max: 2 }), maxOut: fc.integer({ min: 0, max: 5 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      t: fc.constant("new" as const),
+      len: fc.integer({ min: 1, max: 24 }),
+      family: fc.integer({ min: 0, max: 2 }),
+      maxOut: fc.integer({ min: 0, max: 5 }),
+    }),
+  },
   { weight: 6, arbitrary: fc.constant({ t: "step" as const }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant("cancel" as const), pick: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant("release" as const), pick: fc.nat() }) },
@@ -202,7 +210,8 @@ function run(setup: Setup): unknown[] {
       case "cancelHandoff": {
         if (role === "aggregated" || handoffs.length === 0) break;
         const h = handoffs[op.pick % handoffs.length]!;
-        const type = op.t === "release" ? (role === "prefill" ? "release_source" : "activate_destination") : role === "prefill" ? "cancel_source" : "cancel_destination";
+        const type =
+          op.t === "release" ? (role === "prefill" ? "release_source" : "activate_destination") : role === "prefill" ? "cancel_source" : "cancel_destination";
         const out = command(rank.submit({ type, handoffId: h }));
         const id = handoffRequest(h);
         if (out.ok && out.result === "applied" && op.t === "cancelHandoff" && !ended.has(id)) end(id, "cancelled");

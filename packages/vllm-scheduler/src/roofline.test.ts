@@ -20,7 +20,10 @@ const BARE: RooflineParams = {
 };
 
 function profileOf(shape: unknown, kvBytesPerToken: number, tp = 1): Profile {
-  return validateProfile({ schema_version: 1, model: "test", vllm_version: "0.19.0", tensor_parallel_size: tp, kv_bytes_per_token: kvBytesPerToken, model_shape: shape }, "test");
+  return validateProfile(
+    { schema_version: 1, model: "test", vllm_version: "0.19.0", tensor_parallel_size: tp, kv_bytes_per_token: kvBytesPerToken, model_shape: shape },
+    "test",
+  );
 }
 
 // One dense layer: hidden 1024, 8 heads of 128 (no GQA), MLP 4096, vocabulary 6400 (100 x 64).
@@ -137,7 +140,13 @@ describe("roofline: an MLA layer", () => {
         num_layers: 1,
         vocab_size: 64,
         weight_bytes: 2,
-        attention: { layers: 1, num_heads: 8, num_kv_heads: 1, head_dim: 96, mla: { kv_lora_rank: 256, qk_nope_head_dim: 64, qk_rope_head_dim: 32, v_head_dim: 64 } },
+        attention: {
+          layers: 1,
+          num_heads: 8,
+          num_kv_heads: 1,
+          head_dim: 96,
+          mla: { kv_lora_rank: 256, qk_nope_head_dim: 64, qk_rope_head_dim: 32, v_head_dim: 64 },
+        },
       },
       576,
     ),
@@ -197,7 +206,14 @@ describe("RooflineTiming", () => {
       mlp: moeLayers === 1 ? undefined : denseShape.mlp,
       moe: moeLayers === 1 ? { layers: 1, num_experts: 64, num_experts_per_tok: 4, expert_intermediate_size: 512 } : undefined,
     });
-    const t = new RooflineTiming(rooflineRank(profileOf(shape, 4096, tp), engineSettings({})), GPU, { ...BARE, compute_efficiency: 0.6, memory_efficiency: 0.8, step_overhead_ms: 1, layer_overhead_us: 20, per_sequence_us: 10 });
+    const t = new RooflineTiming(rooflineRank(profileOf(shape, 4096, tp), engineSettings({})), GPU, {
+      ...BARE,
+      compute_efficiency: 0.6,
+      memory_efficiency: 0.8,
+      step_overhead_ms: 1,
+      layer_overhead_us: 20,
+      per_sequence_us: 10,
+    });
     const price = (ps: { n: number; context: number }[], ds: number[]) => {
       const b = newBatch();
       for (const p of ps) {

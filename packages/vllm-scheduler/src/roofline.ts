@@ -10,7 +10,16 @@
  * rows and over decode rows, recurrent state, the LM head; then TP all-reduces (and expert-parallel
  * token exchanges) over the intra-node link, and per-step, per-row and per-layer overheads.
  */
-import { isGroupedProfile, resolveGpu, shapePerRank, type EngineSettings, type ModelShape, type Profile, type RankShape, type Timing } from "@kvsim/profile-schema";
+import {
+  isGroupedProfile,
+  resolveGpu,
+  shapePerRank,
+  type EngineSettings,
+  type ModelShape,
+  type Profile,
+  type RankShape,
+  type Timing,
+} from "@kvsim/profile-schema";
 import { paddedBatchSize } from "./padding.js";
 import { decodePairsOf, decodeTokensOf } from "./batch-sums.js";
 import type { StepBatch, StepTiming, TimingModel } from "./timing-model.js";
@@ -346,8 +355,10 @@ export function rooflineParams(timing: Extract<Timing, { type: "roofline" }>): R
 
 /** Why the engine's GPU cannot feed a roofline, or undefined when it can. */
 export function rooflineGpuProblem(engine: EngineSettings): string | undefined {
-  if (engine.gpu === undefined) return `is required by timing type "roofline": name the GPU whose datasheet prices the steps (kvsim gpus lists them) or describe it inline`;
-  if (resolveGpu(engine) === undefined) return `${typeof engine.gpu === "string" ? engine.gpu : engine.gpu.name} is not a GPU kvsim knows (kvsim gpus lists them)`;
+  if (engine.gpu === undefined)
+    return `is required by timing type "roofline": name the GPU whose datasheet prices the steps (kvsim gpus lists them) or describe it inline`;
+  if (resolveGpu(engine) === undefined)
+    return `${typeof engine.gpu === "string" ? engine.gpu : engine.gpu.name} is not a GPU kvsim knows (kvsim gpus lists them)`;
   return undefined;
 }
 

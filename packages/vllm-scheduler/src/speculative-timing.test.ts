@@ -7,7 +7,14 @@ import { newBatch, type MutableBatch } from "./step-rows.js";
 import { rankConfig } from "./test-helpers.js";
 import { createTimingModel } from "./timing-model.js";
 
-const linear = (extra: Partial<Profile> = {}): Profile => ({ schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1024, ...extra });
+const linear = (extra: Partial<Profile> = {}): Profile => ({
+  schema_version: 1,
+  model: "test/linear",
+  vllm_version: "0.32.0",
+  tensor_parallel_size: 1,
+  kv_bytes_per_token: 1024,
+  ...extra,
+});
 const spec = (c: Partial<SpeculativeConfig>): SpeculativeConfig => ({ method: "ngram", num_speculative_tokens: 3, acceptance_rate: 0.5, ...c });
 
 /** A decode-only batch: `rows` rows, each verifying 1 + `drafts` tokens after `context` held tokens. */
@@ -24,7 +31,8 @@ function verifyBatch(rows: number, drafts: number, context: number): MutableBatc
   return b;
 }
 
-const wrap = (timing: Timing, c: SpeculativeConfig, profile: Profile = linear()) => new SpeculativeTiming(createTimingModel(timing, profile, engineSettings()), c, profile);
+const wrap = (timing: Timing, c: SpeculativeConfig, profile: Profile = linear()) =>
+  new SpeculativeTiming(createTimingModel(timing, profile, engineSettings()), c, profile);
 
 describe("the drafter's price", () => {
   const FIXED: Timing = { type: "fixed", prefill_ms: 10, decode_ms: 2 };
@@ -43,7 +51,15 @@ describe("the drafter's price", () => {
   });
 
   it("linear: verification counts 1 + k tokens per row; an MTP head is a share of a one-token step", () => {
-    const lin: Timing = { type: "linear", step_ms: 1, per_sequence_ms: 0.5, per_kv_token_us: 0, prompt_step_ms: 0, per_prompt_token_us: 0, per_cached_token_us: 0 };
+    const lin: Timing = {
+      type: "linear",
+      step_ms: 1,
+      per_sequence_ms: 0.5,
+      per_kv_token_us: 0,
+      prompt_step_ms: 0,
+      per_prompt_token_us: 0,
+      per_cached_token_us: 0,
+    };
     // Target: 2 rows x (1 + 3) = 8 tokens: 1 + 0.5 x 8 = 5 ms. Drafter: 3 passes x 0.25 x (1 +
     // 0.5 x 2) = 1.5 ms.
     const t = wrap(lin, spec({ method: "mtp", draft_cost_fraction: 0.25 })).step(verifyBatch(2, 3, 100));
@@ -55,7 +71,14 @@ describe("the drafter's price", () => {
     const shaped = validateProfile(
       {
         ...linear(),
-        model_shape: { hidden_size: 64, num_layers: 4, vocab_size: 64, weight_bytes: 2, attention: { layers: 4, num_heads: 1, num_kv_heads: 1, head_dim: 64 }, mlp: { layers: 4, intermediate_size: 64 } },
+        model_shape: {
+          hidden_size: 64,
+          num_layers: 4,
+          vocab_size: 64,
+          weight_bytes: 2,
+          attention: { layers: 4, num_heads: 1, num_kv_heads: 1, head_dim: 64 },
+          mlp: { layers: 4, intermediate_size: 64 },
+        },
       },
       "test",
     );
@@ -95,14 +118,40 @@ describe("verification as each model prices it", () => {
 
   it("roofline: the verified tokens are GEMM tokens, LM-head rows and causal attention pairs", () => {
     const GPU: RooflineGpu = { name: "test", bf16Tflops: 0.1, fp8Tflops: undefined, hbmGBps: 1, link: { GBps: 0.1, latencyUs: 5 } };
-    const BARE: RooflineParams = { compute_efficiency: 1, attention_efficiency: 1, memory_efficiency: 1, moe_efficiency: 1, link_efficiency: 1, step_overhead_ms: 0, layer_overhead_us: 0, per_sequence_us: 0 };
-    const shape = { hidden_size: 1024, num_layers: 1, vocab_size: 6400, weight_bytes: 2, attention: { layers: 1, num_heads: 8, num_kv_heads: 8, head_dim: 128 }, mlp: { layers: 1, intermediate_size: 4096 } };
+    const BARE: RooflineParams = {
+      compute_efficiency: 1,
+      attention_efficiency: 1,
+      memory_efficiency: 1,
+      moe_efficiency: 1,
+      link_efficiency: 1,
+      step_overhead_ms: 0,
+      layer_overhead_us: 0,
+      per_sequence_us: 0,
+    };
+    const shape = {
+      hidden_size: 1024,
+      num_layers: 1,
+      vocab_size: 6400,
+      weight_bytes: 2,
+      attention: { layers: 1, num_heads: 8, num_kv_heads: 8, head_dim: 128 },
+      mlp: { layers: 1, intermediate_size: 4096 },
+    };
     const profile = validateProfile({ ...linear({ kv_bytes_per_token: 4096 }), model_shape: shape }, "test");
     const rank = rooflineRank(profile, engineSettings({ cudagraph_capture_sizes: [1, 2, 4, 8] }));
     const roof = new RooflineTiming(rank, GPU, BARE);
     // One row, 1 + 3 tokens after 1,000 held: 4 tokens, 4 LM-head rows, KV 1,004 tokens read, pairs
     // 4 x 1000 + 4 x 5 / 2 = 4,010.
-    const expected = rooflineBreakdown(rank, GPU, BARE, { tokens: 4, sampled: 4, promptRows: 0, promptTokens: 0, promptContextTokens: 0, promptPairs: 0, decodeRows: 1, decodeKvTokens: 1004, decodePairs: 4010 });
+    const expected = rooflineBreakdown(rank, GPU, BARE, {
+      tokens: 4,
+      sampled: 4,
+      promptRows: 0,
+      promptTokens: 0,
+      promptContextTokens: 0,
+      promptPairs: 0,
+      decodeRows: 1,
+      decodeKvTokens: 1004,
+      decodePairs: 4010,
+    });
     expect(roof.step(verifyBatch(1, 3, 1000)).decodeMs).toBe(expected.total);
     // One layer and no overheads: a one-layer draft head costs the whole one-token step.
     expect(roof.draftHeadPassMs(1, 1001, 1)).toBe(roof.decodeOnlyMs(1, 1001));

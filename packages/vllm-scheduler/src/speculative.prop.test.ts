@@ -28,7 +28,15 @@ interface Run {
   readonly usable: number;
 }
 
-const LINEAR: Timing = { type: "linear", step_ms: 1, per_sequence_ms: 0.25, per_kv_token_us: 1, prompt_step_ms: 2, per_prompt_token_us: 10, per_cached_token_us: 1 };
+const LINEAR: Timing = {
+  type: "linear",
+  step_ms: 1,
+  per_sequence_ms: 0.25,
+  per_kv_token_us: 1,
+  prompt_step_ms: 2,
+  per_prompt_token_us: 10,
+  per_cached_token_us: 1,
+};
 
 /** Submits each request before the step numbered `atStep` and steps until everything ended. */
 function run(arrivals: readonly Arrival[], engine: EngineOverrides, timing: Timing = LINEAR): Run {
@@ -44,7 +52,8 @@ function run(arrivals: readonly Arrival[], engine: EngineOverrides, timing: Timi
   // tokens (no draft rides on its last chunk) and its first step back emits one token.
   const recompute = new Map<string, { target: number; done: number }>();
   const checkRecompute = (r: StepResult) => {
-    for (const p of r.effects.preemptions) recompute.set(p.requestId, { target: arrivals[Number(p.requestId.slice(1))]!.len + (tokens.get(p.requestId)?.length ?? 0), done: 0 });
+    for (const p of r.effects.preemptions)
+      recompute.set(p.requestId, { target: arrivals[Number(p.requestId.slice(1))]!.len + (tokens.get(p.requestId)?.length ?? 0), done: 0 });
     for (const a of r.effects.admissions) {
       const rc = recompute.get(a.requestId);
       if (rc !== undefined && a.resumed) rc.done = a.reusedTokens;
@@ -96,7 +105,12 @@ function run(arrivals: readonly Arrival[], engine: EngineOverrides, timing: Timi
 }
 
 const arrivalsArb = fc.array(
-  fc.record({ len: fc.integer({ min: 1, max: 40 }), family: fc.integer({ min: 0, max: 2 }), maxOut: fc.integer({ min: 1, max: 30 }), atStep: fc.integer({ min: 0, max: 12 }) }),
+  fc.record({
+    len: fc.integer({ min: 1, max: 40 }),
+    family: fc.integer({ min: 0, max: 2 }),
+    maxOut: fc.integer({ min: 1, max: 30 }),
+    atStep: fc.integer({ min: 0, max: 12 }),
+  }),
   { minLength: 1, maxLength: 8 },
 );
 
@@ -124,29 +138,25 @@ const specArb: fc.Arbitrary<SpeculativeConfig> = fc
 describe("speculative decoding: properties", () => {
   it("outputs in order and never past max_tokens, budget kept, blocks conserved, deterministic per seed", () => {
     fc.assert(
-      fc.property(
-        arrivalsArb,
-        specArb,
-        fc.integer({ min: 6, max: 40 }),
-        fc.integer({ min: 8, max: 48 }),
-        (arrivals, speculative_config, pages, budget) => {
-          const engine: EngineOverrides = { num_gpu_blocks: pages, max_num_batched_tokens: budget, max_num_seqs: 4, speculative_config };
-          const a = run(arrivals, engine);
-          arrivals.forEach((arr, i) => {
-            const id = `r${i}`;
-            const got = a.tokens.get(id) ?? [];
-            // In order, from 0, never more than asked; all of them when it finished.
-            expect(got).toEqual(Array.from({ length: got.length }, (_, j) => j));
-            expect(got.length).toBeLessThanOrEqual(arr.maxOut);
-            if (a.finished.has(id)) expect(got.length).toBe(arr.maxOut);
-            else expect(a.rejected.has(id)).toBe(true);
-          });
-          for (const p of a.passes) expect(p.scheduledTokens).toBeLessThanOrEqual(budget);
-          // The same inputs give the same steps and tokens.
-          const b = run(arrivals, engine);
-          expect(b.passes.map((p) => [p.endMs, p.scheduledTokens, p.effects.tokens])).toEqual(a.passes.map((p) => [p.endMs, p.scheduledTokens, p.effects.tokens]));
-        },
-      ),
+      fc.property(arrivalsArb, specArb, fc.integer({ min: 6, max: 40 }), fc.integer({ min: 8, max: 48 }), (arrivals, speculative_config, pages, budget) => {
+        const engine: EngineOverrides = { num_gpu_blocks: pages, max_num_batched_tokens: budget, max_num_seqs: 4, speculative_config };
+        const a = run(arrivals, engine);
+        arrivals.forEach((arr, i) => {
+          const id = `r${i}`;
+          const got = a.tokens.get(id) ?? [];
+          // In order, from 0, never more than asked; all of them when it finished.
+          expect(got).toEqual(Array.from({ length: got.length }, (_, j) => j));
+          expect(got.length).toBeLessThanOrEqual(arr.maxOut);
+          if (a.finished.has(id)) expect(got.length).toBe(arr.maxOut);
+          else expect(a.rejected.has(id)).toBe(true);
+        });
+        for (const p of a.passes) expect(p.scheduledTokens).toBeLessThanOrEqual(budget);
+        // The same inputs give the same steps and tokens.
+        const b = run(arrivals, engine);
+        expect(b.passes.map((p) => [p.endMs, p.scheduledTokens, p.effects.tokens])).toEqual(
+          a.passes.map((p) => [p.endMs, p.scheduledTokens, p.effects.tokens]),
+        );
+      }),
       { seed: 41, numRuns: 60 },
     );
   });
@@ -163,7 +173,9 @@ describe("speculative decoding: properties", () => {
         const emitted = (r: Run) => r.passes.map((p) => p.effects.tokens.map((t) => `${t.requestId}#${t.index}`));
         expect(emitted(on)).toEqual(emitted(off));
         // Verification (1 + k tokens per decode row) and the drafter only add time.
-        on.passes.forEach((p, i) => { expect(p.durationMs).toBeGreaterThanOrEqual(off.passes[i]!.durationMs); });
+        on.passes.forEach((p, i) => {
+          expect(p.durationMs).toBeGreaterThanOrEqual(off.passes[i]!.durationMs);
+        });
       }),
       { seed: 4141, numRuns: 60 },
     );
@@ -177,7 +189,11 @@ describe("speculative decoding: properties", () => {
     ];
     const fixed: Timing = { type: "fixed", prefill_ms: 5, decode_ms: 2 };
     const off = run(arrivals, { num_gpu_blocks: 256 }, fixed);
-    const on = run(arrivals, { num_gpu_blocks: 256, speculative_config: { method: "ngram", num_speculative_tokens: 3, acceptance_rate: 0, ngram_cpu_us_per_row: 0 } }, fixed);
+    const on = run(
+      arrivals,
+      { num_gpu_blocks: 256, speculative_config: { method: "ngram", num_speculative_tokens: 3, acceptance_rate: 0, ngram_cpu_us_per_row: 0 } },
+      fixed,
+    );
     expect(on.passes.map((p) => [p.endMs, p.effects.tokens])).toEqual(off.passes.map((p) => [p.endMs, p.effects.tokens]));
   });
 });

@@ -123,7 +123,9 @@ describe("speculative decoding: acceptance draws", () => {
     // 0.9 x 0.1 + 0.6 x 0.4 + 0.3 x 0.7 + covariances ~ 0.84), so the mean's standard error
     // is ~ 0.003: 0.02 is more than 6 of them.
     expect(Math.abs(tokens / rows - 2.8)).toBeLessThan(0.02);
-    at.forEach((n, i) => { expect(Math.abs(n / rows - per[i]!)).toBeLessThan(0.01); });
+    at.forEach((n, i) => {
+      expect(Math.abs(n / rows - per[i]!)).toBeLessThan(0.01);
+    });
   });
 
   it("a constant rate p gives 1 + p + p^2 + p^3 tokens per step", () => {

@@ -55,7 +55,11 @@ export class StepRows {
    * A running row's allocation request, `computedTokens` + `newTokens` (+ `lookaheadTokens` slots
    * for drafts and the drafter's lookahead); valid until the next call.
    */
-  allocation(computedTokens: number, newTokens: number, lookaheadTokens = 0): { readonly computedTokens: number; readonly newTokens: number; readonly lookaheadTokens: number } {
+  allocation(
+    computedTokens: number,
+    newTokens: number,
+    lookaheadTokens = 0,
+  ): { readonly computedTokens: number; readonly newTokens: number; readonly lookaheadTokens: number } {
     this.request.computedTokens = computedTokens;
     this.request.newTokens = newTokens;
     this.request.lookaheadTokens = lookaheadTokens;

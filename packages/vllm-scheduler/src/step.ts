@@ -49,7 +49,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
   // 1. Running requests in list order.
   const running = state.running;
   // Surviving mutants: VS-60 (MUTANTS.md).
-  for (let i = 0; i < running.length && rows.budget > 0; ) {
+  for (let i = 0; i < running.length && rows.budget > 0;) {
     const req = running[i]!;
     if (req.phase === "finishing") {
       // Async scheduling: its last token is in flight; vLLM skips a request certain to be done.
@@ -109,7 +109,10 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
       if (victim === req && running.length === 0 && state.pool.metrics().usedPages === 0) {
         // Alone in an otherwise empty pool it still does not fit: recomputing would only come
         // back here, so it can never finish (vLLM would loop; max_model_len usually prevents it).
-        fx.rejection(req.id, `its sequence of ${req.seq.numTokens} tokens outgrew the pool: ${req.computed} computed + ${n} new do not fit even in the empty pool of ${state.usablePages} usable pages`);
+        fx.rejection(
+          req.id,
+          `its sequence of ${req.seq.numTokens} tokens outgrew the pool: ${req.computed} computed + ${n} new do not fit even in the empty pool of ${state.usablePages} usable pages`,
+        );
         state.retire(req);
         break;
       }

@@ -17,7 +17,11 @@ const STEP: StepBatch = {
 
 describe("timing edges", () => {
   it("fixed and polynomial timing never report a clamped query", () => {
-    expect(createTimingModel({ type: "fixed", prefill_ms: 10, decode_ms: 2 }, linearProfile(), engineSettings()).step(STEP)).toEqual({ prefillMs: 10, decodeMs: 2, clamped: 0 });
+    expect(createTimingModel({ type: "fixed", prefill_ms: 10, decode_ms: 2 }, linearProfile(), engineSettings()).step(STEP)).toEqual({
+      prefillMs: 10,
+      decodeMs: 2,
+      clamped: 0,
+    });
     expect(createTimingModel({ type: "polynomial" }, linearProfile(), engineSettings()).step(STEP).clamped).toBe(0);
   });
 

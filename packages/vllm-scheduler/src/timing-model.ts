@@ -65,7 +65,6 @@ export interface StepBatch {
   readonly decodeAttentionPairs?: number;
 }
 
-
 /** The price of one step, split for reports: prompt work and the rest. */
 export interface StepTiming {
   readonly prefillMs: number;
@@ -179,7 +178,10 @@ class ProfileTiming extends TwoPartTiming {
     if (batch.count === 0) return ZERO;
     if (this.decodeGrid === undefined) throw new RangeError("profile timing: the profile has no forward_pass.decode table");
     // Verification of 1 + d tokens per row costs like a decode batch of that many tokens.
-    const { value, clamped } = this.decodeGrid.lookup([batch.tokens !== undefined && batch.tokens > 0 ? batch.tokens : batch.count, batch.sumSequenceTokens], this.policy);
+    const { value, clamped } = this.decodeGrid.lookup(
+      [batch.tokens !== undefined && batch.tokens > 0 ? batch.tokens : batch.count, batch.sumSequenceTokens],
+      this.policy,
+    );
     return { ms: value, clamped };
   }
 }

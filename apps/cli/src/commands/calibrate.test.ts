@@ -24,7 +24,10 @@ const specFor = (timing: unknown) => ({
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "kvsim-calibrate-"));
   mkdirSync(path("out"));
-  writeFileSync(path("profile.json"), JSON.stringify({ schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 }));
+  writeFileSync(
+    path("profile.json"),
+    JSON.stringify({ schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 }),
+  );
   let trace = "";
   for (let i = 0; i < 40; i++) {
     // Bursts of 10 requests 20 ms apart, 1.5 s between bursts; lengths vary with i.
@@ -59,7 +62,24 @@ describe("kvsim calibrate", () => {
   it("gives the same coefficients twice (--format json)", async () => {
     const run = async (name: string) => {
       const io = captureIo();
-      expect(await runCli(["calibrate", "--spec", path("spec.yaml"), "--measured", path("measured.jsonl"), "--out", path("out", name), "--max-evaluations", "6", "--format", "json"], io)).toBe(0);
+      expect(
+        await runCli(
+          [
+            "calibrate",
+            "--spec",
+            path("spec.yaml"),
+            "--measured",
+            path("measured.jsonl"),
+            "--out",
+            path("out", name),
+            "--max-evaluations",
+            "6",
+            "--format",
+            "json",
+          ],
+          io,
+        ),
+      ).toBe(0);
       return (JSON.parse(io.stdout) as { coefficients: unknown }).coefficients;
     };
     expect(await run("a.yaml")).toEqual(await run("b.yaml"));
@@ -68,7 +88,12 @@ describe("kvsim calibrate", () => {
   it("takes any timing as the starting point: timing { type: profile } on a profile without tables, or none, fits as the fixed one does", async () => {
     const fitted = async (spec: string, name: string) => {
       const io = captureIo();
-      expect(await runCli(["calibrate", "--spec", spec, "--measured", path("measured.jsonl"), "--out", path("out", name), "--max-evaluations", "6", "--format", "json"], io)).toBe(0);
+      expect(
+        await runCli(
+          ["calibrate", "--spec", spec, "--measured", path("measured.jsonl"), "--out", path("out", name), "--max-evaluations", "6", "--format", "json"],
+          io,
+        ),
+      ).toBe(0);
       return (JSON.parse(io.stdout) as { coefficients: unknown }).coefficients;
     };
     writeFileSync(path("tables.yaml"), JSON.stringify(specFor({ type: "profile" })));
@@ -99,7 +124,12 @@ describe("kvsim calibrate", () => {
     expect(await runCli(["calibrate", "--spec", path("spec.yaml"), "--measured", path("renamed.jsonl"), "--out", path("out", "never.yaml")], io2)).toBe(2);
     expect(io2.stderr).toContain(`${path("renamed.jsonl")}:5: request_id: elsewhere is not a request of the workload`);
     const io3 = captureIo();
-    expect(await runCli(["calibrate", "--spec", path("spec.yaml"), "--measured", path("measured.jsonl"), "--out", path("out", "never.yaml"), "--fit-fraction", "0.2"], io3)).toBe(2);
+    expect(
+      await runCli(
+        ["calibrate", "--spec", path("spec.yaml"), "--measured", path("measured.jsonl"), "--out", path("out", "never.yaml"), "--fit-fraction", "0.2"],
+        io3,
+      ),
+    ).toBe(2);
     expect(io3.stderr).toContain("8 requests in its fit part, fewer than the 10");
     expect(existsSync(path("out", "never.yaml"))).toBe(false);
   });
@@ -125,23 +155,60 @@ const rooflineSpec = (timing: unknown, workload: unknown = { trace: "./trace.jso
 
 describe("kvsim calibrate with the roofline", () => {
   beforeAll(async () => {
-    writeFileSync(path("shaped.json"), JSON.stringify({ schema_version: 1, model: "test/llama-shape", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 524288, model_shape: LLAMA_SHAPE }));
+    writeFileSync(
+      path("shaped.json"),
+      JSON.stringify({
+        schema_version: 1,
+        model: "test/llama-shape",
+        vllm_version: "0.32.0",
+        tensor_parallel_size: 1,
+        kv_bytes_per_token: 524288,
+        model_shape: LLAMA_SHAPE,
+      }),
+    );
     // The "measured" run: the roofline with efficiencies and overheads off the defaults.
-    writeFileSync(path("roofline-truth.yaml"), JSON.stringify(rooflineSpec({ type: "roofline", memory_efficiency: 0.6, step_overhead_ms: 4, compute_efficiency: 0.45 })));
+    writeFileSync(
+      path("roofline-truth.yaml"),
+      JSON.stringify(rooflineSpec({ type: "roofline", memory_efficiency: 0.6, step_overhead_ms: 4, compute_efficiency: 0.45 })),
+    );
     // The start: set in the spec (about 25% off the truth), so the test does not move with the shipped defaults.
-    writeFileSync(path("roofline.yaml"), JSON.stringify(rooflineSpec({ type: "roofline", memory_efficiency: 0.8, step_overhead_ms: 3, compute_efficiency: 0.6 })));
+    writeFileSync(
+      path("roofline.yaml"),
+      JSON.stringify(rooflineSpec({ type: "roofline", memory_efficiency: 0.8, step_overhead_ms: 3, compute_efficiency: 0.6 })),
+    );
     expect(await runCli(["replay", "--spec", path("roofline-truth.yaml"), "--requests", path("roofline-measured.jsonl")], captureIo())).toBe(0);
   });
 
   it("fits the efficiencies and overheads, writes the spec with the roofline inlined, and reports fit and held-out errors", async () => {
     const io = captureIo();
     const out = path("out", "roofline-fitted.yaml");
-    expect(await runCli(["calibrate", "--spec", path("roofline.yaml"), "--measured", path("roofline-measured.jsonl"), "--out", out, "--max-evaluations", "40", "--format", "json"], io)).toBe(0);
+    expect(
+      await runCli(
+        [
+          "calibrate",
+          "--spec",
+          path("roofline.yaml"),
+          "--measured",
+          path("roofline-measured.jsonl"),
+          "--out",
+          out,
+          "--max-evaluations",
+          "40",
+          "--format",
+          "json",
+        ],
+        io,
+      ),
+    ).toBe(0);
     const r = JSON.parse(io.stdout) as {
       timing: string;
       params: Record<string, number>;
       fitted: string[];
-      runs: { frontend_ms: number | null; fit: { latency: { metric: string; stat: string; error: number }[] }; held_out: { latency: { metric: string; stat: string; error: number }[] } }[];
+      runs: {
+        frontend_ms: number | null;
+        fit: { latency: { metric: string; stat: string; error: number }[] };
+        held_out: { latency: { metric: string; stat: string; error: number }[] };
+      }[];
       warnings: { kind: string; terms?: string[] }[];
     };
     expect(r.timing).toBe("roofline");
@@ -172,10 +239,42 @@ describe("kvsim calibrate with the roofline", () => {
     expect(io.stdout).toContain("the roofline on 2 measured runs, fitted together");
     expect(parseYaml(readFileSync(outs[0]!, "utf8"))).toEqual(parseYaml(readFileSync(outs[1]!, "utf8")));
     const bad = captureIo();
-    expect(await runCli(["calibrate", "--spec", path("roofline.yaml"), "--measured", path("roofline-measured.jsonl"), "--measured", path("roofline-measured.jsonl"), "--out", outs[0]!, "--out", outs[1]!], bad)).toBe(2);
+    expect(
+      await runCli(
+        [
+          "calibrate",
+          "--spec",
+          path("roofline.yaml"),
+          "--measured",
+          path("roofline-measured.jsonl"),
+          "--measured",
+          path("roofline-measured.jsonl"),
+          "--out",
+          outs[0]!,
+          "--out",
+          outs[1]!,
+        ],
+        bad,
+      ),
+    ).toBe(2);
     expect(bad.stderr).toContain("give one --out for every --spec");
     const linear = captureIo();
-    expect(await runCli(["calibrate", "--spec", path("spec.yaml"), "--measured", path("measured.jsonl"), "--measured", path("measured.jsonl"), "--out", path("out", "never.yaml")], linear)).toBe(2);
+    expect(
+      await runCli(
+        [
+          "calibrate",
+          "--spec",
+          path("spec.yaml"),
+          "--measured",
+          path("measured.jsonl"),
+          "--measured",
+          path("measured.jsonl"),
+          "--out",
+          path("out", "never.yaml"),
+        ],
+        linear,
+      ),
+    ).toBe(2);
     expect(linear.stderr).toContain("only with timing: { type: roofline }");
   });
 
@@ -194,17 +293,53 @@ describe("kvsim calibrate with the roofline", () => {
       JSON.stringify({
         engine: { model: "test/llama-shape", tensor_parallelism: 1, max_num_batched_tokens: 1024, max_num_seqs: 32 },
         workload: {
-          data: { type: "shared_prefix", shared_prefix: { num_groups: 2, num_prompts_per_group: 5, system_prompt_len: 100, question_len: 100, output_len: 40 } },
-          load: { type: "constant", stages: [{ rate: 2, duration: 10 }, { rate: 4, duration: 10 }, { rate: 50, duration: 5 }] },
+          data: {
+            type: "shared_prefix",
+            shared_prefix: { num_groups: 2, num_prompts_per_group: 5, system_prompt_len: 100, question_len: 100, output_len: 40 },
+          },
+          load: {
+            type: "constant",
+            stages: [
+              { rate: 2, duration: 10 },
+              { rate: 4, duration: 10 },
+              { rate: 50, duration: 5 },
+            ],
+          },
         },
         stages: [stage(2, 0.03, 0.45, 0), stage(4, 0.032, 0.5, 0), stage(50, 3, 5, 20)],
       }),
     );
-    writeFileSync(path("roofline-stages.yaml"), JSON.stringify(rooflineSpec({ type: "roofline" }, { synthetic: { requests: 1, input_tokens: 8, output_tokens: 2 } })));
+    writeFileSync(
+      path("roofline-stages.yaml"),
+      JSON.stringify(rooflineSpec({ type: "roofline" }, { synthetic: { requests: 1, input_tokens: 8, output_tokens: 2 } })),
+    );
     const io = captureIo();
     const out = path("out", "stages-fitted.yaml");
-    expect(await runCli(["calibrate", "--spec", path("roofline-stages.yaml"), "--measured", path("stages.json"), "--out", out, "--max-evaluations", "12", "--max-stage-seconds", "5", "--format", "json"], io)).toBe(0);
-    const r = JSON.parse(io.stdout) as { fitted: string[]; runs: { frontend_ms: number; format: string; stages: { stage: number; excluded: boolean; simulatedRequests: number }[] }[]; warnings: { kind: string; message: string }[] };
+    expect(
+      await runCli(
+        [
+          "calibrate",
+          "--spec",
+          path("roofline-stages.yaml"),
+          "--measured",
+          path("stages.json"),
+          "--out",
+          out,
+          "--max-evaluations",
+          "12",
+          "--max-stage-seconds",
+          "5",
+          "--format",
+          "json",
+        ],
+        io,
+      ),
+    ).toBe(0);
+    const r = JSON.parse(io.stdout) as {
+      fitted: string[];
+      runs: { frontend_ms: number; format: string; stages: { stage: number; excluded: boolean; simulatedRequests: number }[] }[];
+      warnings: { kind: string; message: string }[];
+    };
     expect(r.fitted).toContain("frontend.overhead_ms");
     expect(r.runs[0]!.frontend_ms).toBeGreaterThan(0);
     expect(r.runs[0]!.format).toBe("stage-summary");
@@ -233,7 +368,26 @@ describe("kvsim calibrate says when a fit fails", () => {
     writeFileSync(path("uniform.yaml"), JSON.stringify(uniform({ type: "fixed", prefill_ms: 10, decode_ms: 10 })));
     expect(await runCli(["replay", "--spec", path("uniform-truth.yaml"), "--requests", path("uniform-measured.jsonl")], captureIo())).toBe(0);
     const io = captureIo();
-    expect(await runCli(["calibrate", "--spec", path("uniform.yaml"), "--measured", path("uniform-measured.jsonl"), "--out", path("out", "uniform.yaml"), "--fit-fraction", "1", "--max-evaluations", "20", "--format", "json"], io)).toBe(0);
+    expect(
+      await runCli(
+        [
+          "calibrate",
+          "--spec",
+          path("uniform.yaml"),
+          "--measured",
+          path("uniform-measured.jsonl"),
+          "--out",
+          path("out", "uniform.yaml"),
+          "--fit-fraction",
+          "1",
+          "--max-evaluations",
+          "20",
+          "--format",
+          "json",
+        ],
+        io,
+      ),
+    ).toBe(0);
     const r = JSON.parse(io.stdout) as { warnings: { kind: string; message: string; settle?: string; terms?: string[] }[] };
     const flat = r.warnings.filter((w) => w.kind === "indistinguishable" || w.kind === "undetermined");
     expect(flat.length).toBeGreaterThan(0);
@@ -242,7 +396,24 @@ describe("kvsim calibrate says when a fit fails", () => {
     // Without model_shape and engine.gpu the fit has no physical floor, and says so.
     expect(r.warnings.some((w) => w.kind === "no_floor")).toBe(true);
     const table = captureIo();
-    expect(await runCli(["calibrate", "--spec", path("uniform.yaml"), "--measured", path("uniform-measured.jsonl"), "--out", path("out", "uniform2.yaml"), "--fit-fraction", "1", "--max-evaluations", "20"], table)).toBe(0);
+    expect(
+      await runCli(
+        [
+          "calibrate",
+          "--spec",
+          path("uniform.yaml"),
+          "--measured",
+          path("uniform-measured.jsonl"),
+          "--out",
+          path("out", "uniform2.yaml"),
+          "--fit-fraction",
+          "1",
+          "--max-evaluations",
+          "20",
+        ],
+        table,
+      ),
+    ).toBe(0);
     expect(table.stdout).toMatch(/warning: linear fit: .* (cannot be told apart|is not determined)/);
     expect(table.stdout).toContain("what would settle it: ");
   });
@@ -256,13 +427,17 @@ describe("kvsim trace from-measured", () => {
     // Line N of the prompts is request bench-N.
     writeFileSync(path("prompts.jsonl"), `${JSON.stringify({ input_tok_ids: [5, 6, 7] })}\n${JSON.stringify({ input_tok_ids: [5, 9] })}\n`);
     const io = captureIo();
-    expect(await runCli(["trace", "from-measured", "--measured", path("vllm.jsonl"), "--prompts", path("prompts.jsonl"), "--out", path("t.jsonl")], io)).toBe(0);
+    expect(await runCli(["trace", "from-measured", "--measured", path("vllm.jsonl"), "--prompts", path("prompts.jsonl"), "--out", path("t.jsonl")], io)).toBe(
+      0,
+    );
     expect(readFileSync(path("t.jsonl"), "utf8")).toBe(
       `${JSON.stringify({ request_id: "bench-0", arrival_ms: 0, input_token_ids: [5, 6, 7], output_tokens: 4 })}\n${JSON.stringify({ request_id: "bench-1", arrival_ms: 500, input_token_ids: [5, 9], output_tokens: 4 })}\n`,
     );
     writeFileSync(path("short.jsonl"), `${JSON.stringify({ input_tok_ids: [5, 6] })}\n`);
     const bad = captureIo();
-    expect(await runCli(["trace", "from-measured", "--measured", path("vllm.jsonl"), "--prompts", path("short.jsonl"), "--out", path("t2.jsonl")], bad)).toBe(2);
+    expect(await runCli(["trace", "from-measured", "--measured", path("vllm.jsonl"), "--prompts", path("short.jsonl"), "--out", path("t2.jsonl")], bad)).toBe(
+      2,
+    );
     expect(bad.stderr).toContain("bench-0: has 2 prompt token ids");
   });
 });

@@ -71,7 +71,13 @@ const ROOFLINE_UNITS: Readonly<Record<string, string>> = {
 const list = (v: string | readonly string[] | undefined): readonly string[] => (v === undefined ? [] : typeof v === "string" ? [v] : v);
 
 /** The spec's raw document with `timing` (and `frontend`) replaced and relative paths rebased onto the output's folder. */
-function writtenSpec(raw: unknown, specFile: string, outFile: string, timing: Record<string, unknown>, frontendMs: number | undefined): Record<string, unknown> {
+function writtenSpec(
+  raw: unknown,
+  specFile: string,
+  outFile: string,
+  timing: Record<string, unknown>,
+  frontendMs: number | undefined,
+): Record<string, unknown> {
   const doc = structuredClone(raw) as Record<string, unknown>;
   const from = specFile === "<stdin>" ? process.cwd() : dirname(resolve(specFile));
   const to = dirname(resolve(outFile));
@@ -106,7 +112,8 @@ function yamlText(value: unknown): string {
 /** A spec as written to `out`: JSON for a .json name, else YAML. */
 export const specText = (out: string, doc: Record<string, unknown>): string => (out.endsWith(".json") ? `${JSON.stringify(doc, null, 2)}\n` : yamlText(doc));
 
-const fmt = (v: number | null, digits = 2): string => (v === null ? "-" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const fmt = (v: number | null, digits = 2): string =>
+  v === null ? "-" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const pct = (v: number | null): string => (v === null ? "-" : `${v >= 0 ? "+" : ""}${(v * 100).toFixed(1)}%`);
 
 const NAMES = { ttft: "TTFT", tpot: "TPOT", itl: "ITL", e2e: "E2E" } as const;
@@ -117,19 +124,39 @@ export function errorTable(fit: Comparison, held: Comparison | undefined): strin
   fit.latency.forEach((l, i) => {
     if (l.metric === "itl" && l.stat !== "mean") return;
     const h = held?.latency[i];
-    rows.push([NAMES[l.metric], l.stat, fmt(l.measured), fmt(l.simulated), pct(l.error), fmt(h?.measured ?? null), fmt(h?.simulated ?? null), pct(h?.error ?? null)]);
+    rows.push([
+      NAMES[l.metric],
+      l.stat,
+      fmt(l.measured),
+      fmt(l.simulated),
+      pct(l.error),
+      fmt(h?.measured ?? null),
+      fmt(h?.simulated ?? null),
+      pct(h?.error ?? null),
+    ]);
   });
   const names = ["req/s", "tok/s"];
   fit.throughput.forEach((t, i) => {
     const h = held?.throughput[i];
-    rows.push(["throughput", names[i]!, fmt(t.measured), fmt(t.simulated), pct(t.error), fmt(h?.measured ?? null), fmt(h?.simulated ?? null), pct(h?.error ?? null)]);
+    rows.push([
+      "throughput",
+      names[i]!,
+      fmt(t.measured),
+      fmt(t.simulated),
+      pct(t.error),
+      fmt(h?.measured ?? null),
+      fmt(h?.simulated ?? null),
+      pct(h?.error ?? null),
+    ]);
   });
   return textTable(rows, 2);
 }
 
 /** Each stage's measured, simulated and error of TTFT mean and p90, TPOT and E2E mean. */
 export function stageTable(stages: readonly StageComparison[]): string {
-  const rows: string[][] = [["stage", "req/s", "part", "TTFT mean: measured", "simulated", "error", "TTFT p90 error", "TPOT: measured", "simulated", "error", "E2E mean error"]];
+  const rows: string[][] = [
+    ["stage", "req/s", "part", "TTFT mean: measured", "simulated", "error", "TTFT p90 error", "TPOT: measured", "simulated", "error", "E2E mean error"],
+  ];
   for (const s of stages) {
     rows.push([
       String(s.stage),
@@ -164,12 +191,16 @@ function readMeasuredAny(file: string): Measured {
 async function traceRecords(checked: CheckedSpec): Promise<{ records: TraceRecord[]; trace: string }> {
   const spec = checked.spec;
   const trace = spec.workload.trace;
-  if (trace === undefined) throw new UsageError(`${checked.doc.file}: workload: kvsim calibrate needs a trace workload holding the measured requests (with their ids), not a synthetic one (stage summaries need none)`);
+  if (trace === undefined)
+    throw new UsageError(
+      `${checked.doc.file}: workload: kvsim calibrate needs a trace workload holding the measured requests (with their ids), not a synthetic one (stage summaries need none)`,
+    );
   const format = spec.workload.format ?? "kvsim";
   const records: TraceRecord[] = [];
   const traceFile = openTrace(trace, format);
   try {
-    for await (const r of readTrace(traceFile.lines, { format, file: trace, traceBlockSize: spec.workload.trace_block_size, speedup: spec.workload.speedup })) records.push(r);
+    for await (const r of readTrace(traceFile.lines, { format, file: trace, traceBlockSize: spec.workload.trace_block_size, speedup: spec.workload.speedup }))
+      records.push(r);
   } finally {
     traceFile.close();
   }
@@ -193,17 +224,24 @@ function parseOptions(opts: CalibrateOptions): Parsed {
   if (specs.length === 0) throw new UsageError("--spec <file> is required: the deployment and the measured run's workload");
   if (measured.length === 0) throw new UsageError("--measured <file> is required: the measured run");
   if (outs.length === 0) throw new UsageError("--out <file> is required: where to write the spec with the fitted timing");
-  if (specs.length !== 1 && specs.length !== measured.length) throw new UsageError(`give one --spec for every --measured (paired in order) or one --spec for all: got ${specs.length} --spec and ${measured.length} --measured`);
-  if (outs.length !== specs.length) throw new UsageError(`give one --out for every --spec (paired in order): got ${outs.length} --out and ${specs.length} --spec`);
+  if (specs.length !== 1 && specs.length !== measured.length)
+    throw new UsageError(
+      `give one --spec for every --measured (paired in order) or one --spec for all: got ${specs.length} --spec and ${measured.length} --measured`,
+    );
+  if (outs.length !== specs.length)
+    throw new UsageError(`give one --out for every --spec (paired in order): got ${outs.length} --out and ${specs.length} --spec`);
   const fraction = Number(opts.fitFraction);
-  if (opts.fitFraction.trim() === "" || !(fraction > 0 && fraction <= 1)) throw new UsageError(`--fit-fraction must be a number in (0, 1], got "${opts.fitFraction}"`);
+  if (opts.fitFraction.trim() === "" || !(fraction > 0 && fraction <= 1))
+    throw new UsageError(`--fit-fraction must be a number in (0, 1], got "${opts.fitFraction}"`);
   let maxEvaluations: number | undefined;
   if (opts.maxEvaluations !== undefined) {
     maxEvaluations = Number(opts.maxEvaluations);
-    if (!Number.isSafeInteger(maxEvaluations) || maxEvaluations < 3 || maxEvaluations > 1000) throw new UsageError(`--max-evaluations must be a whole number from 3 to 1000, got "${opts.maxEvaluations}"`);
+    if (!Number.isSafeInteger(maxEvaluations) || maxEvaluations < 3 || maxEvaluations > 1000)
+      throw new UsageError(`--max-evaluations must be a whole number from 3 to 1000, got "${opts.maxEvaluations}"`);
   }
   const maxStageSeconds = Number(opts.maxStageSeconds);
-  if (opts.maxStageSeconds.trim() === "" || !(maxStageSeconds > 0)) throw new UsageError(`--max-stage-seconds must be a positive number of seconds, got "${opts.maxStageSeconds}"`);
+  if (opts.maxStageSeconds.trim() === "" || !(maxStageSeconds > 0))
+    throw new UsageError(`--max-stage-seconds must be a positive number of seconds, got "${opts.maxStageSeconds}"`);
   return { specs, measured, outs, fraction, maxEvaluations, maxStageSeconds };
 }
 
@@ -235,17 +273,29 @@ export async function calibrateCommand(io: StdinIo & CliIo, opts: CalibrateOptio
   const specOf = (i: number) => checked[p.specs.length === 1 ? 0 : i]!;
   const measured = p.measured.map(readMeasuredAny);
   const roofline = checked.some((c) => c.spec.timing.type === "roofline");
-  if (roofline && checked.some((c) => c.spec.timing.type !== "roofline")) throw new UsageError("every --spec must have the same timing type: roofline in all of them, or a single linear fit");
+  if (roofline && checked.some((c) => c.spec.timing.type !== "roofline"))
+    throw new UsageError("every --spec must have the same timing type: roofline in all of them, or a single linear fit");
   if (!roofline) {
-    if (measured.length > 1) throw new UsageError("several --measured runs are fitted together only with timing: { type: roofline } (one calibration for every model and TP on a GPU); a linear fit takes one run");
+    if (measured.length > 1)
+      throw new UsageError(
+        "several --measured runs are fitted together only with timing: { type: roofline } (one calibration for every model and TP on a GPU); a linear fit takes one run",
+      );
     const m = measured[0]!;
-    if (m.kind === "stages") throw new UsageError(`${m.run.file}: stage summaries are fitted with timing: { type: roofline } (the linear fit needs per-request times)`);
+    if (m.kind === "stages")
+      throw new UsageError(`${m.run.file}: stage summaries are fitted with timing: { type: roofline } (the linear fit needs per-request times)`);
     return linearCalibration(io, opts, p, checked[0]!, m.run, started);
   }
   return rooflineCalibration(io, opts, p, measured, specOf, checked, started);
 }
 
-async function linearCalibration(io: StdinIo & CliIo, opts: CalibrateOptions, p: Parsed, c: CheckedSpec, measured: MeasuredRun, started: number): Promise<number> {
+async function linearCalibration(
+  io: StdinIo & CliIo,
+  opts: CalibrateOptions,
+  p: Parsed,
+  c: CheckedSpec,
+  measured: MeasuredRun,
+  started: number,
+): Promise<number> {
   const { spec, profiles, doc } = c;
   const { records, trace } = await traceRecords(c);
   checkMeasuredAgainstWorkload(measured, records, trace);
@@ -273,7 +323,10 @@ async function linearCalibration(io: StdinIo & CliIo, opts: CalibrateOptions, p:
   const acceptance = draftK === undefined ? undefined : fitAcceptance(measured, draftK);
   const wallMs = performance.now() - started;
   const out = p.outs[0]!;
-  writeOutputs([{ flag: "--out", path: out, text: specText(out, writtenSpec(doc.value, doc.file, out, { type: "linear", ...result.coefficients }, result.frontendMs)) }], opts.force);
+  writeOutputs(
+    [{ flag: "--out", path: out, text: specText(out, writtenSpec(doc.value, doc.file, out, { type: "linear", ...result.coefficients }, result.frontendMs)) }],
+    opts.force,
+  );
 
   if (opts.format === "json") {
     io.out(
@@ -295,7 +348,10 @@ async function linearCalibration(io: StdinIo & CliIo, opts: CalibrateOptions, p:
           wall_time_ms: Math.round(wallMs),
           fit: fitC,
           held_out: heldC ?? null,
-          speculative_acceptance: acceptance === undefined ? null : { num_speculative_tokens: draftK, mean_acceptance_length: acceptance.meanAcceptanceLength, acceptance_rate: acceptance.acceptanceRate },
+          speculative_acceptance:
+            acceptance === undefined
+              ? null
+              : { num_speculative_tokens: draftK, mean_acceptance_length: acceptance.meanAcceptanceLength, acceptance_rate: acceptance.acceptanceRate },
           warnings: result.warnings,
         },
         null,
@@ -312,11 +368,25 @@ async function linearCalibration(io: StdinIo & CliIo, opts: CalibrateOptions, p:
     `fitted timing (linear), after ${result.evaluations} replays in ${(wallMs / 1000).toFixed(1)} s:`,
     textTable(
       [
-        ...COEFFICIENT_NAMES.map((k) => [`  ${k}`, String(result.coefficients[k]), COEFFICIENT_UNITS[k], `(regression: ${result.start[k]}${result.floors !== undefined && k in result.floors ? `, floor ${result.floors[k as keyof typeof result.floors]}` : ""})`]),
+        ...COEFFICIENT_NAMES.map((k) => [
+          `  ${k}`,
+          String(result.coefficients[k]),
+          COEFFICIENT_UNITS[k],
+          `(regression: ${result.start[k]}${result.floors !== undefined && k in result.floors ? `, floor ${result.floors[k as keyof typeof result.floors]}` : ""})`,
+        ]),
         ...(result.coefficients.experts === undefined
           ? []
-          : [[`  experts.all_experts_ms`, String(result.coefficients.experts.all_experts_ms), `ms per step touching all ${result.coefficients.experts.num_experts} experts (top-${result.coefficients.experts.num_experts_per_tok})`, `(regression: ${result.start.experts?.all_experts_ms ?? 0})`]]),
-        ...(result.frontendMs === undefined ? [] : [["  frontend.overhead_ms", String(result.frontendMs), "ms from the client's arrival to the engine (TTFT on the client's clock)", ""]]),
+          : [
+              [
+                `  experts.all_experts_ms`,
+                String(result.coefficients.experts.all_experts_ms),
+                `ms per step touching all ${result.coefficients.experts.num_experts} experts (top-${result.coefficients.experts.num_experts_per_tok})`,
+                `(regression: ${result.start.experts?.all_experts_ms ?? 0})`,
+              ],
+            ]),
+        ...(result.frontendMs === undefined
+          ? []
+          : [["  frontend.overhead_ms", String(result.frontendMs), "ms from the client's arrival to the engine (TTFT on the client's clock)", ""]]),
       ],
       1,
     ),
@@ -362,7 +432,15 @@ async function rooflineCalibration(
 ): Promise<number> {
   const runs: CalibrationRun[] = [];
   // Per run: what the final replay needs (whole stages, or the whole measured run).
-  const finals: { spec: Spec; specFile: string; profiles: ReadonlyMap<string, Profile>; records: readonly TraceRecord[]; traceFile: string; m: Measured; nFit: number }[] = [];
+  const finals: {
+    spec: Spec;
+    specFile: string;
+    profiles: ReadonlyMap<string, Profile>;
+    records: readonly TraceRecord[];
+    traceFile: string;
+    m: Measured;
+    nFit: number;
+  }[] = [];
   for (let i = 0; i < measured.length; i++) {
     const m = measured[i]!;
     const c = specOf(i);
@@ -393,15 +471,33 @@ async function rooflineCalibration(
     const own = result.frontendMs[i];
     const frontend = own ?? (f.m.kind === "requests" && f.m.run.format === "vllm-requests" ? null : undefined);
     const records = await replayTiming(f, { type: "roofline", ...result.params }, undefined, frontend);
-    if (records === undefined) throw new RunError(`the replay of ${f.m.run.file} with the fitted roofline could not finish (run kvsim replay on the written spec to see why)`);
+    if (records === undefined)
+      throw new RunError(`the replay of ${f.m.run.file} with the fitted roofline could not finish (run kvsim replay on the written spec to see why)`);
     if (f.m.kind === "stages") {
-      reports.push({ label: f.m.run.file, format: "stage-summary", spec: f.specFile, frontendMs: own, lacks: STAGE_SUMMARY_LACKS, stages: stageMetrics(records, f.m.run) });
+      reports.push({
+        label: f.m.run.file,
+        format: "stage-summary",
+        spec: f.specFile,
+        frontendMs: own,
+        lacks: STAGE_SUMMARY_LACKS,
+        stages: stageMetrics(records, f.m.run),
+      });
     } else {
       const run = f.m.run;
       const sim = simulatedRun(records, undefined, clockStartFor(run));
       const fit = compareRuns(fitPart(run, p.fraction), sim);
       const heldOut = f.nFit < run.requests.length ? compareRuns(run, sim, { kind: "from_request", index: f.nFit }) : undefined;
-      reports.push({ label: run.file, format: run.format, spec: f.specFile, frontendMs: own, lacks: run.lacks, fitRequests: f.nFit, heldOutRequests: run.requests.length - f.nFit, fit, ...(heldOut === undefined ? {} : { heldOut }) });
+      reports.push({
+        label: run.file,
+        format: run.format,
+        spec: f.specFile,
+        frontendMs: own,
+        lacks: run.lacks,
+        fitRequests: f.nFit,
+        heldOutRequests: run.requests.length - f.nFit,
+        fit,
+        ...(heldOut === undefined ? {} : { heldOut }),
+      });
     }
   }
   const wallMs = performance.now() - started;
@@ -449,7 +545,12 @@ async function rooflineCalibration(
     `fitted roofline after ${result.evaluations} replays of every run in ${(wallMs / 1000).toFixed(1)} s (searched: ${result.fitted.join(", ")}):`,
     textTable(
       [
-        ...Object.entries(result.params).map(([k, v]) => [`  ${k}`, String(v), ROOFLINE_UNITS[k] ?? "", `(start: ${result.start[k as keyof typeof result.start]})`]),
+        ...Object.entries(result.params).map(([k, v]) => [
+          `  ${k}`,
+          String(v),
+          ROOFLINE_UNITS[k] ?? "",
+          `(start: ${result.start[k as keyof typeof result.start]})`,
+        ]),
       ],
       1,
     ),
@@ -476,9 +577,21 @@ export const registerCalibrate: RegisterCommand = (program, ctx) => {
     .description(
       "Fit the spec's step timing to measured vLLM runs: linear (one per-request run) or roofline (its efficiencies and overheads, one or more runs of one GPU together). Fits on the first --fit-fraction of each run's requests by arrival (stage summaries: on every stage without failures), writes each spec with the fitted timing inlined, and prints the errors on the fit and held-out parts and any warning about the fit.",
     )
-    .option("--spec <file>", "the deployment and the measured run's workload (a trace whose request ids match the measured file; stage summaries bring their own); repeat it to pair one with each --measured, in order", collect)
-    .option("--measured <file>", "a measured run: vLLM per-request stats (requests.jsonl), vllm bench serve --save-result --save-detailed JSON, kvsim replay --requests records, or stage summaries (inference-perf per-stage JSON); repeatable with the roofline", collect)
-    .option("--out <file>", "where to write the spec with the fitted timing (YAML, or JSON for a .json name), one per --spec; relative paths are rebased", collect)
+    .option(
+      "--spec <file>",
+      "the deployment and the measured run's workload (a trace whose request ids match the measured file; stage summaries bring their own); repeat it to pair one with each --measured, in order",
+      collect,
+    )
+    .option(
+      "--measured <file>",
+      "a measured run: vLLM per-request stats (requests.jsonl), vllm bench serve --save-result --save-detailed JSON, kvsim replay --requests records, or stage summaries (inference-perf per-stage JSON); repeatable with the roofline",
+      collect,
+    )
+    .option(
+      "--out <file>",
+      "where to write the spec with the fitted timing (YAML, or JSON for a .json name), one per --spec; relative paths are rebased",
+      collect,
+    )
     .option("--fit-fraction <F>", "the share of the requests, by arrival, to fit on", "0.5")
     .option("--max-evaluations <N>", "replays the search may spend (default 60 for linear, 150 for the roofline; each roofline replay runs every measured run)")
     .option("--max-stage-seconds <S>", "stage summaries: the fit replays only the first S seconds of each stage (the final tables replay them whole)", "120")

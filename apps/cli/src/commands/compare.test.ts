@@ -19,7 +19,10 @@ beforeAll(() => {
   const s = (id: string, arrival: number, ttft: number, e2e: number, out: number) =>
     JSON.stringify({ request_id: id, status: "completed", arrival_ms: arrival, ttft_ms: ttft, e2e_ms: e2e, input_tokens: 10, output_tokens: out });
   writeFileSync(path("sim.jsonl"), `${s("a", 0, 110, 310, 5)}\n${s("b", 1000, 180, 580, 3)}\n`);
-  writeFileSync(path("bad.jsonl"), `${m("a", 0, 0.1, 0.3, 5)}\n${JSON.stringify({ request_id: "b", input_toks: 10, output_toks: 3, queued_ts: 1, scheduled_ts: 1, first_token_ts: 1.2 })}\n`);
+  writeFileSync(
+    path("bad.jsonl"),
+    `${m("a", 0, 0.1, 0.3, 5)}\n${JSON.stringify({ request_id: "b", input_toks: 10, output_toks: 3, queued_ts: 1, scheduled_ts: 1, first_token_ts: 1.2 })}\n`,
+  );
 });
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
@@ -36,7 +39,9 @@ describe("kvsim compare", () => {
 
   it("--format json gives the comparison for scripts, restricted to the held-out part", async () => {
     const io = captureIo();
-    expect(await runCli(["compare", "--measured", path("measured.jsonl"), "--requests", path("sim.jsonl"), "--from-request", "1", "--format", "json"], io)).toBe(0);
+    expect(
+      await runCli(["compare", "--measured", path("measured.jsonl"), "--requests", path("sim.jsonl"), "--from-request", "1", "--format", "json"], io),
+    ).toBe(0);
     const c = JSON.parse(io.stdout) as { matched: number; latency: { metric: string; stat: string; error: number }[]; measured: { format: string } };
     expect(c.matched).toBe(1);
     expect(c.measured.format).toBe("vllm-requests");
@@ -65,7 +70,9 @@ describe("kvsim compare", () => {
 
   it("refuses both selections at once and a missing --requests", async () => {
     const io = captureIo();
-    expect(await runCli(["compare", "--measured", path("measured.jsonl"), "--requests", path("sim.jsonl"), "--from-request", "1", "--after-ms", "5"], io)).toBe(2);
+    expect(await runCli(["compare", "--measured", path("measured.jsonl"), "--requests", path("sim.jsonl"), "--from-request", "1", "--after-ms", "5"], io)).toBe(
+      2,
+    );
     expect(await runCli(["compare", "--measured", path("measured.jsonl")], io)).toBe(2);
     expect(io.stderr).toContain("--requests <file> is required");
   });

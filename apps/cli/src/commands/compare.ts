@@ -1,4 +1,16 @@
-import { clockStartFor, compareRuns, detectMeasuredFormat, fromEnginePickup, parseMeasured, selectRequests, type CompareSelection, type Comparison, type CompareValue, type MeasuredFormat, type MeasuredRun } from "@kvsim/calibrate";
+import {
+  clockStartFor,
+  compareRuns,
+  detectMeasuredFormat,
+  fromEnginePickup,
+  parseMeasured,
+  selectRequests,
+  type CompareSelection,
+  type Comparison,
+  type CompareValue,
+  type MeasuredFormat,
+  type MeasuredRun,
+} from "@kvsim/calibrate";
 import { renderCompareHtml, type CompareSamples } from "@kvsim/report-html";
 import { chartAssets } from "../html-assets.js";
 import { checkOutputs, readText, UsageError, writeOutputs, type CliIo } from "../io.js";
@@ -24,18 +36,21 @@ function parseSelection(opts: CompareOptions): CompareSelection {
   if (opts.fromRequest !== undefined && opts.afterMs !== undefined) throw new UsageError("give --from-request or --after-ms, not both");
   if (opts.fromRequest !== undefined) {
     const k = Number(opts.fromRequest);
-    if (!/^\d+$/.test(opts.fromRequest.trim()) || !Number.isSafeInteger(k)) throw new UsageError(`--from-request must be a whole number of requests (0-based, by arrival), got "${opts.fromRequest}"`);
+    if (!/^\d+$/.test(opts.fromRequest.trim()) || !Number.isSafeInteger(k))
+      throw new UsageError(`--from-request must be a whole number of requests (0-based, by arrival), got "${opts.fromRequest}"`);
     return { kind: "from_request", index: k };
   }
   if (opts.afterMs !== undefined) {
     const t = Number(opts.afterMs);
-    if (opts.afterMs.trim() === "" || !Number.isFinite(t) || t < 0) throw new UsageError(`--after-ms must be a non-negative number of ms, got "${opts.afterMs}"`);
+    if (opts.afterMs.trim() === "" || !Number.isFinite(t) || t < 0)
+      throw new UsageError(`--after-ms must be a non-negative number of ms, got "${opts.afterMs}"`);
     return { kind: "after_ms", ms: t };
   }
   return { kind: "all" };
 }
 
-const num = (v: number | null, digits = 2): string => (v === null ? "-" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const num = (v: number | null, digits = 2): string =>
+  v === null ? "-" : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const signedPct = (v: number | null): string => (v === null ? "-" : `${v >= 0 ? "+" : ""}${(v * 100).toFixed(1)}%`);
 const signedNum = (v: number | null): string => (v === null ? "-" : `${v >= 0 ? "+" : ""}${num(v)}`);
 
@@ -93,7 +108,12 @@ function compareSamples(measured: MeasuredRun, simulated: MeasuredRun, selection
   };
   const m = side(0);
   const s = side(1);
-  return { ttft: { measured: m.ttft, simulated: s.ttft }, tpot: { measured: m.tpot, simulated: s.tpot }, itl: { measured: m.itl, simulated: s.itl }, e2e: { measured: m.e2e, simulated: s.e2e } };
+  return {
+    ttft: { measured: m.ttft, simulated: s.ttft },
+    tpot: { measured: m.tpot, simulated: s.tpot },
+    itl: { measured: m.itl, simulated: s.itl },
+    e2e: { measured: m.e2e, simulated: s.e2e },
+  };
 }
 
 const FORMAT_WORDS: Readonly<Record<MeasuredFormat, string>> = {
@@ -109,14 +129,20 @@ const FORMAT_WORDS: Readonly<Record<MeasuredFormat, string>> = {
  */
 function checkSides(measuredFile: string, measured: MeasuredFormat | undefined, requestsFile: string, requests: MeasuredFormat | undefined): void {
   if (requests === undefined || requests === "kvsim-requests") return;
-  const swapped = measured === "kvsim-requests" ? `; --measured ${measuredFile} holds ${FORMAT_WORDS[measured]}: the two files look swapped, try --measured ${requestsFile} --requests ${measuredFile}` : "";
-  throw new UsageError(`--requests ${requestsFile} holds ${FORMAT_WORDS[requests]}, but --requests takes the simulated side (kvsim replay --requests records)${swapped}`);
+  const swapped =
+    measured === "kvsim-requests"
+      ? `; --measured ${measuredFile} holds ${FORMAT_WORDS[measured]}: the two files look swapped, try --measured ${requestsFile} --requests ${measuredFile}`
+      : "";
+  throw new UsageError(
+    `--requests ${requestsFile} holds ${FORMAT_WORDS[requests]}, but --requests takes the simulated side (kvsim replay --requests records)${swapped}`,
+  );
 }
 
 /** `kvsim compare`: a measured run against a simulated one, request by request id. */
 export function compareCommand(io: CliIo, opts: CompareOptions): number {
   if (opts.format !== "table" && opts.format !== "json") throw new UsageError(`--format must be table or json, got "${opts.format}"`);
-  if (opts.measured === undefined) throw new UsageError("--measured <file> is required (vLLM per-request stats JSONL, a vllm bench serve --save-detailed JSON, or kvsim records)");
+  if (opts.measured === undefined)
+    throw new UsageError("--measured <file> is required (vLLM per-request stats JSONL, a vllm bench serve --save-detailed JSON, or kvsim records)");
   if (opts.requests === undefined) throw new UsageError("--requests <file> is required (the per-request records of kvsim replay --requests)");
   const selection = parseSelection(opts);
   checkOutputs([{ flag: "--html", path: opts.html }], opts.force === true);
@@ -146,7 +172,9 @@ export function compareCommand(io: CliIo, opts: CompareOptions): number {
     writeOutputs([{ flag: "--html", path: opts.html, text: html }], opts.force === true);
   }
   if (opts.format === "json") {
-    io.out(`${JSON.stringify({ measured: { file: measured.file, format: measured.format, lacks: measured.lacks }, simulated: { file: simulated.file, format: simulated.format }, ...c }, null, 2)}\n`);
+    io.out(
+      `${JSON.stringify({ measured: { file: measured.file, format: measured.format, lacks: measured.lacks }, simulated: { file: simulated.file, format: simulated.format }, ...c }, null, 2)}\n`,
+    );
     return 0;
   }
   io.out(formatComparison(c, `${measured.file} (${measured.format})`, `${simulated.file} (${simulated.format})`));
@@ -159,7 +187,10 @@ export const registerCompare: RegisterCommand = (program, ctx) => {
     .description(
       "Compare a measured run with a simulated one, request by request id: TTFT, TPOT, ITL and E2E (mean, median, p90, p99, numpy-style percentiles as vllm bench prints them) and throughput, each with its signed error (simulated - measured) / measured.",
     )
-    .option("--measured <file>", "the measured run: vLLM per-request stats (requests.jsonl), vllm bench serve --save-result --save-detailed JSON, or kvsim replay --requests records")
+    .option(
+      "--measured <file>",
+      "the measured run: vLLM per-request stats (requests.jsonl), vllm bench serve --save-result --save-detailed JSON, or kvsim replay --requests records",
+    )
     .option("--requests <file>", "the simulated run: kvsim replay --requests records (JSONL)")
     .option("--from-request <K>", "compare only the measured requests from position K on, by arrival (0-based): the held-out part")
     .option("--after-ms <T>", "compare only the requests arriving T ms or more after the measured run's first arrival")

@@ -24,11 +24,19 @@ function readReport(file: string): Record<string, unknown> {
     throw new InputError(file, [{ path: "", message: "is not a kvsim report (a JSON object with a digest, as written by kvsim replay --report)" }]);
   }
   const bad = nonFinitePath(v);
-  if (bad !== undefined) throw new InputError(file, [{ path: formatPath(bad), message: "is not a finite number (1e400 and the like overflow a double; kvsim writes none)", ...(doc.locate(bad) ?? {}) }]);
+  if (bad !== undefined)
+    throw new InputError(file, [
+      { path: formatPath(bad), message: "is not a finite number (1e400 and the like overflow a double; kvsim writes none)", ...(doc.locate(bad) ?? {}) },
+    ]);
   return v;
 }
 
-const fmt = (v: number | null, digits = 2): string => (v === null ? "-" : Number.isInteger(v) ? v.toLocaleString("en-US") : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }));
+const fmt = (v: number | null, digits = 2): string =>
+  v === null
+    ? "-"
+    : Number.isInteger(v)
+      ? v.toLocaleString("en-US")
+      : v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const signed = (v: number | null, digits = 2): string => (v === null ? "-" : `${v > 0 ? "+" : ""}${fmt(v, digits)}`);
 const pct = (v: number | null): string => (v === null ? "-" : `${v > 0 ? "+" : ""}${(v * 100).toFixed(1)}%`);
 
@@ -52,7 +60,11 @@ export function diffCommand(io: CliIo, fileA: string, fileB: string, format: str
     return 0;
   }
   const row = (m: MetricChange) => [m.metric, fmt(m.a), fmt(m.b), signed(m.change), pct(m.relative)];
-  const lines = [`kvsim diff: a = ${fileA}, b = ${fileB}${d.sameDigest ? " (the same digest)" : ""}`, "", textTable([["metric", "a", "b", "b - a", "change"], ...d.metrics.map(row)])];
+  const lines = [
+    `kvsim diff: a = ${fileA}, b = ${fileB}${d.sameDigest ? " (the same digest)" : ""}`,
+    "",
+    textTable([["metric", "a", "b", "b - a", "change"], ...d.metrics.map(row)]),
+  ];
   const rules = aliasRules(d.metrics.flatMap((m) => m.aliases ?? []));
   if (rules.length > 0) lines.push(`(one row per figure; the same figures under other names: ${rules.join(", ")})`);
   lines.push("");
@@ -70,7 +82,9 @@ export function diffCommand(io: CliIo, fileA: string, fileB: string, format: str
 export const registerDiff: RegisterCommand = (program, ctx) => {
   program
     .command("diff")
-    .description("Compare two replay reports (kvsim replay --report): every metric side by side with the absolute and relative change, and the settings that differ.")
+    .description(
+      "Compare two replay reports (kvsim replay --report): every metric side by side with the absolute and relative change, and the settings that differ.",
+    )
     .argument("<report-a>", "the first report (JSON)")
     .argument("<report-b>", "the second report (JSON)")
     .option("--format <format>", "table or json", "table")

@@ -6,7 +6,6 @@ import { glmFlashProfile } from "@kvsim/profile-schema/testing";
 import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
 
-
 // GLM-5.3-Flash, TP 4, fp8 (docs/rules/grouped-pd.md §2; the arithmetic is in
 // @kvsim/profile-schema/testing): 13,045,120 B per 2,176-token full-attention block; fixed =
 // 22,528 + 19,537,920 + 17,367,040 = 36,927,488 B.
@@ -51,7 +50,13 @@ describe("kvsim dynamo handoff-timing", () => {
     expect(await runCli(["dynamo", "handoff-timing", "--profile", glm, "--prompt-tokens", "8192", "--mode", "destination_missing"], io)).toBe(0);
     // T = 8,191 -> 4 blocks x 2,176 = 8,704 tokens.
     expect(JSON.parse(io.stdout)).toEqual({
-      transfer_timing: { mode: "destination_missing", full_prompt_tokens: 8704, kv_bytes_per_token: 5995, kv_bytes_per_request: 36_927_488, bandwidth_gb_s: null },
+      transfer_timing: {
+        mode: "destination_missing",
+        full_prompt_tokens: 8704,
+        kv_bytes_per_token: 5995,
+        kv_bytes_per_request: 36_927_488,
+        bandwidth_gb_s: null,
+      },
       delay_ms: null,
     });
   });

@@ -44,7 +44,11 @@ function handoffTiming(io: CliIo, flags: HandoffTimingFlags): Record<string, unk
   const profile = loaded.profile;
   // The current shape needs whole bytes per token; --legacy has its own, stricter refusal below.
   const issues = [...transferProfileIssues(profile), ...(flags.legacy === true ? [] : dynamoTimingIssues(profile))];
-  if (issues.length > 0) throw new InputError(loaded.file, profileProblems(loaded, issues).map((p) => p.issue));
+  if (issues.length > 0)
+    throw new InputError(
+      loaded.file,
+      profileProblems(loaded, issues).map((p) => p.issue),
+    );
   const terms = sourceTerms(profile, tokens(n), { mode: flags.mode, bandwidthGbps: gbps });
 
   const timing = flags.legacy === true ? toLegacyTiming(terms) : toDynamoTiming(terms);

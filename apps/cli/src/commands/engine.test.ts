@@ -71,7 +71,10 @@ describe("kvsim engine --stdio", () => {
     ]);
     expect(r[1]!.error).toEqual({ code: "parse_error", message: "not JSON: unexpected token at character 1" });
     expect((r[2]!.error as { code: string }).code).toBe("invalid_request");
-    expect(r[4]!.error).toEqual({ code: "command_refused", message: "reserve_destination is a destination command: it needs a decode rank, this rank is aggregated" });
+    expect(r[4]!.error).toEqual({
+      code: "command_refused",
+      message: "reserve_destination is a destination command: it needs a decode rank, this rank is aggregated",
+    });
     // Aggregated, fixed 10 / 2: the first pass prefills 4 tokens and samples: 10 + 2 = 12 ms; the
     // second pass decodes the last token: 12 + 2 = 14 ms.
     expect(r[3]!.pass).toMatchObject({ start_ms: 0, end_ms: 12, prefill_ms: 10, decode_ms: 2 });
@@ -81,7 +84,12 @@ describe("kvsim engine --stdio", () => {
   it("takes the engine args from a file too", async () => {
     const io = stdioIo(['{"id":"i","op":"info"}']);
     expect(await runCli(["engine", "--stdio", "--profile", profile, "--role", "decode", "--engine", engineFile], io)).toBe(0);
-    expect(responses(io)[0]).toMatchObject({ id: "i", ok: true, role: "decode", engine_args: { block_size: 4, num_gpu_blocks: 64, worker_type: "decode", kv_transfer_bandwidth: 1 } });
+    expect(responses(io)[0]).toMatchObject({
+      id: "i",
+      ok: true,
+      role: "decode",
+      engine_args: { block_size: 4, num_gpu_blocks: 64, worker_type: "decode", kv_transfer_bandwidth: 1 },
+    });
   });
 
   it("refuses bad engine args before serving, naming the field (exit 2)", async () => {

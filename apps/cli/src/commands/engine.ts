@@ -55,7 +55,11 @@ function openSession(flags: EngineFlags) {
     return createEngineSession({ profile: loaded.profile, role: flags.role, engineArgs, engineArgsLabel: label, profileLabel: flags.profile });
   } catch (e) {
     // Problems with the profile's fields: at their lines in the profile file.
-    if (e instanceof InputError && e.file === flags.profile) throw new InputError(loaded.file, profileProblems(loaded, e.issues).map((p) => p.issue));
+    if (e instanceof InputError && e.file === flags.profile)
+      throw new InputError(
+        loaded.file,
+        profileProblems(loaded, e.issues).map((p) => p.issue),
+      );
     throw e;
   }
 }
@@ -69,7 +73,14 @@ async function serve(handleLine: (line: string) => string, io: EngineIo): Promis
   for await (const line of splitLines(io.stdin ?? process.stdin, MAX_JSONL_LINE_BYTES)) {
     const answer =
       line.tooLong === true
-        ? JSON.stringify({ id: null, ok: false, error: { code: "invalid_request", message: `the line is ${line.bytes} bytes, longer than the ${describeBytes(MAX_JSONL_LINE_BYTES)} a request may be` } })
+        ? JSON.stringify({
+            id: null,
+            ok: false,
+            error: {
+              code: "invalid_request",
+              message: `the line is ${line.bytes} bytes, longer than the ${describeBytes(MAX_JSONL_LINE_BYTES)} a request may be`,
+            },
+          })
         : handleLine(line.text);
     io.out(`${answer}\n`);
   }

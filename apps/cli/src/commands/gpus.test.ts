@@ -84,7 +84,17 @@ describe("--gpu of profile from-hf and profile show", () => {
   let dir = "";
   const path = (name: string) => join(dir, name);
   // Dense: 2 x 4 layers x 2 KV heads x 64 x 2 bytes = 2,048 B per token.
-  const config = { architectures: ["LlamaForCausalLM"], hidden_size: 256, num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: 2, intermediate_size: 512, vocab_size: 1000, max_position_embeddings: 4096, torch_dtype: "bfloat16" };
+  const config = {
+    architectures: ["LlamaForCausalLM"],
+    hidden_size: 256,
+    num_hidden_layers: 4,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    intermediate_size: 512,
+    vocab_size: 1000,
+    max_position_embeddings: 4096,
+    torch_dtype: "bfloat16",
+  };
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), "kvsim-gpus-"));
     writeFileSync(path("config.json"), JSON.stringify(config));
@@ -102,7 +112,8 @@ describe("--gpu of profile from-hf and profile show", () => {
       expect([r.code, r.err], gpu).toEqual([0, ""]);
       return (JSON.parse(r.out) as { kv_capacity: { gpu: string; num_gpu_blocks: number } }).kv_capacity;
     };
-    for (const gpu of ["H100-SXM", "H100-PCIe", "H100-NVL", "H200", "A100-40GB", "L40S", "L4", "A10", "RTX-PRO-6000-Blackwell"]) expect((await pages(gpu)).gpu).toBe(gpu);
+    for (const gpu of ["H100-SXM", "H100-PCIe", "H100-NVL", "H200", "A100-40GB", "L40S", "L4", "A10", "RTX-PRO-6000-Blackwell"])
+      expect((await pages(gpu)).gpu).toBe(gpu);
     expect((await pages("H100-80GB")).num_gpu_blocks).toBe((await pages("H100-SXM")).num_gpu_blocks);
   });
 

@@ -118,7 +118,11 @@ async function open(file: string, width = 1280): Promise<{ page: Page; errors: s
   // Offline: a report that fetched anything would fail to load it (and log an error).
   await page.goto(`file://${file}`);
   // (Page code: the browser's globals, described here since the CLI compiles without the DOM library.)
-  await page.waitForFunction(() => (globalThis as unknown as { document: { body: { dataset: Record<string, string | undefined> } } }).document.body.dataset.chartsDrawn !== undefined, undefined, { timeout: 20_000 });
+  await page.waitForFunction(
+    () => (globalThis as unknown as { document: { body: { dataset: Record<string, string | undefined> } } }).document.body.dataset.chartsDrawn !== undefined,
+    undefined,
+    { timeout: 20_000 },
+  );
   const charts = await page.evaluate(() => {
     interface Axis {
       label?: string;
@@ -130,7 +134,10 @@ async function open(file: string, width = 1280): Promise<{ page: Page; errors: s
       yLabel: string;
       plot: {
         axes: Axis[];
-        ctx: { canvas: { width: number; height: number; __texts?: TextBox[] }; getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray } };
+        ctx: {
+          canvas: { width: number; height: number; __texts?: TextBox[] };
+          getImageData(x: number, y: number, w: number, h: number): { data: Uint8ClampedArray };
+        };
         bbox: { left: number; top: number; width: number; height: number };
       };
     }
@@ -147,7 +154,17 @@ async function open(file: string, width = 1280): Promise<{ page: Page; errors: s
         if (img[i + 3]! > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 60) colored++;
       }
       const canvas = c.plot.ctx.canvas;
-      return { id: c.id, title: c.title, xLabel: c.xLabel, yLabel: c.yLabel, axisLabels: c.plot.axes.map((a) => a.label ?? ""), colored, width, texts: canvas.__texts ?? [], canvas: { width: canvas.width, height: canvas.height } };
+      return {
+        id: c.id,
+        title: c.title,
+        xLabel: c.xLabel,
+        yLabel: c.yLabel,
+        axisLabels: c.plot.axes.map((a) => a.label ?? ""),
+        colored,
+        width,
+        texts: canvas.__texts ?? [],
+        canvas: { width: canvas.width, height: canvas.height },
+      };
     });
   });
   const placeholders = await page.locator(".chart").count();
@@ -201,7 +218,9 @@ describe.skipIf(missing)("HTML reports in headless Chromium", () => {
     expect(errors).toEqual([]);
     // Every placeholder got a chart: 4 CDFs, 8 time series, per-group pages, 2 handoff series, 2 handoff scatter charts.
     expect(charts.length).toBe(placeholders);
-    expect(charts.map((c) => c.id)).toEqual(expect.arrayContaining(["cdf-ttft", "cdf-tpot", "cdf-itl", "cdf-e2e", "ts-running", "ts-kv-used", "ts-kv-groups", "ts-handoffs", "handoff-delay"]));
+    expect(charts.map((c) => c.id)).toEqual(
+      expect.arrayContaining(["cdf-ttft", "cdf-tpot", "cdf-itl", "cdf-e2e", "ts-running", "ts-kv-used", "ts-kv-groups", "ts-handoffs", "handoff-delay"]),
+    );
     // Every chart has data, its axis titles, and no label over another or cut off.
     expectReadable(charts);
     expect(charts.find((c) => c.id === "cdf-ttft")!.axisLabels).toEqual(["TTFT (ms)", "fraction of requests"]);
@@ -215,7 +234,9 @@ describe.skipIf(missing)("HTML reports in headless Chromium", () => {
       getAttribute(name: string): string | null;
       textContent: string | null;
     }
-    const cells = await page.locator("td[data-key]").evaluateAll((tds: Td[]) => tds.map((td) => ({ key: td.getAttribute("data-key")!, value: td.getAttribute("data-value")!, text: td.textContent })));
+    const cells = await page
+      .locator("td[data-key]")
+      .evaluateAll((tds: Td[]) => tds.map((td) => ({ key: td.getAttribute("data-key")!, value: td.getAttribute("data-value")!, text: td.textContent })));
     expect(cells.length).toBeGreaterThanOrEqual(30);
     for (const c of cells) expect([c.key, Number(c.value)]).toEqual([c.key, valueAt(report, c.key)]);
     const p90 = cells.find((c) => c.key === "p90_ttft_ms")!;
@@ -279,7 +300,23 @@ describe.skipIf(missing)("HTML reports in headless Chromium", () => {
     writeFileSync(grid, "topology.workers: [1, 2]\n");
     const io = captureIo();
     const code = await runCli(
-      ["sweep", "--spec", join(EXAMPLES, "replay-aggregated.yaml"), "--set", "workload.synthetic.requests=40", "--grid", grid, "--find", "max-rate", "--sla", "p90_ttft_ms<=300", "--jobs", "1", "--html", html],
+      [
+        "sweep",
+        "--spec",
+        join(EXAMPLES, "replay-aggregated.yaml"),
+        "--set",
+        "workload.synthetic.requests=40",
+        "--grid",
+        grid,
+        "--find",
+        "max-rate",
+        "--sla",
+        "p90_ttft_ms<=300",
+        "--jobs",
+        "1",
+        "--html",
+        html,
+      ],
       io,
     );
     expect([code, io.stderr]).toEqual([0, ""]);
@@ -296,7 +333,10 @@ describe.skipIf(missing)("HTML reports in headless Chromium", () => {
   it("kvsim sweep --html over the bundled grid: latency against both swept variables", async () => {
     const html = join(dir, "sweep-grid.html");
     const io = captureIo();
-    const code = await runCli(["sweep", "--spec", join(EXAMPLES, "replay-pd.yaml"), "--grid", join(EXAMPLES, "sweep-pd-grid.yaml"), "--jobs", "1", "--html", html], io);
+    const code = await runCli(
+      ["sweep", "--spec", join(EXAMPLES, "replay-pd.yaml"), "--grid", join(EXAMPLES, "sweep-pd-grid.yaml"), "--jobs", "1", "--html", html],
+      io,
+    );
     expect([code, io.stderr]).toEqual([0, ""]);
     await checkWidths(html, "sweep-grid");
   }, 180_000);

@@ -44,10 +44,21 @@ export const registerProfileFromHf: RegisterCommand = (program, ctx) => {
       const doc = parseDocumentText(readText(configFile), configFile, "json");
       let derived;
       try {
-        derived = profileFromHfConfig(doc.value, { tensorParallelSize: tp, kvCacheDtype: flags.kvCacheDtype, vllmVersion: flags.vllm, blockSize, model: flags.model, file: configFile });
+        derived = profileFromHfConfig(doc.value, {
+          tensorParallelSize: tp,
+          kvCacheDtype: flags.kvCacheDtype,
+          vllmVersion: flags.vllm,
+          blockSize,
+          model: flags.model,
+          file: configFile,
+        });
       } catch (e) {
         // Point each problem at its line in config.json.
-        if (e instanceof InputError && e.file === configFile) throw new InputError(configFile, e.issues.map((i) => ({ ...i, ...(doc.locate(pathKeys(i.path)) ?? {}) })));
+        if (e instanceof InputError && e.file === configFile)
+          throw new InputError(
+            configFile,
+            e.issues.map((i) => ({ ...i, ...(doc.locate(pathKeys(i.path)) ?? {}) })),
+          );
         throw e;
       }
       const { profile } = derived;
@@ -55,11 +66,18 @@ export const registerProfileFromHf: RegisterCommand = (program, ctx) => {
       const capacity = engine === undefined ? undefined : capacityFromFlags(profile, engine);
 
       // Sections separated by one blank line.
-      const sections = [[`${derived.architecture} (${derived.family}), TP ${tp}: the rules applied`, ...derived.notes.map((n) => `  ${n}`)].join("\n"), formatProfile(profile, linearBlock, capacity?.capacity.num_gpu_blocks)];
+      const sections = [
+        [`${derived.architecture} (${derived.family}), TP ${tp}: the rules applied`, ...derived.notes.map((n) => `  ${n}`)].join("\n"),
+        formatProfile(profile, linearBlock, capacity?.capacity.num_gpu_blocks),
+      ];
       if (capacity !== undefined) sections.push(formatCapacity(capacity.capacity, profile.vllm_version, capacity));
       const gate = checkPdGate(profile, "prefill");
-      if (gate.length > 0) sections.push(`note: aggregated replay only; a P/D rank refuses this profile: ${gate.map((g) => `${g.path}: ${g.message.replace(/^prefill role: /, "")}`).join("; ")}`);
-      if (derived.engineBlockSize !== undefined && derived.engineBlockSize !== DEFAULT_LINEAR_BLOCK_SIZE) sections.push(`note: set engine.block_size: ${derived.engineBlockSize} in the spec (a linear profile takes its block size from the engine)`);
+      if (gate.length > 0)
+        sections.push(
+          `note: aggregated replay only; a P/D rank refuses this profile: ${gate.map((g) => `${g.path}: ${g.message.replace(/^prefill role: /, "")}`).join("; ")}`,
+        );
+      if (derived.engineBlockSize !== undefined && derived.engineBlockSize !== DEFAULT_LINEAR_BLOCK_SIZE)
+        sections.push(`note: set engine.block_size: ${derived.engineBlockSize} in the spec (a linear profile takes its block size from the engine)`);
       const table = `${sections.map((x) => x.replace(/\n+$/, "")).join("\n\n")}\n`;
 
       const json = `${JSON.stringify(profile, null, 2)}\n`;

@@ -1,5 +1,15 @@
 import { InvalidArgumentError, type Command } from "commander";
-import { engineSettings, EngineOverridesSchema, gpuDatasheet, KNOWN_GPU_NAMES, zodIssues, kvCapacity, type EngineOverrides, type KvCapacity, type Profile } from "@kvsim/profile-schema";
+import {
+  engineSettings,
+  EngineOverridesSchema,
+  gpuDatasheet,
+  KNOWN_GPU_NAMES,
+  zodIssues,
+  kvCapacity,
+  type EngineOverrides,
+  type KvCapacity,
+  type Profile,
+} from "@kvsim/profile-schema";
 import { numberOption, UsageError } from "../io.js";
 
 /** The `kvsim profile` command group; each subcommand module adds itself to it. */
@@ -24,7 +34,8 @@ export interface CapacityFlags {
 
 /** --gpu's parser: a name or alias of the table, refused at parse time (with the usage hint) otherwise. */
 function knownGpuName(name: string): string {
-  if (gpuDatasheet(name) === undefined) throw new InvalidArgumentError(`Known GPUs: ${KNOWN_GPU_NAMES.join(", ")} (\`kvsim gpus\` lists them; or give --gpu-memory-gib).`);
+  if (gpuDatasheet(name) === undefined)
+    throw new InvalidArgumentError(`Known GPUs: ${KNOWN_GPU_NAMES.join(", ")} (\`kvsim gpus\` lists them; or give --gpu-memory-gib).`);
   return name;
 }
 
@@ -44,7 +55,9 @@ export function addCapacityOptions(cmd: Command): Command {
 export function capacityEngine(flags: CapacityFlags, blockSize: number | undefined): EngineOverrides | undefined {
   if (flags.gpu === undefined && flags.gpuMemoryGib === undefined) return undefined;
   const num = (name: string, raw: string | undefined, kind: "positive" | "integer" | "size" = "positive") =>
-    raw === undefined ? undefined : numberOption(name, raw, kind === "integer" ? { integer: true, min: 1 } : kind === "size" ? { min: 0 } : { exclusiveMin: 0 });
+    raw === undefined
+      ? undefined
+      : numberOption(name, raw, kind === "integer" ? { integer: true, min: 1 } : kind === "size" ? { min: 0 } : { exclusiveMin: 0 });
   const o: Record<string, unknown> = {
     gpu: flags.gpu,
     gpu_memory_gib: num("--gpu-memory-gib", flags.gpuMemoryGib),
@@ -58,7 +71,11 @@ export function capacityEngine(flags: CapacityFlags, blockSize: number | undefin
   };
   const parsed = EngineOverridesSchema.safeParse(Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)));
   if (!parsed.success) {
-    throw new UsageError(zodIssues(parsed.error).map((i) => `--${i.path.replaceAll("_", "-")}: ${i.message}`).join("\n"));
+    throw new UsageError(
+      zodIssues(parsed.error)
+        .map((i) => `--${i.path.replaceAll("_", "-")}: ${i.message}`)
+        .join("\n"),
+    );
   }
   return parsed.data;
 }

@@ -26,9 +26,11 @@ export const registerProfileShow: RegisterCommand = (program, ctx) => {
       const blocks = flags.numGpuBlocks === undefined ? undefined : numberOption("--num-gpu-blocks", flags.numGpuBlocks, { integer: true, min: 2 });
       const blockSize = flags.blockSize === undefined ? undefined : numberOption("--block-size", flags.blockSize, { integer: true, min: 1 });
       const engine = capacityEngine(flags, blockSize);
-      if (blocks !== undefined && engine !== undefined) throw new UsageError("give --num-gpu-blocks or GPU memory (--gpu, --gpu-memory-gib), not both: an explicit block count wins in vLLM");
+      if (blocks !== undefined && engine !== undefined)
+        throw new UsageError("give --num-gpu-blocks or GPU memory (--gpu, --gpu-memory-gib), not both: an explicit block count wins in vLLM");
       const profile = parseProfile(readText(file), file);
-      if (isGroupedProfile(profile) && blockSize !== undefined) throw new UsageError("--block-size applies to linear profiles only: a grouped profile takes its block sizes from its groups");
+      if (isGroupedProfile(profile) && blockSize !== undefined)
+        throw new UsageError("--block-size applies to linear profiles only: a grouped profile takes its block sizes from its groups");
       const linearBlock = blockSize ?? DEFAULT_LINEAR_BLOCK_SIZE;
       const capacity = engine === undefined ? undefined : capacityFromFlags(profile, engine);
       const pages = blocks ?? capacity?.capacity.num_gpu_blocks;
@@ -39,7 +41,13 @@ export const registerProfileShow: RegisterCommand = (program, ctx) => {
           tensor_parallel_size: profile.tensor_parallel_size,
           layout: isGroupedProfile(profile) ? "grouped" : "linear",
           page_size_bytes: pageBytes(profile, linearBlock),
-          groups: profileRows(profile, linearBlock).map((r) => ({ ...r, num_layers: r.num_layers ?? null, window_tokens: r.window_tokens ?? null, bytes_per_block: r.bytes_per_block ?? null, bytes_per_token: r.bytes_per_token ?? null })),
+          groups: profileRows(profile, linearBlock).map((r) => ({
+            ...r,
+            num_layers: r.num_layers ?? null,
+            window_tokens: r.window_tokens ?? null,
+            bytes_per_block: r.bytes_per_block ?? null,
+            bytes_per_token: r.bytes_per_token ?? null,
+          })),
           ...(pages === undefined ? {} : { num_gpu_blocks: pages, capacity_tokens: capacityTokens(profile, pages, linearBlock) }),
           ...(capacity === undefined ? {} : { kv_capacity: capacity.capacity }),
           ...(profile.model_shape === undefined ? {} : { model_shape: profile.model_shape }),

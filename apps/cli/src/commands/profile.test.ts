@@ -9,16 +9,48 @@ import { captureIo } from "../test-io.js";
 // Small configs (only the fields the derivation reads), each with its cache layout derived by hand.
 
 /** Dense: 2 x 4 layers x 2 KV heads x 64 x 2 bytes = 2,048 B per token. */
-const dense = { architectures: ["LlamaForCausalLM"], hidden_size: 256, num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: 2, intermediate_size: 512, vocab_size: 1000, max_position_embeddings: 4096, torch_dtype: "bfloat16" };
+const dense = {
+  architectures: ["LlamaForCausalLM"],
+  hidden_size: 256,
+  num_hidden_layers: 4,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  intermediate_size: 512,
+  vocab_size: 1000,
+  max_position_embeddings: 4096,
+  torch_dtype: "bfloat16",
+};
 
 /** MLA: (kv_lora_rank 64 + rope 16) x 2 bytes = 160 B per token and layer; 64-token blocks: 64 x 4 x 160 = 40,960. */
-const mla = { architectures: ["DeepseekV2ForCausalLM"], hidden_size: 256, num_hidden_layers: 4, num_attention_heads: 4, kv_lora_rank: 64, qk_rope_head_dim: 16, qk_nope_head_dim: 32, v_head_dim: 32, intermediate_size: 512, vocab_size: 1000 };
+const mla = {
+  architectures: ["DeepseekV2ForCausalLM"],
+  hidden_size: 256,
+  num_hidden_layers: 4,
+  num_attention_heads: 4,
+  kv_lora_rank: 64,
+  qk_rope_head_dim: 16,
+  qk_nope_head_dim: 32,
+  v_head_dim: 32,
+  intermediate_size: 512,
+  vocab_size: 1000,
+};
 
 /**
  * Gemma 3: 6 layers with pattern 3 -> layers 2 and 5 global, 4 local; group size 2: one full and
  * two sliding groups of 2 layers. Per layer and block 16 x 2 x 2 x 64 x 2 = 8,192; page 16,384.
  */
-const gemma = { architectures: ["Gemma3ForCausalLM"], hidden_size: 256, num_hidden_layers: 6, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 64, sliding_window: 64, sliding_window_pattern: 3, intermediate_size: 512, vocab_size: 1000 };
+const gemma = {
+  architectures: ["Gemma3ForCausalLM"],
+  hidden_size: 256,
+  num_hidden_layers: 6,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  head_dim: 64,
+  sliding_window: 64,
+  sliding_window_pattern: 3,
+  intermediate_size: 512,
+  vocab_size: 1000,
+};
 
 /**
  * Nemotron-H: 4 Mamba-2, 2 attention, 2 MLP layers. State: conv 3 x (256 + 2 x 16) x 2 = 1,728 +
@@ -50,7 +82,8 @@ const path = (name: string) => join(dir, name);
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "kvsim-profile-"));
-  for (const [name, config] of Object.entries({ dense, mla, gemma, nemotron, windowed })) writeFileSync(path(`${name}.config.json`), JSON.stringify(config, null, 2));
+  for (const [name, config] of Object.entries({ dense, mla, gemma, nemotron, windowed }))
+    writeFileSync(path(`${name}.config.json`), JSON.stringify(config, null, 2));
   writeFileSync(path("unknown.config.json"), '{\n  "architectures": ["FancyNetForCausalLM"],\n  "hidden_size": 8\n}\n');
   writeFileSync(path("missing.config.json"), '{\n  "architectures": ["LlamaForCausalLM"],\n  "hidden_size": 256,\n  "num_hidden_layers": "four"\n}\n');
 });
@@ -97,10 +130,20 @@ describe("kvsim profile from-hf", () => {
     expect([m.page_size_bytes, (m.kv_cache_groups as { block_size_tokens: number }[])[0]!.block_size_tokens]).toEqual([40_960, 64]);
     const g = await derive("gemma");
     expect(g.page_size_bytes).toBe(16_384);
-    expect((g.kv_cache_groups as { name: string; num_layers: number }[]).map((x) => `${x.name}:${x.num_layers}`)).toEqual(["full_attention:2", "sliding_window_0:2", "sliding_window_1:2"]);
+    expect((g.kv_cache_groups as { name: string; num_layers: number }[]).map((x) => `${x.name}:${x.num_layers}`)).toEqual([
+      "full_attention:2",
+      "sliding_window_0:2",
+      "sliding_window_1:2",
+    ]);
     const n = await derive("nemotron");
     expect(n.page_size_bytes).toBe(49_152);
-    expect((n.kv_cache_groups as { name: string; block_size_tokens: number; transfer_bytes_per_block: number }[]).map((x) => [x.name, x.block_size_tokens, x.transfer_bytes_per_block])).toEqual([
+    expect(
+      (n.kv_cache_groups as { name: string; block_size_tokens: number; transfer_bytes_per_block: number }[]).map((x) => [
+        x.name,
+        x.block_size_tokens,
+        x.transfer_bytes_per_block,
+      ]),
+    ).toEqual([
       ["full_attention", 48, 49_152],
       ["mamba2_0", 48, 36_224],
       ["mamba2_1", 48, 36_224],
@@ -130,7 +173,13 @@ describe("kvsim profile from-hf", () => {
 
   it("sizes the pool from GPU memory in a replay and reports it", async () => {
     await derive("nemotron");
-    const r = await run(["replay", "--spec", spec("nemotron", "disaggregated", { gpu_memory_gib: 2, weights_gib: 0.5, activation_peak_gib: 0.5, cuda_graph_memory_gib: 0 }), "--format", "json"]);
+    const r = await run([
+      "replay",
+      "--spec",
+      spec("nemotron", "disaggregated", { gpu_memory_gib: 2, weights_gib: 0.5, activation_peak_gib: 0.5, cuda_graph_memory_gib: 0 }),
+      "--format",
+      "json",
+    ]);
     expect(r.code, r.err).toBe(0);
     // (2 GiB x 0.9 - 0.5 - 0.5) = 0.8 GiB = 858,993,459.2 -> ceil(2 GiB x 0.9) = 1,932,735,284 - 1,073,741,824
     // = 858,993,460 B / 49,152 B pages = 17,476 pages.
@@ -138,7 +187,9 @@ describe("kvsim profile from-hf", () => {
     expect(report.kv_capacity.prefill.num_gpu_blocks).toBe(17_476);
     const table = await run(["replay", "--spec", path("nemotron.disaggregated.spec.json")]);
     // floor(17,476 / 3 groups) x 48 tokens = 5,825 x 48 = 279,600 tokens
-    expect(table.out).toContain("KV pool (prefill)      17,476 pages (279,600 tokens) = (2.00 GiB x 0.9 - 0.50 weights - 0.50 activations - 0.00 CUDA graphs) / 49,152 B");
+    expect(table.out).toContain(
+      "KV pool (prefill)      17,476 pages (279,600 tokens) = (2.00 GiB x 0.9 - 0.50 weights - 0.50 activations - 0.00 CUDA graphs) / 49,152 B",
+    );
   });
 
   it("prints the rules, the table and the capacity breakdown; JSON on stdout without --out", async () => {
@@ -178,10 +229,29 @@ describe("kvsim profile from-hf", () => {
 
 describe("the bundled example profiles' model_shape", () => {
   // The public config.json figures, as hf-profile's tests carry them.
-  const llama8b = { architectures: ["LlamaForCausalLM"], hidden_size: 4096, num_hidden_layers: 32, num_attention_heads: 32, num_key_value_heads: 8, intermediate_size: 14336, vocab_size: 128256, torch_dtype: "bfloat16" };
+  const llama8b = {
+    architectures: ["LlamaForCausalLM"],
+    hidden_size: 4096,
+    num_hidden_layers: 32,
+    num_attention_heads: 32,
+    num_key_value_heads: 8,
+    intermediate_size: 14336,
+    vocab_size: 128256,
+    torch_dtype: "bfloat16",
+  };
   const gemma3_12b = {
     architectures: ["Gemma3ForConditionalGeneration"],
-    text_config: { hidden_size: 3840, num_hidden_layers: 48, num_attention_heads: 16, num_key_value_heads: 8, head_dim: 256, intermediate_size: 15360, sliding_window: 1024, sliding_window_pattern: 6, vocab_size: 262208 },
+    text_config: {
+      hidden_size: 3840,
+      num_hidden_layers: 48,
+      num_attention_heads: 16,
+      num_key_value_heads: 8,
+      head_dim: 256,
+      intermediate_size: 15360,
+      sliding_window: 1024,
+      sliding_window_pattern: 6,
+      vocab_size: 262208,
+    },
     torch_dtype: "bfloat16",
   };
   it.each([
@@ -241,7 +311,19 @@ describe("kvsim profile show", () => {
 
   it("derives the pool from GPU memory with the breakdown, and refuses both ways at once", async () => {
     await derive("gemma");
-    const r = await run(["profile", "show", path("gemma.profile.json"), "--gpu-memory-gib", "1", "--weights-gib", "0.25", "--activation-peak-gib", "0.25", "--cuda-graph-memory-gib", "0"]);
+    const r = await run([
+      "profile",
+      "show",
+      path("gemma.profile.json"),
+      "--gpu-memory-gib",
+      "1",
+      "--weights-gib",
+      "0.25",
+      "--activation-peak-gib",
+      "0.25",
+      "--cuda-graph-memory-gib",
+      "0",
+    ]);
     expect(r.code, r.err).toBe(0);
     // ceil(1 GiB x 0.9) = 966,367,642 - 536,870,912 = 429,496,730 B / 16,384 = 26,214 pages
     // floor(26,214 / 3) x 16 = 8,738 x 16 = 139,808 tokens

@@ -16,7 +16,8 @@ workload: { trace: ./trace.jsonl, format: kvsim }
 kv_transfer:
 ${kvTransfer}
 `;
-const TWO_REQUESTS = '{"request_id":"a","arrival_ms":0,"input_tokens":4,"output_tokens":2}\n{"request_id":"b","arrival_ms":0,"input_tokens":4,"output_tokens":2}\n';
+const TWO_REQUESTS =
+  '{"request_id":"a","arrival_ms":0,"input_tokens":4,"output_tokens":2}\n{"request_id":"b","arrival_ms":0,"input_tokens":4,"output_tokens":2}\n';
 
 let dir: string;
 beforeEach(() => {

@@ -24,7 +24,9 @@ beforeEach(() => {
   writeFileSync(path("spec.yaml"), SPEC);
   writeFileSync(path("trace.jsonl"), '{"request_id":"a","arrival_ms":0,"input_tokens":4,"output_tokens":2}\n');
 });
-afterEach(() => { rmSync(dir, { recursive: true, force: true }); });
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
 
 async function replay(...args: string[]) {
   const io = captureIo();
@@ -43,14 +45,27 @@ describe("kvsim replay --timeseries", () => {
     );
     // Row 15: the completion, 2 tokens / 5 ms = 400 tok/s out, the 4-token prompt = 800 tok/s in,
     // nothing running, the full first page cached, pass 2 (1 token, 2 ms) started at 12.
-    expect(lines.slice(1)).toEqual(["0,1,0,0,0,0,0,0,1,0,1,0,1,4,12", "5,0,0,0,0,0,0,0,1,0,1,0,0,,", "10,0,0,0,0,0,0,0,1,0,1,0,0,,", "15,0,1,0,800,400,0,0,0,0,0,1,1,1,2"]);
+    expect(lines.slice(1)).toEqual([
+      "0,1,0,0,0,0,0,0,1,0,1,0,1,4,12",
+      "5,0,0,0,0,0,0,0,1,0,1,0,0,,",
+      "10,0,0,0,0,0,0,0,1,0,1,0,0,,",
+      "15,0,1,0,800,400,0,0,0,0,0,1,1,1,2",
+    ]);
   });
 
   it("writes JSONL by the extension: one object per sample", async () => {
     const r = await replay("--spec", path("spec.yaml"), "--timeseries", path("ts.jsonl"), "--sample-ms", "5");
     expect(r.code).toBe(0);
-    const rows = readFileSync(path("ts.jsonl"), "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as { time_ms: number; workers: { W0: { running: number } } });
-    expect(rows.map((x) => [x.time_ms, x.workers.W0.running])).toEqual([[0, 1], [5, 1], [10, 1], [15, 0]]);
+    const rows = readFileSync(path("ts.jsonl"), "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { time_ms: number; workers: { W0: { running: number } } });
+    expect(rows.map((x) => [x.time_ms, x.workers.W0.running])).toEqual([
+      [0, 1],
+      [5, 1],
+      [10, 1],
+      [15, 0],
+    ]);
   });
 
   it("the bundled P/D example: the series add up to the report, and the digest does not change", async () => {
@@ -58,7 +73,10 @@ describe("kvsim replay --timeseries", () => {
     expect(r.code).toBe(0);
     const report = JSON.parse(r.stdout) as { num_requests: number; completed_requests: number; handoffs: { payload_bytes: number }; digest: string };
     expect(report.digest).toBe("4a66dec626e852fd0e6ecac76192cc69ff582ac400311172604c144660208ebc");
-    const rows = readFileSync(path("ts.jsonl"), "utf8").trimEnd().split("\n").map((l) => JSON.parse(l) as { time_ms: number; deployment: Record<string, number>; workers: Record<string, unknown> });
+    const rows = readFileSync(path("ts.jsonl"), "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { time_ms: number; deployment: Record<string, number>; workers: Record<string, unknown> });
     const sum = (k: string) => rows.reduce((a, x) => a + x.deployment[k]!, 0);
     expect(sum("arrivals")).toBe(report.num_requests);
     expect(sum("completions")).toBe(report.completed_requests);

@@ -129,7 +129,10 @@ describe("kvsim replay: data-parallel workers", () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("kvsim replay: aggregated, 1 worker x 2 DP ranks (expert parallel);");
     expect(r.stdout).toMatch(/data parallel +2 ranks per worker, expert parallel; requests per rank 1 \/ 1; 32 lockstep steps \(30 idle\), 1 wave$/m);
-    const records = readFileSync(path("records.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as { dp_ranks: unknown; first_token_ms: number });
+    const records = readFileSync(path("records.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { dp_ranks: unknown; first_token_ms: number });
     expect(records.map((x) => [x.dp_ranks, x.first_token_ms])).toEqual([
       [{ aggregated: 0 }, 12],
       [{ aggregated: 1 }, 12],

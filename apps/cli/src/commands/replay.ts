@@ -16,7 +16,10 @@ export const registerReplay: RegisterCommand = (program, ctx) => {
     .option("--requests <file>", "write per-request records as JSON lines")
     .option("--timeseries <file>", "write time series sampled on the virtual clock: .csv (one row per sample) or .jsonl (one object per sample)")
     .option("--html <file>", "write a self-contained HTML report: summary, latency CDFs, time series, per-worker table, handoffs, failures (opens offline)")
-    .option("--sample-ms <ms>", "time series interval in virtual ms, for --timeseries and --html (default: 10 ms, doubled as needed to keep 2,049 to 4,097 samples)")
+    .option(
+      "--sample-ms <ms>",
+      "time series interval in virtual ms, for --timeseries and --html (default: 10 ms, doubled as needed to keep 2,049 to 4,097 samples)",
+    )
     .option("--force", "overwrite existing output files", false)
     .option("-q, --quiet", "no progress bar (it is drawn on stderr only when stderr is a terminal)", false)
     .action(ctx.run((opts: ReplayOptions) => replayCommand(ctx.io, opts)));

@@ -7,7 +7,6 @@ import { afterAll, describe, expect, it } from "vitest";
 import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
 
-
 async function kvsim(...argv: string[]) {
   const io = captureIo();
   const code = await runCli(argv, io);

@@ -11,7 +11,10 @@ const path = (name: string) => join(dir, name);
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "kvsim-spec-"));
-  writeFileSync(path("profile.json"), JSON.stringify({ schema_version: 1, model: "test/model", vllm_version: "0.19.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 }));
+  writeFileSync(
+    path("profile.json"),
+    JSON.stringify({ schema_version: 1, model: "test/model", vllm_version: "0.19.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 }),
+  );
   writeFileSync(path("trace.jsonl"), '{"request_id":"a","arrival_ms":0,"input_tokens":100,"output_tokens":5}\n');
   writeFileSync(
     path("meta.json"),
@@ -32,11 +35,19 @@ afterAll(() => {
 describe("kvsim spec from-vllm", () => {
   it("writes the spec of a run's meta.json, with the profile and trace given, that replays as written", async () => {
     const io = captureIo();
-    expect(await runCli(["spec", "from-vllm", path("meta.json"), "--profile", path("profile.json"), "--trace", path("trace.jsonl"), "--out", path("spec.yaml")], io)).toBe(0);
+    expect(
+      await runCli(["spec", "from-vllm", path("meta.json"), "--profile", path("profile.json"), "--trace", path("trace.jsonl"), "--out", path("spec.yaml")], io),
+    ).toBe(0);
     const spec = parseYaml(readFileSync(path("spec.yaml"), "utf8")) as Record<string, Record<string, unknown>>;
     // Paths relative to the spec's folder; the run's settings where the spec keeps them.
     expect([spec.profile, spec.workload]).toEqual(["./profile.json", { trace: "./trace.jsonl", format: "kvsim" }]);
-    expect(spec.engine).toMatchObject({ num_gpu_blocks: 500, max_num_seqs: 32, max_num_batched_tokens: 1024, async_scheduling: true, scheduler_reserve_full_isl: false });
+    expect(spec.engine).toMatchObject({
+      num_gpu_blocks: 500,
+      max_num_seqs: 32,
+      max_num_batched_tokens: 1024,
+      async_scheduling: true,
+      scheduler_reserve_full_isl: false,
+    });
     // An unknown accelerator: no roofline; the notes say so.
     expect(spec.timing).toEqual({ type: "profile" });
     expect(io.stdout).toContain('note: hardware.device_name "Some Accelerator 9000" is no GPU kvsim knows');
@@ -47,7 +58,25 @@ describe("kvsim spec from-vllm", () => {
 
   it("writes the spec of vllm serve arguments, with the roofline on --gpu, and notes what it assumed and left out", async () => {
     const io = captureIo();
-    const args = ["spec", "from-vllm", "--out", path("serve.yaml"), "--gpu", "H100-SXM", "--", "vllm", "serve", "test/model", "--max-num-seqs", "128", "--tensor-parallel-size", "2", "--async-scheduling", "--swap-space", "4"];
+    const args = [
+      "spec",
+      "from-vllm",
+      "--out",
+      path("serve.yaml"),
+      "--gpu",
+      "H100-SXM",
+      "--",
+      "vllm",
+      "serve",
+      "test/model",
+      "--max-num-seqs",
+      "128",
+      "--tensor-parallel-size",
+      "2",
+      "--async-scheduling",
+      "--swap-space",
+      "4",
+    ];
     expect(await runCli(args, io)).toBe(0);
     const spec = parseYaml(readFileSync(path("serve.yaml"), "utf8")) as Record<string, Record<string, unknown>>;
     expect(spec.engine).toMatchObject({ max_num_seqs: 128, async_scheduling: true, scheduler_reserve_full_isl: true, gpu: "H100-SXM" });

@@ -22,7 +22,10 @@ export const registerSweep: RegisterCommand = (program, ctx) => {
     .option("--max-workers <n>", "min-workers: most workers per pool tried (default 16)")
     .option("--queue <url>", "run the points on a BullMQ queue in Redis, e.g. redis://127.0.0.1:6379/0")
     .option("--sweep-id <id>", "with --queue: restart the sweep of this id (its done points are not run again), or with --cancel: the sweep to cancel")
-    .option("--cancel", "with --queue and --sweep-id: cancel that queued sweep (its points no worker took and its finished ones are removed; workers skip the rest)")
+    .option(
+      "--cancel",
+      "with --queue and --sweep-id: cancel that queued sweep (its points no worker took and its finished ones are removed; workers skip the rest)",
+    )
     .option("--queue-name <name>", "with --queue: the queue's name (default kvsim-sweep)")
     .option("--queue-prefix <prefix>", "with --queue: the Redis key prefix (default kvsim)")
     .option("--force", "overwrite existing output files", false)

@@ -32,7 +32,10 @@ export const registerTrace: RegisterCommand = (program, ctx) => {
       "Write a kvsim trace (JSONL) of a measured run's requests: the same ids, arrival times (from the first) and lengths, and the prompts' token ids when --prompts gives them (prefix caching is then replayed exactly). Point a spec's workload at it (format: kvsim) to replay, compare or calibrate against the run.",
     )
     .option("--measured <file>", "the measured run: vLLM per-request stats (requests.jsonl), vllm bench JSON with start_times, or kvsim records")
-    .option("--prompts <file>", "JSONL of the prompts as sent, one a line (line N is request bench-N unless it has a request_id), with input_tok_ids or input_token_ids")
+    .option(
+      "--prompts <file>",
+      "JSONL of the prompts as sent, one a line (line N is request bench-N unless it has a request_id), with input_tok_ids or input_token_ids",
+    )
     .option("--out <file>", "the trace to write")
     .option("--force", "overwrite an existing --out file", false)
     .action(ctx.run((opts: TraceFromMeasuredOptions) => traceFromMeasuredCommand(ctx.io, opts)));

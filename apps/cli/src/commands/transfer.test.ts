@@ -7,7 +7,6 @@ import { glmFlashProfile } from "@kvsim/profile-schema/testing";
 import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
 
-
 // GLM-5.3-Flash, TP 4, fp8, vLLM 0.32.0 (docs/rules/grouped-pd.md §2; the arithmetic is in
 // @kvsim/profile-schema/testing): 13,045,120 B per full-attention block, 36,927,488 fixed bytes.
 const GLM = glmFlashProfile("0.32.0") as GroupedProfile;
@@ -28,7 +27,10 @@ const path = (name: string) => join(dir, name);
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "kvsim-transfer-"));
   writeFileSync(path("glm.json"), JSON.stringify(GLM));
-  writeFileSync(path("linear.json"), JSON.stringify({ schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 }));
+  writeFileSync(
+    path("linear.json"),
+    JSON.stringify({ schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 }),
+  );
   const old = { ...GLM, kv_cache_groups: GLM.kv_cache_groups.map((g) => (g.name === "tail_ring" ? { ...g, transfer_bytes_per_block: undefined } : g)) };
   oldText = JSON.stringify(old);
   writeFileSync(path("old.json"), oldText);
@@ -83,7 +85,15 @@ describe("kvsim transfer --format json", () => {
   it("a partial destination hit defaults to destination_missing and charges what is missing", async () => {
     // Hit 4,352 = 2 blocks; 4 - 2 = 2 missing: 2 x 13,045,120 = 26,090,240 + 36,927,488 = 63,017,728 B = 63.017728 ms.
     const out = await json(["--profile", path("glm.json"), "--prompt-tokens", "8192", "--destination-cached-tokens", "4352", "--bandwidth", "1 GB/s"]);
-    expect(out).toMatchObject({ mode: "destination_missing", destination_cached_tokens: 4352, missing_units: 2, missing_fixed_bytes: 36_927_488, fixed_bytes: 36_927_488, payload_bytes: 63_017_728, delay_ms: 63.017728 });
+    expect(out).toMatchObject({
+      mode: "destination_missing",
+      destination_cached_tokens: 4352,
+      missing_units: 2,
+      missing_fixed_bytes: 36_927_488,
+      fixed_bytes: 36_927_488,
+      payload_bytes: 63_017_728,
+      delay_ms: 63.017728,
+    });
     expect((out.groups as { blocks: number }[]).map((g) => g.blocks)).toEqual([2, 1, 1, 1, 1, 1]);
   });
   it("a full destination hit moves nothing; --mode full_prompt still charges the whole prompt", async () => {
@@ -118,7 +128,18 @@ describe("kvsim transfer --format json", () => {
       delay_ms: null,
     });
     // No hit: cdiv(10, 4) x 4 = 12 tokens x 1,000 = 12,000 B; at 2 GB/s 12,000 / 2e9 s = 0.006 ms.
-    const missing = await json(["--profile", path("linear.json"), "--prompt-tokens", "10", "--block-size", "4", "--destination-cached-tokens", "0", "--bandwidth", "2 GB/s"]);
+    const missing = await json([
+      "--profile",
+      path("linear.json"),
+      "--prompt-tokens",
+      "10",
+      "--block-size",
+      "4",
+      "--destination-cached-tokens",
+      "0",
+      "--bandwidth",
+      "2 GB/s",
+    ]);
     expect(missing).toMatchObject({ mode: "destination_missing", missing_units: 12, payload_bytes: 12_000, delay_ms: 0.006 });
     expect(missing).not.toHaveProperty("block_size_tokens");
   });
@@ -141,7 +162,18 @@ describe("kvsim transfer (table)", () => {
     expect(lines).toContain("delay        89.107968 ms at 1 GB/s");
   });
   it("prints a linear profile's pseudo-group row in engine blocks and its payload in tokens", async () => {
-    const r = await run(["--profile", path("linear.json"), "--prompt-tokens", "10", "--destination-cached-tokens", "4", "--block-size", "4", "--bandwidth", "1 GB/s"]);
+    const r = await run([
+      "--profile",
+      path("linear.json"),
+      "--prompt-tokens",
+      "10",
+      "--destination-cached-tokens",
+      "4",
+      "--block-size",
+      "4",
+      "--bandwidth",
+      "1 GB/s",
+    ]);
     expect(r.code).toBe(0);
     const lines = r.stdout.split("\n");
     expect(lines).toContain("profile      test/linear (vLLM 0.32.0; linear, 1,000 bytes per token, engine block 4 tokens)");
@@ -175,7 +207,9 @@ describe("kvsim transfer --bandwidth", () => {
     const now = await run(["--profile", path("glm.json"), "--prompt-tokens", "8192", "--bandwidth", "50 GB/s", "--format", "json"]);
     expect(old.code).toBe(0);
     expect(old.stdout).toBe(now.stdout);
-    expect(old.stderr).toBe('warning: --bandwidth-gbps is deprecated: it means gigabytes per second, but "Gbps" reads as gigabits (8x less); write --bandwidth "50 GB/s"\n');
+    expect(old.stderr).toBe(
+      'warning: --bandwidth-gbps is deprecated: it means gigabytes per second, but "Gbps" reads as gigabits (8x less); write --bandwidth "50 GB/s"\n',
+    );
   });
 });
 
@@ -225,7 +259,9 @@ describe("kvsim transfer: bad input exits 2 and prints nothing on stdout", () =>
     expect(r.code).toBe(2);
     // The field is absent, so the message points at its group: the object that opens with "tail_ring", on line 1.
     const column = oldText.indexOf('{"name":"tail_ring"') + 1;
-    expect(r.stderr).toContain(`${path("old.json")}:1:${column}: kv_cache_groups[1].transfer_bytes_per_block: transfer_bytes_per_block is required on every group for P/D (kv_cache_groups[1] "tail_ring" has none)`);
+    expect(r.stderr).toContain(
+      `${path("old.json")}:1:${column}: kv_cache_groups[1].transfer_bytes_per_block: transfer_bytes_per_block is required on every group for P/D (kv_cache_groups[1] "tail_ring" has none)`,
+    );
     expect(r.stdout).toBe("");
   });
 });

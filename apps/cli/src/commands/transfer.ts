@@ -1,4 +1,13 @@
-import { DEFAULT_LINEAR_BLOCK_SIZE, InputError, MAX_REQUEST_TOKENS, TransferModeSchema, isGroupedProfile, tokens, type Profile, type TransferMode } from "@kvsim/profile-schema";
+import {
+  DEFAULT_LINEAR_BLOCK_SIZE,
+  InputError,
+  MAX_REQUEST_TOKENS,
+  TransferModeSchema,
+  isGroupedProfile,
+  tokens,
+  type Profile,
+  type TransferMode,
+} from "@kvsim/profile-schema";
 import {
   chargedFixedBytes,
   groupPayload,
@@ -17,7 +26,12 @@ import { loadProfileFile, profileProblems } from "../spec-check.js";
 import { tableLines } from "../text-table.js";
 
 /** The prompt-length bound every command shares: the longest prompt a request may have. */
-export const PROMPT_TOKENS_BOUND = { integer: true, min: 1, max: MAX_REQUEST_TOKENS, maxText: `${MAX_REQUEST_TOKENS} (2^24), the longest prompt a request may have` } as const;
+export const PROMPT_TOKENS_BOUND = {
+  integer: true,
+  min: 1,
+  max: MAX_REQUEST_TOKENS,
+  maxText: `${MAX_REQUEST_TOKENS} (2^24), the longest prompt a request may have`,
+} as const;
 
 interface TransferFlags extends BandwidthFlags {
   readonly profile: string;
@@ -52,9 +66,10 @@ export function registerTransfer(program: Command, ctx: CommandContext): void {
     .option("--bandwidth <B>", BANDWIDTH_FLAG_HELP)
     .option("--bandwidth-gbps <G>", BANDWIDTH_GBPS_FLAG_HELP)
     .addOption(
-      new Option("--mode <mode>", "what is charged: full_prompt (the whole prompt) or destination_missing (what the destination lacks; the whole prompt when no destination is given) (default: destination_missing when --destination-cached-tokens is given, else full_prompt)").choices(
-        TransferModeSchema.options,
-      ),
+      new Option(
+        "--mode <mode>",
+        "what is charged: full_prompt (the whole prompt) or destination_missing (what the destination lacks; the whole prompt when no destination is given) (default: destination_missing when --destination-cached-tokens is given, else full_prompt)",
+      ).choices(TransferModeSchema.options),
     )
     .option("--block-size <B>", `linear profiles only: the engine's tokens per block (default ${DEFAULT_LINEAR_BLOCK_SIZE})`)
     .addOption(new Option("--format <format>", "output format").choices(["table", "json"]).default("table"))
@@ -71,9 +86,14 @@ function priceTransfer(io: CliIo, flags: TransferFlags): TransferReport {
   // Flags first (cheap), then the file.
   const n = numberOption("--prompt-tokens", flags.promptTokens, PROMPT_TOKENS_BOUND);
   const cached =
-    flags.destinationCachedTokens === undefined ? undefined : numberOption("--destination-cached-tokens", flags.destinationCachedTokens, { ...PROMPT_TOKENS_BOUND, min: 0 });
+    flags.destinationCachedTokens === undefined
+      ? undefined
+      : numberOption("--destination-cached-tokens", flags.destinationCachedTokens, { ...PROMPT_TOKENS_BOUND, min: 0 });
   // A destination cannot hold more of the prompt than the prompt has.
-  if (cached !== undefined && cached > n) throw new UsageError(`--destination-cached-tokens (${cached}) must be at most --prompt-tokens (${n}): the destination cannot hold more of the prompt than it has`);
+  if (cached !== undefined && cached > n)
+    throw new UsageError(
+      `--destination-cached-tokens (${cached}) must be at most --prompt-tokens (${n}): the destination cannot hold more of the prompt than it has`,
+    );
   const gbps = bandwidthFromFlags(io, flags);
   const blockSize = flags.blockSize === undefined ? undefined : numberOption("--block-size", flags.blockSize, { integer: true, min: 1 });
 
@@ -84,7 +104,11 @@ function priceTransfer(io: CliIo, flags: TransferFlags): TransferReport {
     throw new UsageError("--block-size applies to linear profiles only: a grouped profile takes its block size from its full_attention groups");
   }
   const issues = transferProfileIssues(profile);
-  if (issues.length > 0) throw new InputError(loaded.file, profileProblems(loaded, issues).map((p) => p.issue));
+  if (issues.length > 0)
+    throw new InputError(
+      loaded.file,
+      profileProblems(loaded, issues).map((p) => p.issue),
+    );
 
   const mode: TransferMode = flags.mode ?? (cached === undefined ? "full_prompt" : "destination_missing");
   const linear = { blockSizeTokens: blockSize };
@@ -145,9 +169,13 @@ function renderTable(r: TransferReport): string {
       : `linear, ${thousands(t.bytesPerUnit)} bytes per token, engine block ${plural(r.linearBlockSize ?? DEFAULT_LINEAR_BLOCK_SIZE, "token")}`;
   lines.push(`profile      ${p.model} (vLLM ${p.vllm_version}; ${shape})`);
   const promptUnits = t.unit === "block" ? ` = ${plural(t.promptUnits, "block")}` : "";
-  lines.push(`prompt       ${plural(r.promptTokens, "token")}: backoff ${thousands(t.backoffTokens)}, transferred ${plural(t.transferredTokens, "token")}${promptUnits}`);
+  lines.push(
+    `prompt       ${plural(r.promptTokens, "token")}: backoff ${thousands(t.backoffTokens)}, transferred ${plural(t.transferredTokens, "token")}${promptUnits}`,
+  );
   if (t.missing !== undefined && r.destinationCachedTokens !== undefined) {
-    lines.push(`destination  holds ${plural(r.destinationCachedTokens, "token")}; lacks ${plural(t.missing.units, unit)} and ${plural(t.missing.fixedBytes, "fixed byte")}`);
+    lines.push(
+      `destination  holds ${plural(r.destinationCachedTokens, "token")}; lacks ${plural(t.missing.units, unit)} and ${plural(t.missing.fixedBytes, "fixed byte")}`,
+    );
   }
   lines.push(`mode         ${t.mode}`);
   lines.push("");

@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../main.js";
 import { captureIo } from "../test-io.js";
 
-
 async function validate(file: string, ...flags: string[]) {
   const io = captureIo();
   const code = await runCli(["validate", file, ...flags], io);
@@ -113,7 +112,14 @@ describe("kvsim validate: the bundled example profiles", () => {
     }
     // Only 0.32.0 takes one FlashKDA checkpoint block on each of the four KDA groups.
     expect(load(GLM_032).kv_cache_groups?.map((g) => g.prefill_checkpoint_blocks)).toStrictEqual([undefined, undefined, 1, 1, 1, 1]);
-    expect(load(GLM_031).kv_cache_groups?.map((g) => g.prefill_checkpoint_blocks)).toStrictEqual([undefined, undefined, undefined, undefined, undefined, undefined]);
+    expect(load(GLM_031).kv_cache_groups?.map((g) => g.prefill_checkpoint_blocks)).toStrictEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 
   it("say in the description and the provenance that the timings are illustrative, not measured", () => {
@@ -135,7 +141,8 @@ describe("kvsim validate: the bundled example profiles", () => {
       const pre = fp.prefill;
       for (const a of pre) {
         for (const b of pre) {
-          if (a.batch_size <= b.batch_size && a.new_tokens <= b.new_tokens && a.cached_tokens <= b.cached_tokens) expect(a.latency_ms).toBeLessThanOrEqual(b.latency_ms);
+          if (a.batch_size <= b.batch_size && a.new_tokens <= b.new_tokens && a.cached_tokens <= b.cached_tokens)
+            expect(a.latency_ms).toBeLessThanOrEqual(b.latency_ms);
         }
       }
       for (const a of fp.decode) {
@@ -150,7 +157,10 @@ describe("kvsim validate: the bundled example profiles", () => {
 describe("kvsim validate: refused profiles (exit 2, the field path named)", () => {
   it("accepts the small test profile itself", async () => {
     const r = await validate(write("ok.json", profileText()));
-    expect([r.code, r.stdout]).toStrictEqual([0, "ok: profile test/hybrid, vLLM 0.32.0, grouped, 2 groups (full_attention 1, sliding_window 1), page 4,096 B\n"]);
+    expect([r.code, r.stdout]).toStrictEqual([
+      0,
+      "ok: profile test/hybrid, vLLM 0.32.0, grouped, 2 groups (full_attention 1, sliding_window 1), page 4,096 B\n",
+    ]);
   });
   it("an unknown key", async () => {
     const file = write("unknown.json", profileText({ extra: ' "colour": "red",' }));
@@ -160,7 +170,9 @@ describe("kvsim validate: refused profiles (exit 2, the field path named)", () =
   });
   it("duplicate group names", async () => {
     const file = write("dup.json", profileText().replace('"name": "sw"', '"name": "fa"'));
-    expect((await validate(file)).stderr).toBe(`error: invalid input\n${file}:9:7: kv_cache_groups[1].name: duplicate group name "fa" (also kv_cache_groups[0])\n`);
+    expect((await validate(file)).stderr).toBe(
+      `error: invalid input\n${file}:9:7: kv_cache_groups[1].name: duplicate group name "fa" (also kv_cache_groups[0])\n`,
+    );
   });
   it("window_tokens on a full-attention group", async () => {
     const file = write("fa-window.json", profileText().replace('{ "name": "fa"', '{ "window_tokens": 64, "name": "fa"'));
@@ -178,7 +190,11 @@ describe("kvsim validate: refused profiles (exit 2, the field path named)", () =
     expect(r.stderr).toBe(`error: invalid input\n${file}:9:5: kv_cache_groups[1].window_tokens: is required for a sliding_window group\n`);
   });
   it("transfer_bytes_per_block of 2^53 + 1", async () => {
-    const text = profileText({ groups: ['"transfer_bytes_per_block": 9007199254740993, "name": "fa", "kind": "full_attention", "num_layers": 2, "block_size_tokens": 16, "prefix_cacheable": true'] });
+    const text = profileText({
+      groups: [
+        '"transfer_bytes_per_block": 9007199254740993, "name": "fa", "kind": "full_attention", "num_layers": 2, "block_size_tokens": 16, "prefix_cacheable": true',
+      ],
+    });
     const file = write("big.json", text.replace('"page_size_bytes": 4096', '"page_size_bytes": 9007199254740992'));
     const r = await validate(file);
     expect(r.code).toBe(2);
@@ -187,17 +203,39 @@ describe("kvsim validate: refused profiles (exit 2, the field path named)", () =
     );
   });
   it("a negative and a fractional block_size_tokens", async () => {
-    const neg = write("neg.json", profileText().replace('"name": "fa", "kind": "full_attention", "num_layers": 2, "block_size_tokens": 16', '"block_size_tokens": -16, "name": "fa", "kind": "full_attention", "num_layers": 2'));
-    expect(await validate(neg)).toStrictEqual({ code: 2, stdout: "", stderr: `error: invalid input\n${neg}:8:7: kv_cache_groups[0].block_size_tokens: must be at least 1 (got -16)\n` });
-    const frac = write("frac.json", profileText().replace('"name": "sw", "kind": "sliding_window", "window_tokens": 32, "num_layers": 2, "block_size_tokens": 16', '"block_size_tokens": 2.5, "name": "sw", "kind": "sliding_window", "window_tokens": 32, "num_layers": 2'));
-    expect(await validate(frac)).toStrictEqual({ code: 2, stdout: "", stderr: `error: invalid input\n${frac}:9:7: kv_cache_groups[1].block_size_tokens: expected an integer (got 2.5)\n` });
+    const neg = write(
+      "neg.json",
+      profileText().replace(
+        '"name": "fa", "kind": "full_attention", "num_layers": 2, "block_size_tokens": 16',
+        '"block_size_tokens": -16, "name": "fa", "kind": "full_attention", "num_layers": 2',
+      ),
+    );
+    expect(await validate(neg)).toStrictEqual({
+      code: 2,
+      stdout: "",
+      stderr: `error: invalid input\n${neg}:8:7: kv_cache_groups[0].block_size_tokens: must be at least 1 (got -16)\n`,
+    });
+    const frac = write(
+      "frac.json",
+      profileText().replace(
+        '"name": "sw", "kind": "sliding_window", "window_tokens": 32, "num_layers": 2, "block_size_tokens": 16',
+        '"block_size_tokens": 2.5, "name": "sw", "kind": "sliding_window", "window_tokens": 32, "num_layers": 2',
+      ),
+    );
+    expect(await validate(frac)).toStrictEqual({
+      code: 2,
+      stdout: "",
+      stderr: `error: invalid input\n${frac}:9:7: kv_cache_groups[1].block_size_tokens: expected an integer (got 2.5)\n`,
+    });
   });
   it("both kv_bytes_per_token and kv_cache_groups", async () => {
     const file = write("both.json", profileText({ extra: ' "kv_bytes_per_token": 4096,' }));
     const r = await validate(file);
     expect(r.code).toBe(2);
     // The added key starts at column 28 of line 6, as in the unknown-key case.
-    expect(r.stderr).toBe(`error: invalid input\n${file}:6:28: kv_bytes_per_token: a profile has either kv_bytes_per_token (linear) or kv_cache_groups (grouped), never both\n`);
+    expect(r.stderr).toBe(
+      `error: invalid input\n${file}:6:28: kv_bytes_per_token: a profile has either kv_bytes_per_token (linear) or kv_cache_groups (grouped), never both\n`,
+    );
   });
   it("malformed JSON, with line and column", async () => {
     // Line 3 loses its comma; the parser expects ',' where line 4's key starts (column 3).
@@ -205,16 +243,26 @@ describe("kvsim validate: refused profiles (exit 2, the field path named)", () =
     expect(await validate(file)).toStrictEqual({ code: 2, stdout: "", stderr: `error: invalid input\n${file}:4:3: malformed JSON: expected ','\n` });
   });
   it("lists every problem at once", async () => {
-    const file = write("many.json", profileText({ version: "latest" }).replace('"num_layers": 2, "block_size_tokens": 16, "prefix', '"num_layers": 0, "block_size_tokens": 16, "prefix'));
+    const file = write(
+      "many.json",
+      profileText({ version: "latest" }).replace('"num_layers": 2, "block_size_tokens": 16, "prefix', '"num_layers": 0, "block_size_tokens": 16, "prefix'),
+    );
     const r = await validate(file);
     expect(r.code).toBe(2);
-    expect(r.stderr.split("\n").filter((l) => l.startsWith(file)).map((l) => l.split(": ")[1])).toStrictEqual(["vllm_version", "kv_cache_groups[0].num_layers"]);
+    expect(
+      r.stderr
+        .split("\n")
+        .filter((l) => l.startsWith(file))
+        .map((l) => l.split(": ")[1]),
+    ).toStrictEqual(["vllm_version", "kv_cache_groups[0].num_layers"]);
   });
   it("names a missing file, and a file that is neither a profile nor a spec", async () => {
     const missing = join(dir, "nope.json");
     expect(await validate(missing)).toStrictEqual({ code: 2, stdout: "", stderr: `error: invalid input\n${missing}: cannot read the file: no such file\n` });
     const other = write("other.json", '{ "colour": "red" }');
-    expect((await validate(other)).stderr).toBe(`error: invalid input\n${other}:1:1: is neither a profile (it has no schema_version) nor a spec (it has no version)\n`);
+    expect((await validate(other)).stderr).toBe(
+      `error: invalid input\n${other}:1:1: is neither a profile (it has no schema_version) nor a spec (it has no version)\n`,
+    );
     // Without its marker, a document with profile keys is checked as a profile (and one with spec
     // keys as a spec, as replay reads it), so the schema names what is missing.
     const profile = write("unmarked.json", '{ "model": "x" }');
@@ -247,7 +295,13 @@ describe("kvsim validate: specs", () => {
     "",
   ].join("\n");
   const spec = (lines: string[]) => ["version: 1", ...lines].join("\n");
-  const disagg = ["topology:", "  kind: disaggregated", "  prefill: { workers: 2 }", "  decode: { workers: 2 }", "timing: { type: fixed, prefill_ms: 10, decode_ms: 2 }"];
+  const disagg = [
+    "topology:",
+    "  kind: disaggregated",
+    "  prefill: { workers: 2 }",
+    "  decode: { workers: 2 }",
+    "timing: { type: fixed, prefill_ms: 10, decode_ms: 2 }",
+  ];
 
   it("loads the profile by relative path, runs the gate and streams the trace", async () => {
     writeFileSync(join(dir, "glm.json"), readFileSync(example(GLM_032)));
@@ -261,17 +315,38 @@ describe("kvsim validate: specs", () => {
   });
   it("reads an Azure trace with CRLF line ends", async () => {
     write("azure.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:15:46.6805900,374,44\r\n2023-11-16 18:15:47.0000000,10,1\r\n");
-    const file = write("azure.yaml", spec(["profile: " + example(LLAMA), "topology: { kind: aggregated, workers: 1 }", "timing: { type: profile }", "workload: { trace: azure.csv, format: azure }"]));
-    expect((await validate(file)).stdout).toBe(`ok: spec v1, aggregated 1 worker, profile meta-llama/Llama-3.1-8B-Instruct, trace ${join(dir, "azure.csv")} (2 requests)\n`);
+    const file = write(
+      "azure.yaml",
+      spec([
+        "profile: " + example(LLAMA),
+        "topology: { kind: aggregated, workers: 1 }",
+        "timing: { type: profile }",
+        "workload: { trace: azure.csv, format: azure }",
+      ]),
+    );
+    expect((await validate(file)).stdout).toBe(
+      `ok: spec v1, aggregated 1 worker, profile meta-llama/Llama-3.1-8B-Instruct, trace ${join(dir, "azure.csv")} (2 requests)\n`,
+    );
   });
   it("summarises a synthetic workload with an inline profile", async () => {
     const inline = '{ schema_version: 1, model: tiny, vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1024 }';
-    const file = write("synthetic.yaml", spec([`profile: ${inline}`, "topology: { kind: aggregated, workers: 3 }", "timing: { type: polynomial }", "workload: { synthetic: { requests: 100, input_tokens: 64, output_tokens: 8 } }"]));
+    const file = write(
+      "synthetic.yaml",
+      spec([
+        `profile: ${inline}`,
+        "topology: { kind: aggregated, workers: 3 }",
+        "timing: { type: polynomial }",
+        "workload: { synthetic: { requests: 100, input_tokens: 64, output_tokens: 8 } }",
+      ]),
+    );
     expect(await validate(file)).toStrictEqual({ code: 0, stdout: "ok: spec v1, aggregated 3 workers, profile tiny, synthetic 100 requests\n", stderr: "" });
   });
   it("runs the P/D gate for both roles, naming role and field at the profile's line", async () => {
     write("old-version.json", profileText({ version: "0.30.0" }));
-    const file = write("gate.yaml", spec(["profile: old-version.json", ...disagg, "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }"]));
+    const file = write(
+      "gate.yaml",
+      spec(["profile: old-version.json", ...disagg, "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }"]),
+    );
     const p = join(dir, "old-version.json");
     expect(await validate(file)).toStrictEqual({
       code: 2,
@@ -285,8 +360,12 @@ describe("kvsim validate: specs", () => {
     });
   });
   it("points gate problems of an inline profile into the spec, with the profile's path", async () => {
-    const inline = '{ schema_version: 1, model: m, vllm_version: "0.32.0", tensor_parallel_size: 1, page_size_bytes: 64, kv_cache_groups: [{ name: s, kind: state, num_layers: 1, block_size_tokens: 16, prefix_cacheable: true, transfer_bytes_per_block: 64 }] }';
-    const file = write("inline-gate.yaml", spec([`profile: ${inline}`, ...disagg, "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }"]));
+    const inline =
+      '{ schema_version: 1, model: m, vllm_version: "0.32.0", tensor_parallel_size: 1, page_size_bytes: 64, kv_cache_groups: [{ name: s, kind: state, num_layers: 1, block_size_tokens: 16, prefix_cacheable: true, transfer_bytes_per_block: 64 }] }';
+    const file = write(
+      "inline-gate.yaml",
+      spec([`profile: ${inline}`, ...disagg, "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }"]),
+    );
     const r = await validate(file);
     // Line 2 is "profile: " (9 characters) + the inline profile, where "{ " (2), "schema_version: 1, " (19),
     // "model: m, " (10), 'vllm_version: "0.32.0", ' (24), "tensor_parallel_size: 1, " (25) and
@@ -299,7 +378,12 @@ describe("kvsim validate: specs", () => {
   it("refuses prefill and decode roles with different cache layouts at the spec's decode.profile, naming both files", async () => {
     const file = write(
       "topology.yaml",
-      spec([`profile: ${example(GLM_032)}`, `decode: { profile: ${example(LLAMA)} }`, ...disagg, "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }"]),
+      spec([
+        `profile: ${example(GLM_032)}`,
+        `decode: { profile: ${example(LLAMA)} }`,
+        ...disagg,
+        "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }",
+      ]),
     );
     const r = await validate(file);
     expect(r.code).toBe(2);
@@ -309,13 +393,24 @@ describe("kvsim validate: specs", () => {
     );
   });
   it("lists every problem: a missing profile, a bad trace line, and timing without tables", async () => {
-    write("bad-trace.jsonl", '{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n{"timestamp": 1, "input_length": -3, "output_length": 1, "hash_ids": [1]}\n');
-    const file = write("many.yaml", spec(["profile: missing.json", ...disagg.slice(0, 4), "timing: { type: profile }", "workload: { trace: bad-trace.jsonl, format: mooncake }"]));
+    write(
+      "bad-trace.jsonl",
+      '{"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]}\n{"timestamp": 1, "input_length": -3, "output_length": 1, "hash_ids": [1]}\n',
+    );
+    const file = write(
+      "many.yaml",
+      spec(["profile: missing.json", ...disagg.slice(0, 4), "timing: { type: profile }", "workload: { trace: bad-trace.jsonl, format: mooncake }"]),
+    );
     const r = await validate(file);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
       // The unreadable profile is reported where the spec names it: line 2, `profile: missing.json`, column 1.
-      ["error: invalid input", `${file}:2:1: profile: ${join(dir, "missing.json")}: cannot read the file: no such file`, `${join(dir, "bad-trace.jsonl")}:2: input_length: must be at least 1 (got -3)`, ""].join("\n"),
+      [
+        "error: invalid input",
+        `${file}:2:1: profile: ${join(dir, "missing.json")}: cannot read the file: no such file`,
+        `${join(dir, "bad-trace.jsonl")}:2: input_length: must be at least 1 (got -3)`,
+        "",
+      ].join("\n"),
     );
     // A --set that names a missing profile is blamed on the flag, not on the spec's line; its
     // relative path is taken from the working folder, as the README says for --set.
@@ -323,20 +418,48 @@ describe("kvsim validate: specs", () => {
     const viaFlag = await validate(file, "--set", `profile=${gone}`);
     expect(viaFlag.stderr.split("\n")[1]).toBe(`--set profile=${gone}: profile: ${gone}: cannot read the file: no such file`);
     write("no-tables.json", profileText());
-    const noTables = write("no-tables.yaml", spec(["profile: no-tables.json", ...disagg.slice(0, 4), "timing: { type: profile }", "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }"]));
+    const noTables = write(
+      "no-tables.yaml",
+      spec([
+        "profile: no-tables.json",
+        ...disagg.slice(0, 4),
+        "timing: { type: profile }",
+        "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }",
+      ]),
+    );
     // Line 1 version, 2 profile, 3-6 topology, 7 `timing: { type: profile }`: "type" is at column 11.
     expect((await validate(noTables)).stderr).toBe(
       `error: invalid input\n${noTables}:7:11: timing.type: "profile" timing needs the profile's forward_pass tables, and profile test/hybrid has none: measure its passes, or use timing type roofline (from the model_shape kvsim profile from-hf writes), linear (fitted by kvsim calibrate) or fixed\n`,
     );
   });
   it("names a missing trace file", async () => {
-    const file = write("no-trace.yaml", spec([`profile: ${example(LLAMA)}`, "topology: { kind: aggregated, workers: 1 }", "timing: { type: polynomial }", "workload: { trace: gone.jsonl, format: kvsim }"]));
+    const file = write(
+      "no-trace.yaml",
+      spec([
+        `profile: ${example(LLAMA)}`,
+        "topology: { kind: aggregated, workers: 1 }",
+        "timing: { type: polynomial }",
+        "workload: { trace: gone.jsonl, format: kvsim }",
+      ]),
+    );
     expect((await validate(file)).stderr).toBe(`error: invalid input\n${join(dir, "gone.jsonl")}: cannot read the trace: no such file\n`);
   });
   it("refuses an unknown spec key and a spec without a workload source, with lines", async () => {
-    const unknown = write("unknown.yaml", spec([`profile: ${example(LLAMA)}`, "topology: { kind: aggregated, workers: 1 }", "timing: { type: polynomial }", "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }", "colour: red"]));
+    const unknown = write(
+      "unknown.yaml",
+      spec([
+        `profile: ${example(LLAMA)}`,
+        "topology: { kind: aggregated, workers: 1 }",
+        "timing: { type: polynomial }",
+        "workload: { synthetic: { requests: 1, input_tokens: 1, output_tokens: 1 } }",
+        "colour: red",
+      ]),
+    );
     expect(await validate(unknown)).toStrictEqual({ code: 2, stdout: "", stderr: `error: invalid input\n${unknown}:6:1: colour: unknown key\n` });
-    const noSource = write("no-source.yaml", spec([`profile: ${example(LLAMA)}`, "topology: { kind: aggregated, workers: 1 }", "timing: { type: polynomial }", "workload: { speedup: 2 }"]));
+    const noSource = write(
+      "no-source.yaml",
+      spec([`profile: ${example(LLAMA)}`, "topology: { kind: aggregated, workers: 1 }", "timing: { type: polynomial }", "workload: { speedup: 2 }"]),
+    );
     expect((await validate(noSource)).stderr).toBe(`error: invalid input\n${noSource}:5:1: workload: needs exactly one of trace or synthetic\n`);
   });
 });

@@ -52,7 +52,9 @@ function validateProfileDocument(io: CliIo, doc: LocatedDocument): number {
   // without markers, say): a note, not an error. The gate's rules are the same for both roles.
   const gate = checkPdGate(profile, "prefill");
   if (gate.length > 0) {
-    const notes = gate.map((g) => formatIssue(doc.file, { path: g.path, message: g.message.replace(/^prefill role: /, ""), ...(doc.locate(parsePath(g.path)) ?? {}) }));
+    const notes = gate.map((g) =>
+      formatIssue(doc.file, { path: g.path, message: g.message.replace(/^prefill role: /, ""), ...(doc.locate(parsePath(g.path)) ?? {}) }),
+    );
     io.err(`note: aggregated replay only; a P/D prefill or decode rank refuses this profile:\n${notes.map((n) => `  ${n}`).join("\n")}\n`);
   }
   return EXIT_OK;
@@ -75,7 +77,11 @@ async function countTraceRequests(io: CliIo, path: string, format: TraceFormat, 
 }
 
 /** `; prefill pool 4115 pages from GPU memory, ...` for the roles whose engine sized its pool from memory. */
-function poolSummary(spec: Spec, base: LoadedProfile | undefined, roles: readonly { readonly role: PdRole; readonly loaded: LoadedProfile | undefined }[]): string {
+function poolSummary(
+  spec: Spec,
+  base: LoadedProfile | undefined,
+  roles: readonly { readonly role: PdRole; readonly loaded: LoadedProfile | undefined }[],
+): string {
   const pools: string[] = [];
   for (const { role, loaded } of roles.length > 0 ? roles : [{ role: "aggregated" as const, loaded: base }]) {
     if (loaded === undefined) continue;
@@ -117,7 +123,8 @@ async function validateSpecDocument(io: CliIo, doc: LocatedDocument, overrides: 
       ? `aggregated ${plural(spec.topology.workers, "worker")}`
       : `disaggregated ${spec.topology.prefill.workers} prefill + ${spec.topology.decode.workers} decode`;
   const models = [...new Set(used.map((l) => l?.profile.model ?? "?"))];
-  const profiles = models.length === 1 ? `profile ${models[0] ?? "?"}` : `profiles ${roles.map((r) => `${r.loaded?.profile.model ?? "?"} (${r.role})`).join(", ")}`;
+  const profiles =
+    models.length === 1 ? `profile ${models[0] ?? "?"}` : `profiles ${roles.map((r) => `${r.loaded?.profile.model ?? "?"} (${r.role})`).join(", ")}`;
   io.out(`ok: spec v1, ${topology}, ${profiles}, ${workload}${poolSummary(spec, base, roles)}\n`);
   return EXIT_OK;
 }

@@ -26,7 +26,11 @@ function untilSignal(): Promise<string> {
 }
 
 const describeRow = (row: SweepRow | undefined): string =>
-  row === undefined ? "" : row.status === "ok" ? `ok, digest ${row.digest?.slice(0, 12) ?? "?"}, ${Math.round(row.wall_time_ms)} ms` : `${row.status}: ${row.reason ?? ""}`;
+  row === undefined
+    ? ""
+    : row.status === "ok"
+      ? `ok, digest ${row.digest?.slice(0, 12) ?? "?"}, ${Math.round(row.wall_time_ms)} ms`
+      : `${row.status}: ${row.reason ?? ""}`;
 
 /**
  * `kvsim worker --queue <url>`: takes sweep points from a BullMQ queue and runs them in worker
@@ -35,7 +39,13 @@ const describeRow = (row: SweepRow | undefined): string =>
  */
 export async function workerCommand(io: CliIo, flags: WorkerFlags, stop: Promise<string> = untilSignal()): Promise<number> {
   // No more threads than cores, nor than the address-space limit holds (see localJobs).
-  const jobs = localJobs(flags.jobs === undefined ? defaultJobs() : numberOption("--jobs", flags.jobs, { integer: true, min: 1 }), undefined, undefined, undefined, true).jobs;
+  const jobs = localJobs(
+    flags.jobs === undefined ? defaultJobs() : numberOption("--jobs", flags.jobs, { integer: true, min: 1 }),
+    undefined,
+    undefined,
+    undefined,
+    true,
+  ).jobs;
   const lockDurationMs = numberOption("--lock-ms", flags.lockMs, { integer: true, min: 100 });
   const stalledIntervalMs = numberOption("--stalled-ms", flags.stalledMs, { integer: true, min: 100 });
   const { startWorker, checkQueueUrl, QueueError } = await import("@kvsim/sweep-queue");
@@ -46,7 +56,11 @@ export async function workerCommand(io: CliIo, flags: WorkerFlags, stop: Promise
   try {
     checkQueueUrl(flags.queue);
     worker = await startWorker(
-      { url: flags.queue, ...(flags.queueName === undefined ? {} : { queueName: flags.queueName }), ...(flags.queuePrefix === undefined ? {} : { prefix: flags.queuePrefix }) },
+      {
+        url: flags.queue,
+        ...(flags.queueName === undefined ? {} : { queueName: flags.queueName }),
+        ...(flags.queuePrefix === undefined ? {} : { prefix: flags.queuePrefix }),
+      },
       (task) => executor.run(task),
       {
         concurrency: jobs,
@@ -74,7 +88,9 @@ export async function workerCommand(io: CliIo, flags: WorkerFlags, stop: Promise
 export const registerWorker: RegisterCommand = (program, ctx) => {
   program
     .command("worker")
-    .description("Take sweep points from a BullMQ queue (see kvsim sweep --queue) and run them, until SIGINT or SIGTERM. Start as many as you like, on any machine that sees the same traces.")
+    .description(
+      "Take sweep points from a BullMQ queue (see kvsim sweep --queue) and run them, until SIGINT or SIGTERM. Start as many as you like, on any machine that sees the same traces.",
+    )
     .requiredOption("--queue <url>", "the queue's Redis, e.g. redis://127.0.0.1:6379/0")
     .option("--jobs <n>", "points run at once, each in a worker thread (default: every core)")
     .option("--queue-name <name>", "the queue's name (default kvsim-sweep)")

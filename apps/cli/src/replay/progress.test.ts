@@ -10,12 +10,18 @@ describe("the replay progress line", () => {
   });
   it("shows the share of a trace read when the total is unknown", () => {
     // Half the trace after 10 s: 10 s remain.
-    expect(progressLine({ fraction: 0.5, terminal: 3993, totalRequests: undefined, virtualMs: 0, elapsedMs: 10_000 }, 200)).toMatch(/\] 50% of trace, 3,993 requests \| 0\.0 s virtual \| elapsed 0:10 \| ETA 0:10$/);
+    expect(progressLine({ fraction: 0.5, terminal: 3993, totalRequests: undefined, virtualMs: 0, elapsedMs: 10_000 }, 200)).toMatch(
+      /\] 50% of trace, 3,993 requests \| 0\.0 s virtual \| elapsed 0:10 \| ETA 0:10$/,
+    );
   });
   it("says the trace is being read before any request is, then counts requests read and done", () => {
-    expect(progressLine({ fraction: 0, terminal: 0, totalRequests: undefined, read: 0, virtualMs: 0, elapsedMs: 3000 }, 120)).toMatch(/\] starting: reading the trace \| 0\.0 s virtual \| elapsed 0:03 \| ETA --$/);
+    expect(progressLine({ fraction: 0, terminal: 0, totalRequests: undefined, read: 0, virtualMs: 0, elapsedMs: 3000 }, 120)).toMatch(
+      /\] starting: reading the trace \| 0\.0 s virtual \| elapsed 0:03 \| ETA --$/,
+    );
     // 5 of 20 read requests done, the file read whole: 25%; after 4 s, 3 quarters remain: 12 s.
-    expect(progressLine({ fraction: 0.25, terminal: 5, totalRequests: undefined, read: 20, virtualMs: 1500, elapsedMs: 4000 }, 120)).toMatch(/\] 25%, 20 requests read, 5 done \| 1\.5 s virtual \| elapsed 0:04 \| ETA 0:12$/);
+    expect(progressLine({ fraction: 0.25, terminal: 5, totalRequests: undefined, read: 20, virtualMs: 1500, elapsedMs: 4000 }, 120)).toMatch(
+      /\] 25%, 20 requests read, 5 done \| 1\.5 s virtual \| elapsed 0:04 \| ETA 0:12$/,
+    );
   });
   it("a small trace read at once shows finished over read requests, not 100% of its bytes", () => {
     // The whole file (700 of 700 bytes) read, 5 of its 20 requests done: 1 x 5 / 20 = 0.25.

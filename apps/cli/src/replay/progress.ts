@@ -81,7 +81,14 @@ export function progressLine(s: ProgressState, columns: number): string {
 export function createProgress(io: CliIo, opts: { readonly quiet?: boolean; readonly totalRequests?: number; readonly trace?: boolean } = {}): Progress {
   if (!io.stderrIsTTY || opts.quiet === true) return NONE;
   const stream = progressStream(io);
-  let state: ProgressState = { fraction: 0, terminal: 0, totalRequests: opts.totalRequests, virtualMs: 0, elapsedMs: 0, ...(opts.trace === true ? { read: 0 } : {}) };
+  let state: ProgressState = {
+    fraction: 0,
+    terminal: 0,
+    totalRequests: opts.totalRequests,
+    virtualMs: 0,
+    elapsedMs: 0,
+    ...(opts.trace === true ? { read: 0 } : {}),
+  };
   const started = Date.now();
   const bar = new SingleBar({
     stream,

@@ -18,9 +18,7 @@ describe("kvsim replay with timing: roofline", () => {
   it("the bundled example says its step times rest on a datasheet and shipped efficiencies", async () => {
     const r = await kvsim("replay", "--spec", EXAMPLE, "--set", "workload.synthetic.requests=20");
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain(
-      "timing: roofline on H100-SXM's datasheet with the shipped efficiencies, not calibrated on this deployment",
-    );
+    expect(r.stdout).toContain("timing: roofline on H100-SXM's datasheet with the shipped efficiencies, not calibrated on this deployment");
   });
   it("names the efficiencies a spec sets", async () => {
     const r = await kvsim("replay", "--spec", EXAMPLE, "--set", "workload.synthetic.requests=20", "--set", "timing.memory_efficiency=0.9");
@@ -43,7 +41,15 @@ describe("kvsim replay with timing: roofline", () => {
     const spec = join(dir, "s.yaml");
     writeFileSync(
       spec,
-      ["version: 1", "profile: ./p.json", "topology: { kind: aggregated, workers: 1 }", "engine: { num_gpu_blocks: 100 }", "timing: { type: roofline }", "workload: { synthetic: { requests: 2, input_tokens: 8, output_tokens: 2 } }", ""].join("\n"),
+      [
+        "version: 1",
+        "profile: ./p.json",
+        "topology: { kind: aggregated, workers: 1 }",
+        "engine: { num_gpu_blocks: 100 }",
+        "timing: { type: roofline }",
+        "workload: { synthetic: { requests: 2, input_tokens: 8, output_tokens: 2 } }",
+        "",
+      ].join("\n"),
     );
     const r = await kvsim("validate", spec);
     expect(r.code).toBe(2);

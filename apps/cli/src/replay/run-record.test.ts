@@ -38,7 +38,13 @@ describe("the settings changed from their defaults", () => {
       max_virtual_time_ms: 60_000,
       workload: { synthetic: { ...base.workload.synthetic, seed: 7 } },
     };
-    expect(changedSettings(spec)).toEqual({ "engine.max_num_seqs": 8, router: "kv_aware", "sla.ttft_ms": 500, max_virtual_time_ms: 60_000, "workload.synthetic.seed": 7 });
+    expect(changedSettings(spec)).toEqual({
+      "engine.max_num_seqs": 8,
+      router: "kv_aware",
+      "sla.ttft_ms": 500,
+      max_virtual_time_ms: 60_000,
+      "workload.synthetic.seed": 7,
+    });
   });
   it("keep a required value of an optional section (a shared network's NIC), and leave out the timing's required values", () => {
     const spec = {
@@ -47,7 +53,11 @@ describe("the settings changed from their defaults", () => {
       decode: { engine: { max_num_seqs: 4 } },
       kv_transfer: { network: { nic: { send: "50 GB/s", receive: "400 Gbit/s" } } },
     };
-    expect(changedSettings(spec)).toEqual({ "decode.engine.max_num_seqs": 4, "kv_transfer.network.nic.send": "50 GB/s", "kv_transfer.network.nic.receive": "400 Gbit/s" });
+    expect(changedSettings(spec)).toEqual({
+      "decode.engine.max_num_seqs": 4,
+      "kv_transfer.network.nic.send": "50 GB/s",
+      "kv_transfer.network.nic.receive": "400 Gbit/s",
+    });
   });
 });
 
@@ -58,7 +68,10 @@ afterAll(() => {
 
 describe("the report's run record", () => {
   it("gives the version, the spec's path, hash and --set flags, the model, topology, timing and changed settings, outside the digest", async () => {
-    writeFileSync(join(dir, "p.json"), JSON.stringify({ schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 }));
+    writeFileSync(
+      join(dir, "p.json"),
+      JSON.stringify({ schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 }),
+    );
     const text = `${JSON.stringify({ ...base, engine: { num_gpu_blocks: 64, block_size: 4 } })}\n`;
     writeFileSync(join(dir, "s.json"), text);
     const replay = async (...extra: string[]) => {

@@ -14,7 +14,13 @@ export interface RunRecord {
   readonly spec: { readonly path: string; readonly sha256: string; readonly set: readonly string[] };
   /** The base profile's model; `profiles` has each role's when they differ. */
   readonly model: string;
-  readonly profiles: readonly { readonly role: "all" | "prefill" | "decode"; readonly path: string; readonly model: string; readonly vllm_version: string; readonly tensor_parallel_size: number }[];
+  readonly profiles: readonly {
+    readonly role: "all" | "prefill" | "decode";
+    readonly path: string;
+    readonly model: string;
+    readonly vllm_version: string;
+    readonly tensor_parallel_size: number;
+  }[];
   readonly topology: Spec["topology"];
   readonly timing: Spec["timing"];
   /** Dotted spec path to its value as written, for every setting that is not its default. */
@@ -77,7 +83,10 @@ export function changedSettings(value: unknown): Record<string, unknown> {
     for (let n = path.length; n >= 1; n--) {
       const r = lacking(path.slice(0, n));
       if (!r.success) continue;
-      const engineKey = (top === "engine" && path.length === 2) || ((top === "prefill" || top === "decode") && path[1] === "engine" && path.length === 3) ? String(path.at(-1)) : undefined;
+      const engineKey =
+        (top === "engine" && path.length === 2) || ((top === "prefill" || top === "decode") && path[1] === "engine" && path.length === 3)
+          ? String(path.at(-1))
+          : undefined;
       const fallback = get(r.data, path) ?? (engineKey === undefined ? undefined : ENGINE_DEFAULTS[engineKey]);
       if (!isDeepStrictEqual(get(full.data, path), fallback)) out[path.join(".")] = get(value, path);
       break;
@@ -102,7 +111,13 @@ export function runRecord(args: {
     const p = typeof ref === "string" ? args.profiles.get(ref) : ref;
     return p === undefined
       ? undefined
-      : { role, path: typeof ref === "string" ? args.shownPath(ref) : "(inline)", model: p.model, vllm_version: p.vllm_version, tensor_parallel_size: p.tensor_parallel_size };
+      : {
+          role,
+          path: typeof ref === "string" ? args.shownPath(ref) : "(inline)",
+          model: p.model,
+          vllm_version: p.vllm_version,
+          tensor_parallel_size: p.tensor_parallel_size,
+        };
   };
   const base = describe("all", spec.profile);
   const roles = spec.topology.kind === "disaggregated" ? [describe("prefill", spec.prefill?.profile), describe("decode", spec.decode?.profile)] : [];

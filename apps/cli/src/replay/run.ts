@@ -2,7 +2,18 @@ import { extname } from "node:path";
 import { performance } from "node:perf_hooks";
 import { stringify as csvStringify } from "csv-stringify/sync";
 import { ArrivalSpan, arrivalSpanWarning, readTrace, RouterSchema, type Profile, type Router, type Spec } from "@kvsim/profile-schema";
-import { MAX_SERIES_VALUES, runReplay, timeSeriesRecords, timeSeriesTable, TooManySamples, withWallTime, type ReplayReport, type ReplayResult, type RequestRecord, type TimeSeries } from "@kvsim/replay-engine";
+import {
+  MAX_SERIES_VALUES,
+  runReplay,
+  timeSeriesRecords,
+  timeSeriesTable,
+  TooManySamples,
+  withWallTime,
+  type ReplayReport,
+  type ReplayResult,
+  type RequestRecord,
+  type TimeSeries,
+} from "@kvsim/replay-engine";
 import { renderReplayHtml, type ChartAssets } from "@kvsim/report-html";
 import { chartAssets } from "../html-assets.js";
 import { checkOutputs, numberOption, RunError, UsageError, writeOutputs } from "../io.js";
@@ -122,7 +133,14 @@ export function specForDisplay(spec: Spec): unknown {
           nic: { send: bandwidthText(network.nic.send), receive: bandwidthText(network.nic.receive) },
           ...(network.nodes === undefined ? {} : { nodes: { ...network.nodes, intra_node_bandwidth: bandwidthText(network.nodes.intra_node_bandwidth) } }),
         };
-  return { ...spec, kv_transfer: { ...(gbps === undefined ? {} : { bandwidth: bandwidthText(gbps * 1e9) }), ...rest, ...(shownNetwork === undefined ? {} : { network: shownNetwork }) } };
+  return {
+    ...spec,
+    kv_transfer: {
+      ...(gbps === undefined ? {} : { bandwidth: bandwidthText(gbps * 1e9) }),
+      ...rest,
+      ...(shownNetwork === undefined ? {} : { network: shownNetwork }),
+    },
+  };
 }
 
 /** The router for a title: its policy, then each setting that differs from its default. */
@@ -143,7 +161,8 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
   const seriesFormat = opts.timeseries === undefined ? undefined : timeSeriesFormat(opts.timeseries);
   // Below a microsecond or beyond the virtual time limit an interval samples nothing meaningful.
   const sampleMs = opts.sampleMs === undefined ? undefined : numberOption("--sample-ms", opts.sampleMs, { min: 0.001, max: 1e13, maxText: "10^13" });
-  if (sampleMs !== undefined && opts.timeseries === undefined && opts.html === undefined) throw new UsageError("--sample-ms needs --timeseries or --html (it sets the interval of the time series)");
+  if (sampleMs !== undefined && opts.timeseries === undefined && opts.html === undefined)
+    throw new UsageError("--sample-ms needs --timeseries or --html (it sets the interval of the time series)");
   // Every output path is checked before any work; after the run they are written all or nothing.
   checkOutputs(
     [
@@ -164,9 +183,16 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
   const trace = spec.workload.trace;
   const traceFile = trace === undefined ? undefined : openTrace(trace, spec.workload.format ?? "kvsim");
   const synthetic = spec.workload.synthetic?.requests;
-  const progress = createProgress(io, { quiet: opts.quiet === true, ...(synthetic === undefined ? { trace: traceFile !== undefined } : { totalRequests: synthetic }) });
+  const progress = createProgress(io, {
+    quiet: opts.quiet === true,
+    ...(synthetic === undefined ? { trace: traceFile !== undefined } : { totalRequests: synthetic }),
+  });
   const fraction = (terminal: number) =>
-    synthetic !== undefined ? terminal / synthetic : traceFile !== undefined ? traceFraction(traceFile.bytesRead(), traceFile.size, arrivals.count, terminal) : 0;
+    synthetic !== undefined
+      ? terminal / synthetic
+      : traceFile !== undefined
+        ? traceFraction(traceFile.bytesRead(), traceFile.size, arrivals.count, terminal)
+        : 0;
   const started = performance.now();
   // Counts the trace's arrivals as they stream past: times likely in the wrong unit get a warning.
   const arrivals = new ArrivalSpan();
@@ -190,7 +216,16 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
       ...(traceFile === undefined || trace === undefined
         ? {}
         : {
-            records: reporting(arrivals.watch(readTrace(traceFile.lines, { format: spec.workload.format ?? "kvsim", file: trace, traceBlockSize: spec.workload.trace_block_size, speedup: spec.workload.speedup }))),
+            records: reporting(
+              arrivals.watch(
+                readTrace(traceFile.lines, {
+                  format: spec.workload.format ?? "kvsim",
+                  file: trace,
+                  traceBlockSize: spec.workload.trace_block_size,
+                  speedup: spec.workload.speedup,
+                }),
+              ),
+            ),
             traceFile: trace,
           }),
       // Drawn after every finished request (the engine's default is every 256: a small run sat at 0%).
@@ -239,7 +274,13 @@ export async function replayCommand(io: StdinIo, opts: ReplayOptions): Promise<n
         : [{ flag: "--timeseries", path: opts.timeseries, text: timeSeriesText(result.timeseries, seriesFormat!) }]),
       ...(opts.html === undefined || assets === undefined
         ? []
-        : [{ flag: "--html", path: opts.html, text: replayHtml(assets, spec, profiles, report, result, { text: documentText(doc), path: shown(specFile), set: opts.set ?? [] }) }]),
+        : [
+            {
+              flag: "--html",
+              path: opts.html,
+              text: replayHtml(assets, spec, profiles, report, result, { text: documentText(doc), path: shown(specFile), set: opts.set ?? [] }),
+            },
+          ]),
     ],
     opts.force,
   );
@@ -255,14 +296,17 @@ function parsePercentiles(text: string): number[] {
   const items = text.split(",").map((t) => t.trim());
   const values = items.map((t) => {
     const v = Number(t);
-    if (t === "" || !Number.isFinite(v) || v <= 0 || v > 100) throw new UsageError(`--percentiles takes numbers in (0, 100] separated by commas, e.g. 50,90,95,99; got "${t}" in "${text}"`);
+    if (t === "" || !Number.isFinite(v) || v <= 0 || v > 100)
+      throw new UsageError(`--percentiles takes numbers in (0, 100] separated by commas, e.g. 50,90,95,99; got "${t}" in "${text}"`);
     return v;
   });
   if (new Set(values).size !== values.length) throw new UsageError(`--percentiles lists a percentile twice: "${text}"`);
   // 0.9,0.99 are fractions, not percentiles: read as percentiles they would be near the minimum.
   if (values.every((v) => v <= 1) && values.some((v) => v < 1)) {
     const hint = values.map((v) => String(Math.round(v * 100 * 1e9) / 1e9)).join(",");
-    throw new UsageError(`--percentiles takes percentiles from 0 to 100, not fractions: "${text}" would report p${values[0]} (near the minimum); for the ${text.includes(",") ? "percentiles" : "percentile"} you likely mean, write --percentiles ${hint}`);
+    throw new UsageError(
+      `--percentiles takes percentiles from 0 to 100, not fractions: "${text}" would report p${values[0]} (near the minimum); for the ${text.includes(",") ? "percentiles" : "percentile"} you likely mean, write --percentiles ${hint}`,
+    );
   }
   return values.sort((a, b) => a - b);
 }

@@ -60,7 +60,11 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
   const all = report as unknown as Record<string, number | null | undefined>;
   // A latency without a sample (no request completed) is "-", never a 0 that reads as instant.
   const cell = (v: number | null | undefined) => (typeof v === "number" ? num(v) : "-");
-  const metric = (label: string, key: "ttft" | "tpot" | "itl" | "e2e") => [label, cell(all[`mean_${key}_ms`]), ...percentiles.map((p) => cell(all[percentileKey(p, key)]))];
+  const metric = (label: string, key: "ttft" | "tpot" | "itl" | "e2e") => [
+    label,
+    cell(all[`mean_${key}_ms`]),
+    ...percentiles.map((p) => cell(all[percentileKey(p, key)])),
+  ];
   lines.push(
     textTable([
       ["latency (ms)", "mean", ...percentiles.map((p) => `p${p}`)],
@@ -72,7 +76,12 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
   );
   lines.push("");
   const rows: [string, string][] = [
-    ["TTFT and E2E clock", report.ttft_clock === "client" ? "client (from the request's arrival, spec.frontend's overhead included)" : "engine (from the engine's arrival; spec.frontend puts them on the client's clock)"],
+    [
+      "TTFT and E2E clock",
+      report.ttft_clock === "client"
+        ? "client (from the request's arrival, spec.frontend's overhead included)"
+        : "engine (from the engine's arrival; spec.frontend puts them on the client's clock)",
+    ],
     ["duration (virtual)", `${num(report.duration_ms)} ms`],
     ["request throughput", `${num(report.request_throughput_rps)} req/s`],
     ["output throughput", `${num(report.output_throughput_tok_s)} tok/s`],
@@ -81,7 +90,10 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
     ["preemptions", int(report.preemptions)],
   ];
   if (report.handoffs.count > 0) {
-    rows.push(["handoffs", `${int(report.handoffs.count)}, ${int(report.handoffs.payload_bytes)} bytes, mean delay ${num(report.handoffs.mean_delay_ms, 3)} ms`]);
+    rows.push([
+      "handoffs",
+      `${int(report.handoffs.count)}, ${int(report.handoffs.payload_bytes)} bytes, mean delay ${num(report.handoffs.mean_delay_ms, 3)} ms`,
+    ]);
   }
   const h = report.handoffs;
   if (report.network !== undefined && h.p50_delay_ms !== undefined) {
@@ -95,8 +107,14 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
   for (const role of ["aggregated", "prefill", "decode"] as const) {
     const pool = report.routing?.[role];
     if (pool === undefined || pool.workers.length < 2) continue;
-    const spread = pool.workers.map((w, i) => `${role === "aggregated" ? "W" : role === "prefill" ? "P" : "D"}${i} ${int(w.requests)}${role === "decode" ? "" : ` (${int(w.prefill_tokens)} tok)`}`);
-    rows.push([role === "aggregated" ? "routing" : `routing (${role})`, `requests${role === "decode" ? "" : " (prefill tokens)"} per worker: ${spread.join(", ")}`]);
+    const spread = pool.workers.map(
+      (w, i) =>
+        `${role === "aggregated" ? "W" : role === "prefill" ? "P" : "D"}${i} ${int(w.requests)}${role === "decode" ? "" : ` (${int(w.prefill_tokens)} tok)`}`,
+    );
+    rows.push([
+      role === "aggregated" ? "routing" : `routing (${role})`,
+      `requests${role === "decode" ? "" : " (prefill tokens)"} per worker: ${spread.join(", ")}`,
+    ]);
   }
   for (const role of ["aggregated", "prefill", "decode"] as const) {
     const c = report.kv_capacity?.[role];

@@ -19,7 +19,11 @@ let tasks: PointTask[];
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "kvsim-executor-"));
   const trace = join(dir, "trace.jsonl");
-  const text = ['{"request_id":"a","arrival_ms":0,"input_tokens":4,"output_tokens":2}', '{"request_id":"b","arrival_ms":5,"input_tokens":4,"output_tokens":2}', ""].join("\n");
+  const text = [
+    '{"request_id":"a","arrival_ms":0,"input_tokens":4,"output_tokens":2}',
+    '{"request_id":"b","arrival_ms":5,"input_tokens":4,"output_tokens":2}',
+    "",
+  ].join("\n");
   writeFileSync(trace, text);
   const sha256 = createHash("sha256").update(text).digest("hex");
   const spec = specWithOverrides(

@@ -23,8 +23,6 @@ export interface PointExecutor {
 /** The default of --jobs: every core. */
 export const defaultJobs = (): number => availableParallelism();
 
-
-
 /** One point at a time, in this thread. */
 function inlineExecutor(): PointExecutor {
   return { parallelism: 1, run: (task) => runPoint(task, fileHost), close: () => Promise.resolve() };
@@ -219,7 +217,10 @@ export function localExecutor(jobs: number, options: { eager?: boolean; inline?:
       break;
     }
     // Without this thread (inline: false), a pool that cannot start fails the points waiting for it.
-    if (waiting.length > 0) void start().catch((e: unknown) => { if (!useInline) for (const p of waiting.splice(0)) fail(p, e); });
+    if (waiting.length > 0)
+      void start().catch((e: unknown) => {
+        if (!useInline) for (const p of waiting.splice(0)) fail(p, e);
+      });
   }
 
   if (options.eager === true) void start().catch(() => undefined); // the points then all run in this thread

@@ -66,10 +66,17 @@ export const fileHost: PointHost = {
   async traceLines(trace: TraceRef, format: TraceFormat) {
     const actual = await checkedHash(trace.path);
     if (actual !== trace.sha256) {
-      throw new InputError(trace.path, [{ path: "", message: `the trace here differs from the sweep's (sha256 ${actual.slice(0, 12)}... here, ${trace.sha256.slice(0, 12)}... expected)` }]);
+      throw new InputError(trace.path, [
+        { path: "", message: `the trace here differs from the sweep's (sha256 ${actual.slice(0, 12)}... here, ${trace.sha256.slice(0, 12)}... expected)` },
+      ]);
     }
     const file = openTrace(trace.path, format);
-    return { lines: file.lines, close: () => { file.close(); } };
+    return {
+      lines: file.lines,
+      close: () => {
+        file.close();
+      },
+    };
   },
   now: () => performance.now(),
 };

@@ -18,7 +18,8 @@ describe("how many points a local sweep runs at once", () => {
   });
 
   it("reads the limit from /proc/self/limits (bytes), Infinity when unlimited or unknown", () => {
-    const limits = (v: string) => `Limit                     Soft Limit           Hard Limit           Units\nMax address space         ${v}           ${v}           bytes\n`;
+    const limits = (v: string) =>
+      `Limit                     Soft Limit           Hard Limit           Units\nMax address space         ${v}           ${v}           bytes\n`;
     expect(addressSpaceLimit(limits("4294967296"))).toBe(4 * 2 ** 30);
     expect(addressSpaceLimit(limits("unlimited"))).toBe(unlimited);
     expect(addressSpaceLimit("")).toBe(unlimited);

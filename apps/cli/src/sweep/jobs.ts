@@ -30,7 +30,8 @@ export function addressSpaceLimit(limits?: string): number {
 }
 
 /** Worker threads that fit an address-space limit beside the main thread (V8 aborts the whole process when one cannot reserve its memory). */
-export const threadsThatFit = (limit: number): number => (Number.isFinite(limit) ? Math.max(0, Math.floor((limit - MAIN_ADDRESS_SPACE) / THREAD_ADDRESS_SPACE)) : Number.POSITIVE_INFINITY);
+export const threadsThatFit = (limit: number): number =>
+  Number.isFinite(limit) ? Math.max(0, Math.floor((limit - MAIN_ADDRESS_SPACE) / THREAD_ADDRESS_SPACE)) : Number.POSITIVE_INFINITY;
 
 /**
  * How many points a local sweep (or a worker) runs at once: the --jobs asked, but no more than

@@ -16,7 +16,9 @@ let previous: Promise<unknown> = Promise.resolve();
 export default function runTask(message: WorkerTask): Promise<SweepRow | null> {
   const { task, claim, known } = message;
   if (known !== undefined) rememberHash(known);
-  const run = previous.then(() => (claim === undefined || Atomics.compareExchange(claim, 0, CLAIM_FREE, CLAIM_WORKER) === CLAIM_FREE ? runPoint(task, fileHost) : null));
+  const run = previous.then(() =>
+    claim === undefined || Atomics.compareExchange(claim, 0, CLAIM_FREE, CLAIM_WORKER) === CLAIM_FREE ? runPoint(task, fileHost) : null,
+  );
   previous = run.catch(() => undefined);
   return run;
 }

@@ -48,7 +48,23 @@ const workers: Worker[] = [];
 function startWorker(name: string): Worker {
   const child = spawn(
     process.execPath,
-    ["--import", TSX, "--conditions=@kvsim/source", CLI, "worker", "--queue", REDIS, "--queue-prefix", PREFIX, "--jobs", "1", "--lock-ms", "1000", "--stalled-ms", "500"],
+    [
+      "--import",
+      TSX,
+      "--conditions=@kvsim/source",
+      CLI,
+      "worker",
+      "--queue",
+      REDIS,
+      "--queue-prefix",
+      PREFIX,
+      "--jobs",
+      "1",
+      "--lock-ms",
+      "1000",
+      "--stalled-ms",
+      "500",
+    ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   const w: Worker = { name, child, log: "" };
@@ -84,7 +100,10 @@ describe.skipIf(redisDown !== undefined)("kvsim sweep --queue with kvsim worker 
     writeFileSync(join(dir, "linear.json"), LINEAR);
     writeFileSync(join(dir, "spec.yaml"), SPEC);
     // 600 requests of 256 + 64 tokens, one every 10 ms.
-    writeFileSync(join(dir, "trace.jsonl"), Array.from({ length: 600 }, (_, i) => `{"request_id":"r${i}","arrival_ms":${i * 10},"input_tokens":256,"output_tokens":64}\n`).join(""));
+    writeFileSync(
+      join(dir, "trace.jsonl"),
+      Array.from({ length: 600 }, (_, i) => `{"request_id":"r${i}","arrival_ms":${i * 10},"input_tokens":256,"output_tokens":64}\n`).join(""),
+    );
     writeFileSync(join(dir, "grid.yaml"), "engine.max_num_seqs: [16, 32, 64]\ntopology.workers: [1, 2]\n");
     const sweep = async (...extra: string[]) => {
       const io = captureIo();

@@ -133,7 +133,8 @@ const override = (text: string, value: unknown): SpecOverride => ({ path: text.s
 
 function parseOptions(opts: SweepOptions) {
   if (opts.format !== "table" && opts.format !== "json") throw new UsageError(`--format must be table or json, got "${opts.format}"`);
-  if (opts.find !== undefined && opts.find !== "max-rate" && opts.find !== "min-workers") throw new UsageError(`--find must be max-rate or min-workers, got "${opts.find}"`);
+  if (opts.find !== undefined && opts.find !== "max-rate" && opts.find !== "min-workers")
+    throw new UsageError(`--find must be max-rate or min-workers, got "${opts.find}"`);
   if (opts.find === undefined && opts.grid === undefined) throw new UsageError("kvsim sweep needs --grid <file> (or --find max-rate|min-workers with --sla)");
   if (opts.find !== undefined && opts.sla === undefined) throw new UsageError(`--find ${opts.find} needs --sla, e.g. --sla p90_ttft_ms<=2000,p99_itl_ms<=50`);
   if (opts.find === undefined && opts.tolerance !== undefined) throw new UsageError("--tolerance applies to --find max-rate");
@@ -165,7 +166,8 @@ const CANCEL_ALONE = ["spec", "set", "grid", "out", "csv", "html", "jobs", "find
  * points they take; the points running now finish on their workers.
  */
 async function cancelCommand(io: StdinIo, opts: SweepOptions): Promise<number> {
-  if (opts.sweepId === undefined || opts.queue === undefined) throw new UsageError("--cancel needs --sweep-id <id> and --queue <url> (the sweep's id and queue, as kvsim sweep --queue printed them)");
+  if (opts.sweepId === undefined || opts.queue === undefined)
+    throw new UsageError("--cancel needs --sweep-id <id> and --queue <url> (the sweep's id and queue, as kvsim sweep --queue printed them)");
   const extra = CANCEL_ALONE.filter((k) => opts[k] !== undefined).map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
   if (extra.length > 0) throw new UsageError(`--cancel runs nothing: drop ${extra.join(", ")}`);
   const { cancelSweep, checkQueueUrl, QueueError, SWEEP_ID } = await import("@kvsim/sweep-queue");
@@ -173,14 +175,23 @@ async function cancelCommand(io: StdinIo, opts: SweepOptions): Promise<number> {
   let outcome;
   try {
     checkQueueUrl(opts.queue);
-    outcome = await cancelSweep({ url: opts.queue, ...(opts.queueName === undefined ? {} : { queueName: opts.queueName }), ...(opts.queuePrefix === undefined ? {} : { prefix: opts.queuePrefix }) }, opts.sweepId);
+    outcome = await cancelSweep(
+      {
+        url: opts.queue,
+        ...(opts.queueName === undefined ? {} : { queueName: opts.queueName }),
+        ...(opts.queuePrefix === undefined ? {} : { prefix: opts.queuePrefix }),
+      },
+      opts.sweepId,
+    );
   } catch (e) {
     if (e instanceof QueueError) throw new UsageError(e.message);
     throw e;
   }
   const points = (n: number) => `${n} point${n === 1 ? "" : "s"}`;
   if (opts.format === "json") {
-    io.out(`${JSON.stringify({ sweep_id: opts.sweepId, cancelled: true, removed_waiting: outcome.waiting, removed_finished: outcome.finished, running: outcome.running }, null, 2)}\n`);
+    io.out(
+      `${JSON.stringify({ sweep_id: opts.sweepId, cancelled: true, removed_waiting: outcome.waiting, removed_finished: outcome.finished, running: outcome.running }, null, 2)}\n`,
+    );
   } else {
     io.out(
       `sweep ${opts.sweepId} cancelled on ${opts.queue}: ${points(outcome.waiting)} no worker had taken and ${points(outcome.finished)} finished removed; ${points(outcome.running)} running (their workers finish them); workers skip any other point of it (running --sweep-id ${opts.sweepId} again takes the cancel back)\n`,
@@ -190,7 +201,12 @@ async function cancelCommand(io: StdinIo, opts: SweepOptions): Promise<number> {
 }
 
 /** Opens the executor: the queue, a pool of worker threads, or this thread for --jobs 1. */
-async function openExecutor(io: StdinIo, opts: SweepOptions, asked: number, points?: number): Promise<{ executor: PointExecutor; sweepId?: string; describe: string }> {
+async function openExecutor(
+  io: StdinIo,
+  opts: SweepOptions,
+  asked: number,
+  points?: number,
+): Promise<{ executor: PointExecutor; sweepId?: string; describe: string }> {
   if (opts.queue === undefined) {
     // No more jobs than points, cores and the address-space limit allow: each job past the
     // first is a worker thread, which costs its memory even when it has nothing to run.
@@ -207,7 +223,11 @@ async function openExecutor(io: StdinIo, opts: SweepOptions, asked: number, poin
   let queue;
   try {
     checkQueueUrl(opts.queue);
-    queue = await SweepQueue.open({ url: opts.queue, ...(opts.queueName === undefined ? {} : { queueName: opts.queueName }), ...(opts.queuePrefix === undefined ? {} : { prefix: opts.queuePrefix }) });
+    queue = await SweepQueue.open({
+      url: opts.queue,
+      ...(opts.queueName === undefined ? {} : { queueName: opts.queueName }),
+      ...(opts.queuePrefix === undefined ? {} : { prefix: opts.queuePrefix }),
+    });
   } catch (e) {
     if (e instanceof QueueError) throw new UsageError(e.message);
     throw e;
@@ -313,7 +333,9 @@ async function sweepWith(
     } else {
       const progress = createSweepProgress(io, 0, `search (${opts.find})`, opts.quiet === true);
       let total = 0;
-      const perPoint = Number.isFinite(executor.parallelism) ? Math.max(1, Math.floor(executor.parallelism / (opts.find === "max-rate" ? 1 : 2))) : points.length;
+      const perPoint = Number.isFinite(executor.parallelism)
+        ? Math.max(1, Math.floor(executor.parallelism / (opts.find === "max-rate" ? 1 : 2)))
+        : points.length;
       try {
         const outcomes = await mapLimit(points, perPoint, async (p) => {
           const evaluated: SweepRow[] = [];
@@ -356,7 +378,12 @@ async function sweepWith(
     outputs.push({ path: opts.html, text: sweepHtml(assets, rows, builder, { sla, find: opts.find, searches, describe, wallMs }), flag: "--html" });
   }
   writeOutputs(outputs, opts.force);
-  const summary = { points: rows.length, ok: rows.filter((r) => r.status === "ok").length, refused: rows.filter((r) => r.status === "refused").length, failed: rows.filter((r) => r.status === "failed").length };
+  const summary = {
+    points: rows.length,
+    ok: rows.filter((r) => r.status === "ok").length,
+    refused: rows.filter((r) => r.status === "refused").length,
+    failed: rows.filter((r) => r.status === "failed").length,
+  };
   if (opts.format === "json") {
     const out = {
       ...(sweepId === undefined ? {} : { sweep_id: sweepId }),
@@ -368,7 +395,11 @@ async function sweepWith(
     };
     io.out(`${JSON.stringify(out, null, 2)}\n`);
   } else {
-    io.out(searches === undefined ? formatSweepTable(rows, { describe, wallMs, sla }) : formatSearchTable(rows, searches, { describe, wallMs, sla: sla!, find: opts.find! }));
+    io.out(
+      searches === undefined
+        ? formatSweepTable(rows, { describe, wallMs, sla })
+        : formatSearchTable(rows, searches, { describe, wallMs, sla: sla!, find: opts.find! }),
+    );
   }
   return 0;
 }
@@ -404,7 +435,16 @@ function sweepHtml(
     ...(run.find === "max-rate" || run.find === "min-workers" ? { find: run.find } : {}),
     ...(run.searches === undefined
       ? {}
-      : { searches: run.searches.map((s) => ({ variable: s.variable, answer: s.answer, failing: s.failing ?? null, gpus: s.gpus ?? null, settings: s.settings, rows: s.rows })) }),
+      : {
+          searches: run.searches.map((s) => ({
+            variable: s.variable,
+            answer: s.answer,
+            failing: s.failing ?? null,
+            gpus: s.gpus ?? null,
+            settings: s.settings,
+            rows: s.rows,
+          })),
+        }),
   });
 }
 
@@ -412,7 +452,8 @@ function sweepHtml(
 function rateVariable(spec: Spec): { path: string; start: number } {
   const synthetic = spec.workload.synthetic;
   if (synthetic !== undefined) {
-    if (synthetic.rate_per_s === undefined) throw new UsageError("--find max-rate scales workload.synthetic.rate_per_s, but this workload has none (all requests arrive at 0)");
+    if (synthetic.rate_per_s === undefined)
+      throw new UsageError("--find max-rate scales workload.synthetic.rate_per_s, but this workload has none (all requests arrive at 0)");
     return { path: "workload.synthetic.rate_per_s", start: synthetic.rate_per_s };
   }
   return { path: "workload.speedup", start: spec.workload.speedup };
@@ -440,7 +481,15 @@ async function search(
     );
     // rate_per_s is a rate already; a trace's speedup gives the rate its requests arrived at.
     const rps = (x: number | null) => (x === null ? null : variable.path === "workload.speedup" ? (offered.get(x) ?? null) : x);
-    return { variable: variable.path, answer: r.answer, answer_rps: rps(r.answer), failing: r.failing, failing_rps: rps(r.failing), probes: r.probes, tolerance: options.tolerance };
+    return {
+      variable: variable.path,
+      answer: r.answer,
+      answer_rps: rps(r.answer),
+      failing: r.failing,
+      failing_rps: rps(r.failing),
+      probes: r.probes,
+      tolerance: options.tolerance,
+    };
   }
   const goodput = (row: SweepRow) => row.report?.goodput_rps;
   if (spec.topology.kind === "aggregated") {
@@ -476,4 +525,3 @@ function profileTp(ref: Spec["profile"]): number {
   }
   return tp;
 }
-

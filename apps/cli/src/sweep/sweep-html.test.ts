@@ -12,7 +12,9 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "kvsim-sweep-html-"));
   writeFileSync(join(dir, "grid.yaml"), "engine.max_num_seqs: [4, 16]\n");
 });
-afterEach(() => { rmSync(dir, { recursive: true, force: true }); });
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
 
 async function sweep(...args: string[]) {
   const io = captureIo();

@@ -177,7 +177,10 @@ describe("kvsim sweep --find", () => {
     // 12.56) missed: 0.063 / 7.375 = 0.85% <= 1%, done.
     const r = await run("sweep", "--spec", path("spec.yaml"), "--find", "max-rate", "--sla", "p99_ttft_ms<=12.5", "--jobs", "1", "--format", "json");
     expect(r.code).toBe(0);
-    const out = JSON.parse(r.stdout) as { searches: { variable: string; answer: number; failing: number; probes: { candidate: number; meets: boolean }[] }[]; rows: SweepRow[] };
+    const out = JSON.parse(r.stdout) as {
+      searches: { variable: string; answer: number; failing: number; probes: { candidate: number; meets: boolean }[] }[];
+      rows: SweepRow[];
+    };
     const s = out.searches[0]!;
     expect(s.variable).toBe("workload.speedup");
     expect(s.probes.map((p) => [p.candidate, p.meets])).toEqual([
@@ -253,7 +256,10 @@ describe("kvsim diff", () => {
     // vLLM's names of the same figures are folded into one row each, and named once below the table.
     expect(r.stdout).not.toMatch(/\nmedian_ttft_ms |\nmean_e2el_ms /);
     expect(r.stdout).toContain("median_* = p50_*, *_e2el_ms = *_e2e_ms)\n");
-    const json = JSON.parse((await run("diff", path("a.json"), path("b.json"), "--format", "json")).stdout) as { same_digest: boolean; metrics: { metric: string; change: number }[] };
+    const json = JSON.parse((await run("diff", path("a.json"), path("b.json"), "--format", "json")).stdout) as {
+      same_digest: boolean;
+      metrics: { metric: string; change: number }[];
+    };
     expect(json.same_digest).toBe(false);
     expect(json.metrics.find((m) => m.metric === "mean_e2e_ms")?.change).toBe(10);
   });
@@ -261,6 +267,8 @@ describe("kvsim diff", () => {
   it("refuses a file that is no report", async () => {
     const r = await run("diff", write("x.json", "[1]"), write("y.json", "{}"));
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`error: invalid input\n${path("x.json")}: is not a kvsim report (a JSON object with a digest, as written by kvsim replay --report)\n`);
+    expect(r.stderr).toBe(
+      `error: invalid input\n${path("x.json")}: is not a kvsim report (a JSON object with a digest, as written by kvsim replay --report)\n`,
+    );
   });
 });

@@ -79,18 +79,29 @@ const count = (rows: readonly SweepRow[]) => {
 
 export function formatSweepTable(rows: readonly SweepRow[], run: { describe: string; wallMs: number; sla: readonly SlaTerm[] | undefined }): string {
   const lines = [`kvsim sweep: ${count(rows)} in ${num(run.wallMs / 1000, 1)} s (${run.describe})`];
-  if (run.sla !== undefined) lines.push(`SLA: ${formatSla(run.sla)} (and every request completed): ${rows.filter((r) => r.sla_met === true).length} points met it`);
+  if (run.sla !== undefined)
+    lines.push(`SLA: ${formatSla(run.sla)} (and every request completed): ${rows.filter((r) => r.sla_met === true).length} points met it`);
   lines.push("", formatRowsTable(rows, run.sla));
   return `${lines.join("\n")}\n`;
 }
 
-const candidate = (c: number | WorkerCounts): string => (typeof c === "number" ? String(c) : "workers" in c ? `${c.workers} workers` : `${c.prefill} prefill + ${c.decode} decode`);
+const candidate = (c: number | WorkerCounts): string =>
+  typeof c === "number" ? String(c) : "workers" in c ? `${c.workers} workers` : `${c.prefill} prefill + ${c.decode} decode`;
 
-export function formatSearchTable(rows: readonly SweepRow[], searches: readonly SearchOutcome[], run: { describe: string; wallMs: number; sla: readonly SlaTerm[]; find: string }): string {
-  const lines = [`kvsim sweep --find ${run.find}: ${count(rows)} in ${num(run.wallMs / 1000, 1)} s (${run.describe})`, `SLA: ${formatSla(run.sla)} (and every request completed)`];
+export function formatSearchTable(
+  rows: readonly SweepRow[],
+  searches: readonly SearchOutcome[],
+  run: { describe: string; wallMs: number; sla: readonly SlaTerm[]; find: string },
+): string {
+  const lines = [
+    `kvsim sweep --find ${run.find}: ${count(rows)} in ${num(run.wallMs / 1000, 1)} s (${run.describe})`,
+    `SLA: ${formatSla(run.sla)} (and every request completed)`,
+  ];
   for (const s of searches) {
     lines.push("");
-    const at = Object.entries(s.settings).map(([k, v]) => `${k}=${value(v)}`).join(", ");
+    const at = Object.entries(s.settings)
+      .map(([k, v]) => `${k}=${value(v)}`)
+      .join(", ");
     if (at !== "") lines.push(`at ${at}:`);
     lines.push(`search over ${s.variable}: ${s.probes.map((p) => `${candidate(p.candidate)} ${p.meets ? "met" : "missed"}`).join(", ")}`);
     if (run.find === "max-rate") {
