@@ -9,8 +9,8 @@ import { asText, kvsim, mutated, nastyValue, runs, TIMEOUT, wellBehaved, type Js
 
 /**
  * The fuzz suite of the commands added after the first fuzz campaign (issue 38): calibrate,
- * compare, trace from-measured, sweep, worker, diff, profile from-hf, profile show, `--set` and
- * `--timeseries`. Each case damages an input (a mutated field, text damage, an absurd flag) and
+ * compare, trace from-measured, sweep, worker, diff, profile from-hf, profile show, `--set`,
+ * `--timeseries` and spec from-vllm. Each case damages an input (a mutated field, text damage, an absurd flag) and
  * runs the command end to end through `runCli`. Properties, as in cli.fuzz.test.ts:
  *  - never an uncaught exception or a stack trace;
  *  - every refusal is exit 2 with a located message (the file and line or field, or the flag);
@@ -26,7 +26,18 @@ import { asText, kvsim, mutated, nastyValue, runs, TIMEOUT, wellBehaved, type Js
 
 const SEED = Number(process.env.KVSIM_FUZZ_SEED ?? "20261206") || 20261206;
 /** Cases per property in CI. */
-export const SIZE = { fromHf: 60, profileShow: 30, measured: 30, calibrate: 6, diff: 30, set: 30, sweep: 12, timeseries: 15, worker: 10 } as const;
+export const SIZE = {
+  fromHf: 60,
+  profileShow: 30,
+  measured: 30,
+  calibrate: 6,
+  diff: 30,
+  set: 30,
+  sweep: 12,
+  timeseries: 15,
+  worker: 10,
+  fromVllm: 30,
+} as const;
 
 let dir = "";
 let counter = 0;
@@ -545,6 +556,75 @@ describe("fuzz: worker flags", () => {
           },
         ),
         { seed: SEED + 8, numRuns: runs(SIZE.worker) },
+      );
+    },
+    TIMEOUT,
+  );
+});
+
+describe("fuzz: spec from-vllm", () => {
+  const META: Json = {
+    model: "test/linear",
+    vllm_version: "0.32.0",
+    engine_kwargs: { tensor_parallel_size: 1, max_num_seqs: 32, max_num_batched_tokens: 1024, enable_prefix_caching: true },
+    kv_cache: { num_gpu_blocks: 500, block_size: 16 },
+    hardware: { device_name: "NVIDIA H100 80GB HBM3" },
+    resolved_config: {
+      scheduler_config: { async_scheduling: true, scheduler_reserve_full_isl: false },
+      compilation_config: { cudagraph_capture_sizes: [1, 2, 4, 8] },
+    },
+  };
+  const FLAG = fc.constantFrom(
+    "--max-num-seqs",
+    "--max-num-batched-tokens",
+    "--tensor-parallel-size",
+    "--data-parallel-size",
+    "--block-size",
+    "--gpu-memory-utilization",
+    "--max-model-len",
+    "--async-scheduling",
+    "--enable-prefix-caching",
+    "--no-enable-prefix-caching",
+    "--swap-space",
+    "--nonsense",
+  );
+  const VALUE = fc.constantFrom("", "1", "0", "-1", "8", "2.5", "1e400", "NaN", "abc", "4096", String(2 ** 53), "0.9", "--", "=");
+  it(
+    "a mutated meta.json or damaged serve arguments give a spec that validates with a fixed timing, or a located refusal",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.oneof(
+            mutated(META)
+              .chain((d) => asText(d, false))
+              .map((text) => ({ meta: text })),
+            fc
+              .array(fc.tuple(FLAG, fc.option(VALUE, { nil: undefined })), { maxLength: 6 })
+              .map((pairs) => ({ args: pairs.flatMap(([f, v]) => (v === undefined ? [f] : [f, v])) })),
+          ),
+          fc.constantFrom<string[]>([], ["--gpu", "H100-SXM"], ["--gpu", "nope"], ["--timing", "linear"], ["--timing", "bogus"], ["--format", "mooncake"]),
+          async (source, flags) => {
+            const out = fresh("spec.yaml");
+            let argv: string[];
+            const located: string[] = [];
+            if ("meta" in source) {
+              const meta = fresh("meta.json");
+              writeFileSync(meta, source.meta);
+              located.push(meta);
+              argv = ["spec", "from-vllm", meta];
+            } else argv = ["spec", "from-vllm", "--", "vllm", "serve", "test/linear", ...source.args];
+            const r = await kvsim([...argv, "--profile", at("linear.json"), "--trace", at("trace.jsonl"), ...flags, "--out", out]);
+            wellBehaved(r, located);
+            // Written only on success, and then a spec that replays once given a timing the profile can price.
+            expect(existsSync(out)).toBe(r.code === 0);
+            if (r.code === 0) {
+              const v = await kvsim(["validate", out, "--set", "timing={type: fixed, prefill_ms: 5, decode_ms: 1}"]);
+              expect([0, 2]).toContain(v.code);
+              wellBehaved(v, [out, "--set", at("trace.jsonl"), at("linear.json")]);
+            }
+          },
+        ),
+        { seed: SEED + 9, numRuns: runs(SIZE.fromVllm) },
       );
     },
     TIMEOUT,
