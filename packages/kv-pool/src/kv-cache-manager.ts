@@ -144,8 +144,8 @@ export class KvCacheManager implements KvCacheManagerApi {
     // Stryker disable next-line ConditionalExpression,MethodExpression,ArrowFunction: KP-95
     this.hitImpossible = this.managers.some((m) => (m.kind === "full_attention" || m.kind === "window") && !m.caches);
     this.zeroHit = new Hit(0, emptyLists(this.managers.length), this);
-    const mamba = this.managers.filter((m): m is MambaManager => m instanceof MambaManager);
-    this.prefillChunking = mamba.length === 0 ? "any" : mamba.every((m) => m.checkpointBlocks > 0) ? "whole_blocks_before_final" : "align_split";
+    const aligned = this.managers.flatMap((m) => (m.checkpoints === undefined ? [] : [m.checkpoints]));
+    this.prefillChunking = aligned.length === 0 ? "any" : aligned.every((c) => c.checkpointBlocks > 0) ? "whole_blocks_before_final" : "align_split";
   }
 
   /** The pool of pages (tests substitute a straightforward reference to compare results). */
@@ -301,18 +301,13 @@ export class KvCacheManager implements KvCacheManagerApi {
       const st = s.groups[g]!;
       // An untracked sequence holds no block (a reserved one was refused above): nothing to skip.
       releasable += m.releasableSkipped(st, computed);
-      need += m.numBlocksToAllocate(
-        st,
-        s.tracked,
-        lookahead === 0 || m instanceof MambaManager ? total : total + lookahead,
-        hit?.blocks[g] ?? NO_BLOCKS,
-        computed,
-      );
+      need += m.numBlocksToAllocate(st, s.tracked, lookahead === 0 || !m.takesLookahead ? total : total + lookahead, hit?.blocks[g] ?? NO_BLOCKS, computed);
       // Surviving mutants: KP-106 (MUTANTS.md).
-      if (m instanceof MambaManager) {
+      const cps = m.checkpoints;
+      if (cps !== undefined) {
         // Only counted here: a plan may be refused or only asked for its pages (a waiting head is
         // planned on every step it waits); allocateSlots lists the blocks once the step fits.
-        const k = m.checkpointCount(computed, total, s.numPromptTokens);
+        const k = cps.checkpointCount(computed, total, s.numPromptTokens);
         // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-107
         if (k > 0) {
           need += k;
@@ -350,13 +345,13 @@ export class KvCacheManager implements KvCacheManagerApi {
     // Hit blocks of every group are touched before any fresh block is taken, so none is evicted.
     for (let g = 0; g < n; g++) {
       const m = this.managers[g]!;
-      m.allocateNewBlocks(s.groups[g]!, p.lookahead === 0 || m instanceof MambaManager ? p.total : p.total + p.lookahead);
+      m.allocateNewBlocks(s.groups[g]!, p.lookahead === 0 || !m.takesLookahead ? p.total : p.total + p.lookahead);
     }
     if (p.checkpoints) {
       for (let g = 0; g < n; g++) {
-        const m = this.managers[g]!;
-        if (!(m instanceof MambaManager)) continue;
-        const cp = m.checkpointPlan(p.computed, p.total, s.numPromptTokens);
+        const cps = this.managers[g]!.checkpoints;
+        if (cps === undefined) continue;
+        const cp = cps.checkpointPlan(p.computed, p.total, s.numPromptTokens);
         // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-108
         if (cp.length === 0) continue;
         const st = s.groups[g]!;

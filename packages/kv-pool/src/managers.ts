@@ -27,6 +27,13 @@ export interface SingleTypeManager {
    * undefined for a group that never constrains a hit (a non-cacheable state ring).
    */
   readonly hitTypeKey: string | undefined;
+  /**
+   * Whether a step's lookahead slots (speculative drafts) take blocks in this group: they do in
+   * attention groups; a Mamba-type state keeps one state per sequence whatever the lookahead.
+   */
+  readonly takesLookahead: boolean;
+  /** The group's prefill checkpoints (a Mamba-type state in vLLM's align mode), or undefined when it keeps none. */
+  readonly checkpoints: Checkpoints | undefined;
   /** Tokens of a computed prefix that no longer need KV (vLLM's get_num_skipped_tokens). */
   skippedTokens(computed: number): number;
   /** Per group of `groups`: the hit blocks (NULL_BLOCK for skipped positions), all of one length. */
@@ -68,6 +75,20 @@ export interface SingleTypeManager {
   quietDecodeSteps(state: GroupState, computed: number): number;
 }
 
+/**
+ * A Mamba-type group in vLLM's align mode keeps, besides the running state, the states at the
+ * block boundaries of a prompt's final chunk, so a later prompt sharing the prefix can resume from
+ * them. The pool asks each group for these while planning and allocating a step.
+ */
+export interface Checkpoints {
+  /** Checkpoint blocks per prompt-ending chunk (0 unless vLLM 0.32.0 with prefix caching). */
+  readonly checkpointBlocks: number;
+  /** How many checkpoint blocks the chunk [computed, numTokens) takes: `checkpointPlan(...).length`, without the list. */
+  checkpointCount(computed: number, numTokens: number, numPromptTokens: number): number;
+  /** For the chunk [computed, numTokens): the block index each checkpoint caches, latest first (-1 where the boundary is not inside the chunk). */
+  checkpointPlan(computed: number, numTokens: number, numPromptTokens: number): number[];
+}
+
 /** No bound: the group never changes on a single-token step. */
 const ALWAYS_QUIET = Number.MAX_SAFE_INTEGER;
 
@@ -106,25 +127,40 @@ export function emptyLists(n: number): number[][] {
   return out;
 }
 
-/** Scratch for the int32 hash halves a full-attention hit search reads (grows, reused). */
-// Stryker disable next-line ArithmeticOperator: KP-120
-let hitKeys = new Int32Array(2 * 4096);
+/**
+ * A reusable buffer for the int32 halves of block hashes (two per block), grown on demand. Each
+ * manager owns its own, so managers of different pools (a sweep's threads, tests side by side)
+ * never share one, and a hot loop reads a typed array instead of boxing keys.
+ */
+class KeyScratch {
+  private keys: Int32Array;
 
-/** Scratch for the int32 hash halves of the blocks one cacheFullBlocks call caches (grows, reused). */
-// Stryker disable next-line ArithmeticOperator: KP-121
-let scratch = new Int32Array(2 * 1024);
-
-function keyScratch(numBlocks: number): Int32Array {
-  // Stryker disable next-line EqualityOperator: KP-122
-  if (2 * numBlocks > scratch.length) {
-    // Stryker disable next-line ArithmeticOperator: KP-123
-    scratch = new Int32Array(Math.max(2 * numBlocks, 2 * scratch.length));
+  constructor(blocks: number) {
+    // Stryker disable next-line ArithmeticOperator: KP-120
+    this.keys = new Int32Array(2 * blocks);
   }
-  return scratch;
+
+  /** A buffer holding at least `blocks` blocks' halves; what it held before is not kept. */
+  forBlocks(blocks: number): Int32Array {
+    // Stryker disable next-line EqualityOperator: KP-122
+    if (2 * blocks > this.keys.length) {
+      // Stryker disable next-line ArithmeticOperator: KP-123
+      this.keys = new Int32Array(Math.max(2 * blocks, 2 * this.keys.length));
+    }
+    return this.keys;
+  }
 }
 
 /** Caches table entries [numCached, computed / B): consecutive new keys form one `stored` run. */
-function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, state: GroupState, hashes: BlockHashView, computed: number): void {
+function cacheFullBlocks(
+  pool: PoolOps,
+  scratch: KeyScratch,
+  groupIndex: number,
+  blockSize: number,
+  state: GroupState,
+  hashes: BlockHashView,
+  computed: number,
+): void {
   const numFull = Math.min(Math.floor(computed / blockSize), state.numBlocks);
   // vLLM's num_cached_blocks >= num_full_blocks: a commit of fewer full blocks than cached keeps
   // numCached (manager-caching-and-hits.test.ts).
@@ -134,7 +170,7 @@ function cacheFullBlocks(pool: PoolOps, groupIndex: number, blockSize: number, s
   if (!pool.collectsEvents && hashes instanceof PackedHashView) {
     // No events to build: the same cache calls in the same order, in one loop inside the pool.
     // Stryker disable next-line ArithmeticOperator: KP-126
-    const keys = keyScratch(numFull - state.numCached);
+    const keys = scratch.forBlocks(numFull - state.numCached);
     hashes.blockKeysInto(state.numCached, numFull, keys);
     pool.cacheTableRun(state, state.numCached, numFull, groupIndex, keys);
     state.numCached = numFull;
@@ -190,8 +226,12 @@ function reversedReal(table: BlockTable): number[] {
 /** Full attention and window groups: vLLM's generic accounting with a skipped-token function. */
 abstract class AttentionManager implements SingleTypeManager {
   abstract readonly kind: "full_attention" | "window";
+  readonly takesLookahead = true;
+  readonly checkpoints = undefined;
   readonly blockSize: number;
   readonly hitTypeKey: string;
+  /** The hash halves of the blocks one cacheBlocks call caches. */
+  private readonly cacheKeys = new KeyScratch(1024);
 
   constructor(
     protected readonly pool: PoolOps,
@@ -278,7 +318,7 @@ abstract class AttentionManager implements SingleTypeManager {
   }
 
   cacheBlocks(state: GroupState, hashes: BlockHashView, computed: number): void {
-    if (this.caches) cacheFullBlocks(this.pool, this.groupIndex, this.blockSize, state, hashes, computed);
+    if (this.caches) cacheFullBlocks(this.pool, this.cacheKeys, this.groupIndex, this.blockSize, state, hashes, computed);
   }
 
   releaseForSource(state: GroupState, computed: number): number[] {
@@ -327,6 +367,8 @@ abstract class AttentionManager implements SingleTypeManager {
 /** Full attention: every block is kept; a hit is the leading run of cached blocks. */
 export class FullAttentionManager extends AttentionManager {
   readonly kind = "full_attention";
+  /** The hash halves a hit search reads, in growing batches. */
+  private readonly hitKeys = new KeyScratch(4096);
 
   skippedTokens(): number {
     return 0;
@@ -355,7 +397,7 @@ export class FullAttentionManager extends AttentionManager {
     // A packed view's keys are read in growing batches into a typed array (as int32, never boxed);
     // the batches double, so at most about as many keys are computed as the hit has blocks.
     const packed = hashes instanceof PackedHashView ? hashes : undefined;
-    let keys = hitKeys;
+    let keys = this.hitKeys.forBlocks(0);
     let keysFrom = 0;
     let keysTo = 0;
     let batch = 32;
@@ -369,8 +411,8 @@ export class FullAttentionManager extends AttentionManager {
         if (i === keysTo) {
           keysFrom = i;
           keysTo = Math.min(max, i + batch);
-          // Stryker disable next-line ConditionalExpression,EqualityOperator,ArithmeticOperator: KP-134
-          if (2 * (keysTo - keysFrom) > keys.length) keys = hitKeys = new Int32Array(2 * (keysTo - keysFrom));
+          // Stryker disable next-line ArithmeticOperator: KP-134
+          keys = this.hitKeys.forBlocks(keysTo - keysFrom);
           packed.blockKeysInto(keysFrom, keysTo, keys);
           // Stryker disable next-line MethodExpression: KP-135
           batch = Math.min(2 * batch, 4096);
@@ -473,9 +515,11 @@ export class WindowManager extends AttentionManager {
  * `prefill_checkpoint_blocks` = k takes k extra blocks in the chunk that reaches the end of the
  * prompt, holding the states at the last k boundaries inside the chunk.
  */
-export class MambaManager implements SingleTypeManager {
+export class MambaManager implements SingleTypeManager, Checkpoints {
   readonly kind = "mamba";
   readonly caches = true;
+  readonly takesLookahead = false;
+  readonly checkpoints: Checkpoints = this;
   readonly blockSize: number;
   readonly hitTypeKey: string;
 
@@ -685,6 +729,8 @@ export class MambaManager implements SingleTypeManager {
  */
 export class SingleBlockStateManager implements SingleTypeManager {
   readonly kind = "ring";
+  readonly takesLookahead = true;
+  readonly checkpoints = undefined;
   // Stryker disable next-line BooleanLiteral: KP-143
   readonly caches = false;
   readonly blockSize: number;
