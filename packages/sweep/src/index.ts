@@ -43,4 +43,17 @@ export {
   type MinWorkersResult,
   type WorkerCounts,
 } from "./search.js";
+export { inlineExecutor, type PointExecutor } from "./executor.js";
+export {
+  runSweep,
+  gpuCount,
+  rateVariable,
+  SearchSetupError,
+  type SweepPlan,
+  type SweepResult,
+  type SweepProgressHooks,
+  type SearchKind,
+  type SearchOutcome,
+  type ProfileTp,
+} from "./run.js";
 export { diffReports, canonicalMetric, type ReportDiff, type MetricChange, type SettingChange } from "./diff.js";

@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { runPoint, type PointTask, type SweepRow } from "@kvsim/sweep";
+import { inlineExecutor, runPoint, type PointExecutor, type PointTask, type SweepRow } from "@kvsim/sweep";
 import { fileHost, knownHash } from "./host.js";
 import type { PointPool } from "./pool.js";
 import { CLAIM_FREE, CLAIM_MAIN, CLAIM_WORKER, TASKS_PER_THREAD } from "./worker-protocol.js";
@@ -10,23 +10,8 @@ import { CLAIM_FREE, CLAIM_MAIN, CLAIM_WORKER, TASKS_PER_THREAD } from "./worker
  */
 const poolModule = () => import("./pool.js");
 
-/** Runs points: in this thread, in a pool of worker threads, or on a queue. */
-export interface PointExecutor {
-  /** How many points it runs at once. */
-  readonly parallelism: number;
-  /** How many points to hand it at once to keep every thread busy (at least `parallelism`). */
-  readonly queueDepth?: number;
-  run(task: PointTask): Promise<SweepRow>;
-  close(): Promise<void>;
-}
-
 /** The default of --jobs: every core. */
 export const defaultJobs = (): number => availableParallelism();
-
-/** One point at a time, in this thread. */
-function inlineExecutor(): PointExecutor {
-  return { parallelism: 1, run: (task) => runPoint(task, fileHost), close: () => Promise.resolve() };
-}
 
 /** Up to `jobs` points at once, each in a worker thread (piscina); `kvsim worker` runs its points so. */
 export function poolExecutor(jobs: number): PointExecutor {
@@ -88,7 +73,7 @@ export interface LocalExecutor extends PointExecutor {
 export function localExecutor(jobs: number, options: { eager?: boolean; inline?: boolean } = {}): LocalExecutor {
   const useInline = options.inline ?? true;
   if (jobs === 1 && useInline) {
-    const inline = inlineExecutor();
+    const inline = inlineExecutor(fileHost);
     const counts = { inline: 0, worker: 0, takenBack: 0, copied: 0 };
     return { ...inline, counts, run: (task) => (counts.inline++, inline.run(task)), workerLoaded: () => Promise.resolve() };
   }

@@ -7,22 +7,23 @@ import {
   badRow,
   checkGridPaths,
   expandGrid,
-  findMaxRate,
-  findMinAggregatedWorkers,
-  findMinPdWorkers,
-  meetsSla,
+  gpuCount,
   parseGrid,
   parseSla,
   parseSpecPath,
   pointTask,
   rowsTable,
+  runSweep,
+  SearchSetupError,
   SlaSyntaxError,
   slaPercentiles,
   SpecInputError,
   DEFAULT_RATE_TOLERANCE,
   type Grid,
   type GridPoint,
+  type PointExecutor,
   type PointTask,
+  type SearchOutcome,
   type SlaTerm,
   type SpecOverride,
   type SweepRow,
@@ -34,11 +35,11 @@ import { checkOutputs, InvalidInputs, numberOption, readText, regularFileSize, U
 import { checkSpec, fromInputError, printWarnings, SpecCheckCache, type CheckedSpec } from "../spec-check.js";
 import { defaultSpecPath } from "../replay/examples.js";
 import { parseSetFlags, readDocument, type StdinIo } from "../spec-input.js";
-import { defaultJobs, localExecutor, type PointExecutor } from "./executor.js";
+import { defaultJobs, localExecutor } from "./executor.js";
 import { checkedHash } from "./host.js";
 import { localJobs } from "./jobs.js";
 import { createSweepProgress } from "./progress.js";
-import { formatSearchTable, formatSweepTable, type SearchOutcome } from "./table.js";
+import { formatSearchTable, formatSweepTable } from "./table.js";
 
 export interface SweepOptions {
   readonly spec?: string;
@@ -114,22 +115,6 @@ class TaskBuilder {
     }
   }
 }
-
-/** Runs `fn` over `items` with at most `limit` calls in flight; results in input order. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const lanes = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!, i);
-    }
-  });
-  await Promise.all(lanes);
-  return out;
-}
-
-const override = (text: string, value: unknown): SpecOverride => ({ path: text.split("."), value, source: `--find (${text}=${String(value)})` });
 
 function parseOptions(opts: SweepOptions) {
   if (opts.format !== "table" && opts.format !== "json") throw new UsageError(`--format must be table or json, got "${opts.format}"`);
@@ -309,63 +294,32 @@ async function sweepWith(
 
   const started = performance.now();
   const { executor, sweepId, describe } = local ?? (await openExecutor(io, opts, jobs));
-  const annotate = (row: SweepRow): SweepRow => (sla === undefined ? row : { ...row, sla_met: meetsSla(row.report, sla) });
-  const runTask = async (point: number, settings: Readonly<Record<string, unknown>>, overrides: readonly SpecOverride[]): Promise<SweepRow> => {
-    const t = await builder.task(point, settings, overrides);
-    return annotate("status" in t ? t : await executor.run(t));
-  };
-
   let rows: SweepRow[];
   let searches: SearchOutcome[] | undefined;
+  const progress =
+    opts.find === undefined
+      ? createSweepProgress(io, points.length, "sweep", opts.quiet === true)
+      : createSweepProgress(io, 0, `search (${opts.find})`, opts.quiet === true);
   try {
-    if (opts.find === undefined) {
-      const progress = createSweepProgress(io, points.length, "sweep", opts.quiet === true);
-      try {
-        const limit = Number.isFinite(executor.parallelism) ? (executor.queueDepth ?? executor.parallelism) : points.length;
-        rows = await mapLimit(points, limit, async (p) => {
-          const row = await runTask(p.index, p.settings, p.overrides);
-          progress.done(row.status !== "ok");
-          return row;
-        });
-      } finally {
-        progress.stop();
-      }
-    } else {
-      const progress = createSweepProgress(io, 0, `search (${opts.find})`, opts.quiet === true);
-      let total = 0;
-      const perPoint = Number.isFinite(executor.parallelism)
-        ? Math.max(1, Math.floor(executor.parallelism / (opts.find === "max-rate" ? 1 : 2)))
-        : points.length;
-      try {
-        const outcomes = await mapLimit(points, perPoint, async (p) => {
-          const evaluated: SweepRow[] = [];
-          const evaluate = async (settings: Record<string, unknown>) => {
-            progress.setTotal(++total);
-            const overrides = Object.entries(settings).map(([k, v]) => override(k, v));
-            const row = await runTask(0, { ...p.settings, ...settings }, [...p.overrides, ...overrides]);
-            progress.done(row.status !== "ok");
-            evaluated.push(row);
-            return row;
-          };
-          const outcome = await search(opts.find as "max-rate" | "min-workers", builder.spec(p.overrides), evaluate, sla!, { tolerance, maxWorkers });
-          return { point: p, outcome, evaluated };
-        });
-        // Rows numbered in grid order, then in each search's order: the same for any --jobs.
-        rows = [];
-        searches = outcomes.map(({ point, outcome, evaluated }) => {
-          const first = rows.length;
-          for (const r of evaluated) rows.push({ ...r, point: rows.length });
-          return { ...outcome, settings: point.settings, rows: evaluated.map((_, i) => first + i) };
-        });
-      } finally {
-        progress.stop();
-      }
-    }
+    ({ rows, searches } = await runSweep({
+      points,
+      task: (point, settings, overrides) => builder.task(point, settings, overrides),
+      executor,
+      ...(sla === undefined ? {} : { sla }),
+      ...(opts.find === undefined ? {} : { find: opts.find as "max-rate" | "min-workers", spec: (overrides) => builder.spec(overrides) }),
+      tolerance,
+      maxWorkers,
+      profileTp,
+      progress,
+    }));
+  } catch (e) {
+    if (e instanceof SearchSetupError) throw new UsageError(e.message);
+    throw e;
   } finally {
+    progress.stop();
     // The local executor is closed by the caller, which opened it.
     if (local === undefined) await executor.close();
   }
-  rows.sort((a, b) => a.point - b.point);
   const wallMs = performance.now() - started;
 
   const outputs: { path: string; text: string; flag: string }[] = [];
@@ -415,9 +369,7 @@ function sweepHtml(
   const gpus = rows.map((r) => {
     try {
       const spec = builder.spec(Object.entries(r.settings).map(([k, v]) => ({ path: parseSpecPath(k) ?? k.split("."), value: v, source: `--html (${k})` })));
-      const t = spec.topology;
-      if (t.kind === "aggregated") return t.workers * profileTp(spec.profile);
-      return t.prefill.workers * profileTp(spec.prefill?.profile ?? spec.profile) + t.decode.workers * profileTp(spec.decode?.profile ?? spec.profile);
+      return gpuCount(spec, profileTp);
     } catch {
       // A refused point's settings may not make a spec: no GPU count.
       return null;
@@ -448,76 +400,9 @@ function sweepHtml(
   });
 }
 
-/** The searched variable of max-rate: a synthetic workload's rate, or a trace's speedup. */
-function rateVariable(spec: Spec): { path: string; start: number } {
-  const synthetic = spec.workload.synthetic;
-  if (synthetic !== undefined) {
-    if (synthetic.rate_per_s === undefined)
-      throw new UsageError("--find max-rate scales workload.synthetic.rate_per_s, but this workload has none (all requests arrive at 0)");
-    return { path: "workload.synthetic.rate_per_s", start: synthetic.rate_per_s };
-  }
-  return { path: "workload.speedup", start: spec.workload.speedup };
-}
-
-async function search(
-  find: "max-rate" | "min-workers",
-  spec: Spec,
-  evaluate: (settings: Record<string, unknown>) => Promise<SweepRow>,
-  sla: readonly SlaTerm[],
-  options: { tolerance: number; maxWorkers: number },
-): Promise<Omit<SearchOutcome, "settings" | "rows">> {
-  if (find === "max-rate") {
-    const variable = rateVariable(spec);
-    // The arrival rate each probe offered (req/s): a speedup is a factor, the user asks for a rate.
-    const offered = new Map<number, number | null>();
-    const r = await findMaxRate(
-      variable.start,
-      async (x) => {
-        const row = await evaluate({ [variable.path]: x });
-        offered.set(x, row.report?.saturation?.offered_rps ?? null);
-        return { meets: meetsSla(row.report, sla) };
-      },
-      { tolerance: options.tolerance },
-    );
-    // rate_per_s is a rate already; a trace's speedup gives the rate its requests arrived at.
-    const rps = (x: number | null) => (x === null ? null : variable.path === "workload.speedup" ? (offered.get(x) ?? null) : x);
-    return {
-      variable: variable.path,
-      answer: r.answer,
-      answer_rps: rps(r.answer),
-      failing: r.failing,
-      failing_rps: rps(r.failing),
-      probes: r.probes,
-      tolerance: options.tolerance,
-    };
-  }
-  const goodput = (row: SweepRow) => row.report?.goodput_rps;
-  if (spec.topology.kind === "aggregated") {
-    const tpAll = profileTp(spec.profile);
-    const r = await findMinAggregatedWorkers(
-      async (c) => {
-        const row = await evaluate({ "topology.workers": (c as { workers: number }).workers });
-        return { meets: meetsSla(row.report, sla), goodput: goodput(row) };
-      },
-      { maxWorkers: options.maxWorkers, tp: tpAll },
-    );
-    return { variable: "topology.workers", answer: r.answer, gpus: r.gpus, probes: r.probes };
-  }
-  const r = await findMinPdWorkers(
-    async (c) => {
-      const pair = c as { prefill: number; decode: number };
-      const row = await evaluate({ "topology.prefill.workers": pair.prefill, "topology.decode.workers": pair.decode });
-      return { meets: meetsSla(row.report, sla), goodput: goodput(row) };
-    },
-    { maxWorkers: options.maxWorkers, tpPrefill: profileTp(spec.prefill?.profile ?? spec.profile), tpDecode: profileTp(spec.decode?.profile ?? spec.profile) },
-  );
-  return { variable: "topology.prefill.workers, topology.decode.workers", answer: r.answer, gpus: r.gpus, probes: r.probes };
-}
-
-/** TP of a profile reference (a path's profile is read through the task builder's cache). */
+/** TP of a profile given by path, each file read once. */
 const tpCache = new Map<string, number>();
-function profileTp(ref: Spec["profile"]): number {
-  if (typeof ref !== "string") return ref.tensor_parallel_size;
+function profileTp(ref: string): number {
   let tp = tpCache.get(ref);
   if (tp === undefined) {
     tp = parseProfile(readText(ref), ref).tensor_parallel_size;

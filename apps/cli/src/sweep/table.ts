@@ -1,28 +1,5 @@
-import { formatSla, metricValue, type Probe, type SlaTerm, type SweepRow, type WorkerCounts } from "@kvsim/sweep";
+import { formatSla, metricValue, type SearchOutcome, type SlaTerm, type SweepRow, type WorkerCounts } from "@kvsim/sweep";
 import { textTable } from "../text-table.js";
-
-/** One search's result, for the table and the JSON output. */
-export interface SearchOutcome {
-  /** The grid point the search ran at (empty without --grid). */
-  readonly settings: Readonly<Record<string, unknown>>;
-  /** The spec path(s) searched. */
-  readonly variable: string;
-  readonly answer: number | WorkerCounts | null;
-  /** max-rate: the lowest rate tried above the answer that did not meet the SLA. */
-  readonly failing?: number | null;
-  /**
-   * max-rate: the answer and the failing rate as arrival rates in requests per second (for a
-   * trace, the offered rate of the replay at that speedup: requests - 1 over the arrival span).
-   */
-  readonly answer_rps?: number | null;
-  readonly failing_rps?: number | null;
-  readonly tolerance?: number;
-  /** min-workers: GPUs of the answer. */
-  readonly gpus?: number | null;
-  readonly probes: readonly Probe<number>[] | readonly Probe<WorkerCounts>[];
-  /** Indices of this search's rows. */
-  readonly rows: readonly number[];
-}
 
 /** One formatter per number of digits: `toLocaleString` with options builds a new one per call, which a table of many rows feels. */
 const formats = new Map<number, Intl.NumberFormat>();
