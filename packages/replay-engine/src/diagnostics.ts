@@ -77,3 +77,6 @@ export function checkDrained(soloRanks: readonly RankSlot[], groups: readonly Lo
   for (const w of soloRanks) check(w);
   for (const g of groups) for (const w of g.ranks) check(w);
 }
+
+/** A rank ran too many passes in a row that changed nothing: the replay can make no progress. */
+export class NoProgress extends Error {}

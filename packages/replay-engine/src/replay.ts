@@ -1,12 +1,10 @@
-import { createPromptTokens } from "@kvsim/kv-pool";
 import { MAX_VIRTUAL_TIME_MS, MAX_VIRTUAL_TIME_TEXT, type Profile, type Spec, type TraceRecord } from "@kvsim/profile-schema";
 import {
-  IdTable,
   TimingRefusedError,
+  type IdTable,
   type Command,
   type CommandOutcome,
   type DecodeRun,
-  type Effects,
   type RankRole,
   type RequestInput,
   type StepResult,
@@ -15,16 +13,15 @@ import {
 } from "@kvsim/vllm-scheduler";
 import TinyQueue from "tinyqueue";
 import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput, type TransferPricer } from "./coordinator.js";
-import { checkDrained, stuckResult, type StuckRequest } from "./diagnostics.js";
+import { checkDrained, NoProgress, stuckResult, type StuckRequest } from "./diagnostics.js";
+import { EffectApplier, type HandoffFeed } from "./effects.js";
 import { EventQueue, Phase, Stage } from "./event-queue.js";
-import { TokenTrack, type PassLog } from "./itl.js";
 import type { GroupStep, LockstepGroup } from "./lockstep.js";
 import type { Placement } from "./placement.js";
 import type { RoutingReport, RoutingTally } from "./routing-report.js";
-import { MetricsCollector, speculativeDecodingReport, type LatencyQuantiles, type ReplayReport, type RequestRecord, type RequestStatus } from "./report.js";
+import { MetricsCollector, speculativeDecodingReport, type LatencyQuantiles, type ReplayReport, type RequestRecord } from "./report.js";
 import { Sampler, type TimeSeries } from "./timeseries.js";
-import { RecordStore } from "./record-store.js";
-import { lazyRecords, terminalRecord, type LiveRequest } from "./request-records.js";
+import { lazyRecords, RequestLedger, type LiveRequest } from "./request-records.js";
 import { buildTopology, dataParallelReport, rankOf, samplerProbes, type RankSlot, type SpecWorker, type Topology } from "./topology.js";
 import type { TransferNetwork } from "./transfer-network.js";
 import { lowerTrace, syntheticRequests, type ReplayRequest } from "./workload.js";
@@ -93,10 +90,6 @@ type QueuedPayload =
   | { readonly kind: "transfer"; readonly live: LiveRequest }
   | GroupStep;
 
-/** Passes in a row that change nothing before a rank is declared stuck. */
-const MAX_IDLE_PASSES = 1024;
-
-class NoProgress extends Error {}
 /** The run cannot go on for a reason of its inputs that only the run could find (not a bug). */
 class RunFailure extends Error {}
 
@@ -113,7 +106,7 @@ export async function runReplay(input: ReplayInput): Promise<ReplayResult> {
   return engine.run();
 }
 
-class ReplayEngine {
+class ReplayEngine implements HandoffFeed {
   private readonly spec: Spec;
   private readonly topology: Topology<LiveRequest>;
   /** Ranks that step on their own. */
@@ -131,9 +124,10 @@ class ReplayEngine {
   private readonly decodeTally: RoutingTally | undefined;
   private readonly disaggregated: boolean;
   private readonly queue = new EventQueue<QueuedPayload>();
-  private readonly live = new IdTable<LiveRequest>();
-  /** Terminal records, kept compactly by their workload index and built again when read. */
-  private readonly records = new RecordStore<RequestRecord>({ enumKeys: ["status", "mode", "unit", "transfer_path"], numberedKeys: ["request_id"] });
+  private readonly ledger: RequestLedger;
+  /** The live requests by id (the ledger's). */
+  private readonly live: IdTable<LiveRequest>;
+  private readonly effects: EffectApplier;
   private readonly collector: MetricsCollector;
   private readonly price: TransferPricer;
   private readonly fallbackLatencyMs: number;
@@ -145,11 +139,9 @@ class ReplayEngine {
   /** A trace's raw record iterator, kept to count what a cutoff left unread; closed at the end. */
   private rawRecords: AsyncIterator<TraceRecord> | Iterator<TraceRecord> | undefined;
   private readonly onProgress: ((p: ReplayProgress) => void) | undefined;
-  private readonly progressEvery: number;
-  private nextProgress: number;
   private now = 0;
   /** Time series, when asked for. */
-  private sampler: Sampler | undefined;
+  private readonly sampler: Sampler | undefined;
   private readonly quantilePoints: number | undefined;
   /** When the next request not yet released reaches the engine (Infinity when none is left). */
   private nextArrivalMs = Infinity;
@@ -171,8 +163,6 @@ class ReplayEngine {
     this.onProgress = input.onProgress;
     this.quantilePoints = input.quantiles;
     this.fastDecode = input.fastDecode ?? true;
-    this.progressEvery = Math.max(1, input.progressEvery ?? 256);
-    this.nextProgress = this.progressEvery;
     this.fallbackLatencyMs = spec.kv_transfer.fallback_latency_ms;
     this.pipeSetupMs = spec.kv_transfer.network === undefined ? (spec.kv_transfer.setup_latency_ms ?? 0) : 0;
     const t = buildTopology<LiveRequest>(spec, input.specFile ?? "<spec>", input.profiles);
@@ -192,7 +182,21 @@ class ReplayEngine {
     if (t.network !== undefined) this.collector.attachNetwork(t.network);
     if (t.capacity !== undefined) this.collector.kvCapacity = t.capacity;
     this.requests = this.requestStream(input);
-    if (input.timeseries !== undefined) this.sampler = new Sampler(samplerProbes(t.allRanks), input.timeseries.sampleMs);
+    this.sampler = input.timeseries === undefined ? undefined : new Sampler(samplerProbes(t.allRanks), input.timeseries.sampleMs);
+    const progressEvery = Math.max(1, input.progressEvery ?? 256);
+    this.ledger = new RequestLedger(
+      this.collector,
+      this.sampler,
+      t.entryPlacement,
+      t.decodePlacement,
+      t.entryTally,
+      t.disaggregated,
+      t.dpRoles,
+      input.onProgress,
+      progressEvery,
+    );
+    this.live = this.ledger.live;
+    this.effects = new EffectApplier(this.ledger, this.collector, this.sampler, t.entryPlacement, this);
   }
 
   private requestStream(input: ReplayInput): AsyncIterator<ReplayRequest> | Iterator<ReplayRequest> {
@@ -220,8 +224,8 @@ class ReplayEngine {
         for (;;) {
           for (let ev = this.queue.popDue(this.now); ev !== undefined; ev = this.queue.popDue(this.now)) {
             const p = ev.payload;
-            if (p.kind === "pass") this.completePass(p.slot, p.step, undefined);
-            else if (p.kind === "run") this.completeRun(p.slot, p.run);
+            if (p.kind === "pass") this.effects.completePass(p.slot, p.step, this.now, undefined);
+            else if (p.kind === "run") this.effects.completeRun(p.slot, p.run);
             else if (p.kind === "group") this.completeGroupStep(p);
             else this.transferDone(p.live);
           }
@@ -278,7 +282,7 @@ class ReplayEngine {
     const report = this.collector.report();
     const quantiles = this.quantilePoints === undefined ? undefined : this.collector.quantiles(this.quantilePoints);
     this.sampler?.finish(stoppedAtCap ? cap! : this.now);
-    const readRecords = lazyRecords(this.records);
+    const readRecords = lazyRecords(this.ledger.records);
     return {
       ok: true,
       report,
@@ -304,8 +308,7 @@ class ReplayEngine {
    * end to count them, so a bad line after the cutoff is still an error).
    */
   private async countCutoff(cap: number, next: ReplayRequest | undefined): Promise<void> {
-    let emitted = 0;
-    for (const live of this.live.values()) emitted += live.emitted;
+    const emitted = this.ledger.emittedInFlight();
     let notArrived = next === undefined ? 0 : 1;
     const synthetic = this.spec.workload.synthetic;
     if (synthetic !== undefined) notArrived = synthetic.requests - this.collector.arrivedCount;
@@ -329,27 +332,7 @@ class ReplayEngine {
   }
 
   private arrive(req: ReplayRequest): void {
-    this.collector.onArrival(req.arrivalMs);
-    this.sampler?.onArrival();
-    const live: LiveRequest = {
-      req,
-      prompt: req.prompt ?? createPromptTokens(req.tokens),
-      admittedMs: undefined,
-      firstTokenMs: NaN,
-      lastTokenMs: NaN,
-      emitted: 0,
-      track: new TokenTrack(),
-      reused: 0,
-      preemptions: 0,
-      entry: undefined,
-      entryPlaced: undefined,
-      decodePlaced: undefined,
-      decode: undefined,
-      decodeHitTokens: undefined,
-      handoff: undefined,
-      rejected: undefined,
-    };
-    this.live.set(req.id, live);
+    const live = this.ledger.arrive(req);
     if (this.disaggregated) {
       live.handoff = new HandoffCoordinator(req.id, this.price, this.fallbackLatencyMs, this.pipeSetupMs);
       this.feed(live, { type: "start", atMs: this.now });
@@ -357,8 +340,8 @@ class ReplayEngine {
     }
     const w = this.placeEntry(live);
     const outcome = this.submit(w, { type: "submit", request: this.requestInput(live, req.outputTokens) });
-    if (!outcome.ok) this.terminate(live, "rejected", outcome.reason);
-    else this.applyEffects(w, outcome.effects, this.now);
+    if (!outcome.ok) this.ledger.terminate(live, "rejected", outcome.reason, this.now);
+    else this.effects.apply(w, outcome.effects, this.now, this.now);
   }
 
   /** Places a request on the aggregated or prefill pool and returns its rank. */
@@ -452,7 +435,7 @@ class ReplayEngine {
       const w = g.ranks[i]!;
       w.busy = false;
       const s = steps[i];
-      if (s !== undefined) this.completePass(w, s, this.now);
+      if (s !== undefined) this.effects.completePass(w, s, this.now, this.now);
     }
     g.endStep(step);
   }
@@ -482,145 +465,8 @@ class ReplayEngine {
     return t;
   }
 
-  /** A decode run's steps ended: each gave one token to every request of its batch. */
-  private completeRun(w: RankSlot, run: DecodeRun): void {
-    this.sampler?.onRunDone(w.sampleIndex);
-    w.busy = false;
-    w.dirty = true;
-    w.idlePasses = 0;
-    w.metrics = run.metrics;
-    const log = w.passLog;
-    const ends = run.stepEndsMs;
-    let entry0 = -1;
-    for (let j = 0; j < run.steps; j++) {
-      const e = log.append(ends[j]!);
-      if (j === 0) entry0 = e;
-    }
-    const ids = run.requestIds;
-    for (let i = 0; i < ids.length; i++) {
-      const live = this.live.get(ids[i]!);
-      if (live === undefined) throw new Error(`${w.label} emitted a token for unknown request ${ids[i]}`);
-      const first = run.firstTokenIndex[i]!;
-      for (let j = 0; j < run.steps; j++) this.recordToken(live, first + j, ends[j]!, log, entry0 + j);
-    }
-  }
-
-  /** A pass ended: its effects apply now; `tokensAtMs` replaces its tokens' own times (a lockstep step's end). */
-  private completePass(w: RankSlot, step: StepResult, tokensAtMs: number | undefined): void {
-    w.busy = false;
-    w.dirty = true;
-    const e = step.effects;
-    const changed =
-      step.scheduledTokens > 0 ||
-      e.tokens.length + e.admissions.length + e.preemptions.length + e.rejections.length + e.finished.length + e.lifecycle.length > 0;
-    w.idlePasses = changed ? 0 : w.idlePasses + 1;
-    if (w.idlePasses >= MAX_IDLE_PASSES) {
-      throw new NoProgress(`${w.label} ran ${MAX_IDLE_PASSES} passes in a row that changed nothing`);
-    }
-    this.applyEffects(w, e, step.startMs, tokensAtMs);
-  }
-
-  /**
-   * Applies a rank's effects at `this.now`; admissions are stamped at `admittedAt` (the pass start),
-   * tokens at their own time or `tokensAtMs`.
-   */
-  private applyEffects(w: RankSlot, e: Effects, admittedAt: number, tokensAtMs?: number): void {
-    w.metrics = e.metrics;
-    for (const a of e.admissions) {
-      const live = this.live.get(a.requestId);
-      if (live === undefined) continue;
-      if (w.role === "decode") continue;
-      live.admittedMs ??= admittedAt;
-      live.reused = Math.max(live.reused, a.reusedTokens);
-    }
-    for (const p of e.preemptions) {
-      this.collector.onPreemption();
-      const live = this.live.get(p.requestId);
-      if (live !== undefined) live.preemptions++;
-    }
-    if (w.role !== "prefill") {
-      let entry = -1;
-      let entryMs = 0;
-      for (const t of e.tokens) {
-        const live = this.live.get(t.requestId);
-        if (live === undefined) throw new Error(`${w.label} emitted a token for unknown request ${t.requestId}`);
-        const atMs = tokensAtMs ?? t.atMs;
-        // One log entry per pass (all its tokens carry its end time).
-        if (entry < 0 || atMs !== entryMs) {
-          entry = w.passLog.append(atMs);
-          entryMs = atMs;
-        }
-        this.recordToken(live, t.index, atMs, w.passLog, entry);
-      }
-      this.sampler?.onOutputTokens(e.tokens.length);
-    }
-    for (const r of e.rejections) {
-      const live = this.live.get(r.requestId);
-      if (live === undefined) continue;
-      if (live.handoff === undefined) this.terminate(live, "rejected", r.reason);
-      else {
-        if (w.role === "prefill") live.rejected = r.reason;
-        this.feed(live, { type: "failed", atMs: this.now, reason: `${w.label} rejected the request: ${r.reason}` });
-      }
-    }
-    if (w.role !== "prefill") {
-      for (const f of e.finished) {
-        const live = this.live.get(f.requestId);
-        if (live === undefined) continue;
-        if (live.emitted < live.req.outputTokens) {
-          this.terminate(live, "failed", `${w.label} finished the request after ${live.emitted} of ${live.req.outputTokens} output tokens`);
-        } else {
-          this.terminate(live, "completed", undefined);
-        }
-      }
-    }
-    for (const fact of e.lifecycle) {
-      const live = this.live.get(fact.requestId);
-      if (live === undefined) throw new Error(`${w.label} reported ${fact.type} for unknown request ${fact.requestId}`);
-      if (fact.type === "source_held") {
-        this.sampler?.onPrefillDone(live.req.inputTokens);
-        // Dynamo's prefill router lets go of a request when its prefill returns.
-        this.prefillEnded(live);
-        if (live.entryPlaced !== undefined) this.entryPlacement.finished?.(live.entryPlaced);
-        this.feed(live, { type: "source_held", atMs: this.now, terms: fact.terms });
-      } else {
-        live.decodeHitTokens = fact.hitTokens;
-        this.feed(live, { type: "destination_reserved", atMs: this.now, hitTokens: fact.hitTokens });
-      }
-    }
-  }
-
-  /** The prefill of a request ended on its entry rank: its router and tally learn it. */
-  private prefillEnded(live: LiveRequest): void {
-    if (live.entryPlaced === undefined) return;
-    this.entryPlacement.prefillDone?.(live.entryPlaced);
-    this.entryTally.computed(live.entryPlaced.index, live.req.inputTokens - live.reused);
-  }
-
-  private recordToken(live: LiveRequest, index: number, atMs: number, log: PassLog, entry: number): void {
-    if (index !== live.emitted) throw new Error(`request ${live.req.id}: token ${index} arrived, expected token ${live.emitted}`);
-    // Causality: arrival <= first token <= every later token.
-    if (!(atMs >= live.req.arrivalMs) || (live.emitted > 0 && !(atMs >= live.lastTokenMs))) {
-      throw new Error(
-        `request ${live.req.id}: token ${index} at ${atMs} ms is before its arrival (${live.req.arrivalMs} ms) or its previous token (${live.emitted > 0 ? live.lastTokenMs : "none"} ms)`,
-      );
-    }
-    if (live.emitted === 0) {
-      live.firstTokenMs = atMs;
-      // Aggregated: the first token ends the prefill (in P/D the prefill rank reports it).
-      if (!this.disaggregated) {
-        this.sampler?.onPrefillDone(live.req.inputTokens);
-        this.prefillEnded(live);
-      }
-    }
-    // Gaps count up to the requested outputs (a token past them would have no gap slot).
-    if (index < live.req.outputTokens) live.track.add(log, entry);
-    live.lastTokenMs = atMs;
-    live.emitted++;
-  }
-
   /** Feeds one input to a request's coordinator and runs the actions it asks for. */
-  private feed(live: LiveRequest, input: HandoffInput): void {
+  feed(live: LiveRequest, input: HandoffInput): void {
     const h = live.handoff;
     if (h === undefined) throw new Error(`request ${live.req.id} has no handoff`);
     for (const action of h.on(input)) this.execute(live, h, action);
@@ -637,7 +483,7 @@ class ReplayEngine {
           : { type: "outcome", action: what, atMs: this.now, ok: false, reason: outcome.reason },
       );
     }
-    if (outcome.ok) this.applyEffects(w, outcome.effects, this.now);
+    if (outcome.ok) this.effects.apply(w, outcome.effects, this.now, this.now);
   }
 
   private execute(live: LiveRequest, h: HandoffCoordinator, action: HandoffAction): void {
@@ -688,46 +534,10 @@ class ReplayEngine {
         return;
       case "complete":
         if (!action.ok) {
-          if (live.rejected !== undefined) this.terminate(live, "rejected", live.rejected);
-          else this.terminate(live, "failed", action.reason);
+          if (live.rejected !== undefined) this.ledger.terminate(live, "rejected", live.rejected, this.now);
+          else this.ledger.terminate(live, "failed", action.reason, this.now);
         }
         return;
-    }
-  }
-
-  private terminate(live: LiveRequest, status: RequestStatus, reason: string | undefined): void {
-    if (this.live.get(live.req.id) !== live) return;
-    this.live.delete(live.req.id);
-    if (live.entryPlaced !== undefined) this.entryPlacement.finished?.(live.entryPlaced);
-    if (live.decodePlaced !== undefined) this.decodePlacement!.finished?.(live.decodePlaced);
-    if (live.handoff !== undefined) {
-      // The replay sends no more commands for its handoff (a terminal request's last action was
-      // its coordinator's `complete`): its ranks drop what they kept of it.
-      live.entry?.rank.forgetHandoff(live.req.id);
-      live.decode?.rank.forgetHandoff(live.req.id);
-    }
-    const { req } = live;
-    const completed = status === "completed";
-    this.sampler?.onTerminal(completed);
-    const first = live.emitted > 0 ? live.firstTokenMs : undefined;
-    const last = live.emitted > 0 ? live.lastTokenMs : undefined;
-    const terminalMs = last ?? this.now;
-    this.collector.onTerminal({
-      status,
-      inputTokens: req.inputTokens,
-      outputTokens: live.emitted,
-      arrivalMs: req.arrivalMs,
-      terminalMs,
-      firstTokenMs: first,
-      lastTokenMs: last,
-      reusedTokens: live.reused,
-      gaps: completed ? live.track : undefined,
-      ...(reason === undefined ? {} : { reason }),
-    });
-    this.records.add(req.index, terminalRecord(live, status, reason, this.disaggregated, this.dpRoles));
-    if (this.onProgress !== undefined && this.collector.terminalCount >= this.nextProgress) {
-      this.nextProgress += this.progressEvery;
-      this.onProgress({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: this.now });
     }
   }
 }

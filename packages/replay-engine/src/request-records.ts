@@ -1,10 +1,13 @@
-import type { PromptTokens } from "@kvsim/kv-pool";
-import type { RankRole } from "@kvsim/vllm-scheduler";
+import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
+import { IdTable, type RankRole } from "@kvsim/vllm-scheduler";
 import type { HandoffCoordinator } from "./coordinator.js";
-import type { TokenTrack } from "./itl.js";
-import type { Placed } from "./placement.js";
-import type { RecordStore } from "./record-store.js";
-import type { HandoffRecord, RequestRecord, RequestStatus } from "./report.js";
+import { TokenTrack, type PassLog } from "./itl.js";
+import type { Placed, Placement } from "./placement.js";
+import { RecordStore } from "./record-store.js";
+import type { HandoffRecord, MetricsCollector, RequestRecord, RequestStatus } from "./report.js";
+import type { ReplayProgress } from "./replay.js";
+import type { RoutingTally } from "./routing-report.js";
+import type { Sampler } from "./timeseries.js";
 import type { RankSlot } from "./topology.js";
 import type { NetworkTransfer } from "./transfer-network.js";
 import type { ReplayRequest } from "./workload.js";
@@ -41,10 +44,135 @@ export interface LiveRequest {
 }
 
 /**
+ * The requests of a replay from arrival to terminal record: the live ones by id, their tokens, and
+ * the records of those that ended (with the collector, the routers and progress told).
+ */
+export class RequestLedger {
+  readonly live = new IdTable<LiveRequest>();
+  /** Terminal records, kept compactly by their workload index and built again when read. */
+  readonly records = new RecordStore<RequestRecord>({ enumKeys: ["status", "mode", "unit", "transfer_path"], numberedKeys: ["request_id"] });
+  private nextProgress: number;
+
+  constructor(
+    private readonly collector: MetricsCollector,
+    private readonly sampler: Sampler | undefined,
+    private readonly entryPlacement: Placement,
+    private readonly decodePlacement: Placement | undefined,
+    private readonly entryTally: RoutingTally,
+    private readonly disaggregated: boolean,
+    private readonly dpRoles: ReadonlySet<RankRole>,
+    private readonly onProgress: ((p: ReplayProgress) => void) | undefined,
+    private readonly progressEvery: number,
+  ) {
+    this.nextProgress = progressEvery;
+  }
+
+  /** A request reached the engine: it is live from now. */
+  arrive(req: ReplayRequest): LiveRequest {
+    this.collector.onArrival(req.arrivalMs);
+    this.sampler?.onArrival();
+    const live: LiveRequest = {
+      req,
+      prompt: req.prompt ?? createPromptTokens(req.tokens),
+      admittedMs: undefined,
+      firstTokenMs: NaN,
+      lastTokenMs: NaN,
+      emitted: 0,
+      track: new TokenTrack(),
+      reused: 0,
+      preemptions: 0,
+      entry: undefined,
+      entryPlaced: undefined,
+      decodePlaced: undefined,
+      decode: undefined,
+      decodeHitTokens: undefined,
+      handoff: undefined,
+      rejected: undefined,
+    };
+    this.live.set(req.id, live);
+    return live;
+  }
+
+  /** The prefill of a request ended on its entry rank: its router and tally learn it. */
+  prefillEnded(live: LiveRequest): void {
+    if (live.entryPlaced === undefined) return;
+    this.entryPlacement.prefillDone?.(live.entryPlaced);
+    this.entryTally.computed(live.entryPlaced.index, live.req.inputTokens - live.reused);
+  }
+
+  /** Token `index` of a request at `atMs`, entry `entry` of its rank's pass log. */
+  recordToken(live: LiveRequest, index: number, atMs: number, log: PassLog, entry: number): void {
+    if (index !== live.emitted) throw new Error(`request ${live.req.id}: token ${index} arrived, expected token ${live.emitted}`);
+    // Causality: arrival <= first token <= every later token.
+    if (!(atMs >= live.req.arrivalMs) || (live.emitted > 0 && !(atMs >= live.lastTokenMs))) {
+      throw new Error(
+        `request ${live.req.id}: token ${index} at ${atMs} ms is before its arrival (${live.req.arrivalMs} ms) or its previous token (${live.emitted > 0 ? live.lastTokenMs : "none"} ms)`,
+      );
+    }
+    if (live.emitted === 0) {
+      live.firstTokenMs = atMs;
+      // Aggregated: the first token ends the prefill (in P/D the prefill rank reports it).
+      if (!this.disaggregated) {
+        this.sampler?.onPrefillDone(live.req.inputTokens);
+        this.prefillEnded(live);
+      }
+    }
+    // Gaps count up to the requested outputs (a token past them would have no gap slot).
+    if (index < live.req.outputTokens) live.track.add(log, entry);
+    live.lastTokenMs = atMs;
+    live.emitted++;
+  }
+
+  /** A request ends at `nowMs` with `status` (once: a request no longer live is left alone). */
+  terminate(live: LiveRequest, status: RequestStatus, reason: string | undefined, nowMs: number): void {
+    if (this.live.get(live.req.id) !== live) return;
+    this.live.delete(live.req.id);
+    if (live.entryPlaced !== undefined) this.entryPlacement.finished?.(live.entryPlaced);
+    if (live.decodePlaced !== undefined) this.decodePlacement!.finished?.(live.decodePlaced);
+    if (live.handoff !== undefined) {
+      // The replay sends no more commands for its handoff (a terminal request's last action was
+      // its coordinator's `complete`): its ranks drop what they kept of it.
+      live.entry?.rank.forgetHandoff(live.req.id);
+      live.decode?.rank.forgetHandoff(live.req.id);
+    }
+    const { req } = live;
+    const completed = status === "completed";
+    this.sampler?.onTerminal(completed);
+    const first = live.emitted > 0 ? live.firstTokenMs : undefined;
+    const last = live.emitted > 0 ? live.lastTokenMs : undefined;
+    const terminalMs = last ?? nowMs;
+    this.collector.onTerminal({
+      status,
+      inputTokens: req.inputTokens,
+      outputTokens: live.emitted,
+      arrivalMs: req.arrivalMs,
+      terminalMs,
+      firstTokenMs: first,
+      lastTokenMs: last,
+      reusedTokens: live.reused,
+      gaps: completed ? live.track : undefined,
+      ...(reason === undefined ? {} : { reason }),
+    });
+    this.records.add(req.index, terminalRecord(live, status, reason, this.disaggregated, this.dpRoles));
+    if (this.onProgress !== undefined && this.collector.terminalCount >= this.nextProgress) {
+      this.nextProgress += this.progressEvery;
+      this.onProgress({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: nowMs });
+    }
+  }
+
+  /** Tokens the live requests emitted (what a cutoff leaves in flight). */
+  emittedInFlight(): number {
+    let emitted = 0;
+    for (const live of this.live.values()) emitted += live.emitted;
+    return emitted;
+  }
+}
+
+/**
  * The terminal record of a request that ends with `status`. `dpRoles`: the roles whose workers
  * have more than one data-parallel rank (their records name the rank).
  */
-export function terminalRecord(
+function terminalRecord(
   live: LiveRequest,
   status: RequestStatus,
   reason: string | undefined,
