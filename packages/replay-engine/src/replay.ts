@@ -1,30 +1,27 @@
 import { MAX_VIRTUAL_TIME_MS, MAX_VIRTUAL_TIME_TEXT, type Profile, type Spec, type TraceRecord } from "@kvsim/profile-schema";
-import {
-  TimingRefusedError,
-  type IdTable,
-  type Command,
-  type CommandOutcome,
-  type DecodeRun,
-  type RankRole,
-  type RequestInput,
-  type StepResult,
-  addSpeculationStats,
-  type SpeculationStats,
-} from "@kvsim/vllm-scheduler";
+import { TimingRefusedError, type IdTable, type Command, type CommandOutcome, type DecodeRun, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
 import TinyQueue from "tinyqueue";
-import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput, type TransferPricer } from "./coordinator.js";
+import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput } from "./coordinator.js";
 import { checkDrained, NoProgress, stuckResult, type StuckRequest } from "./diagnostics.js";
 import { EffectApplier, type HandoffFeed } from "./effects.js";
 import { EventQueue, Phase, Stage } from "./event-queue.js";
 import type { GroupStep, LockstepGroup } from "./lockstep.js";
-import type { Placement } from "./placement.js";
-import type { RoutingReport, RoutingTally } from "./routing-report.js";
 import { MetricsCollector, speculativeDecodingReport, type LatencyQuantiles, type ReplayReport, type RequestRecord } from "./report.js";
 import { Sampler, type TimeSeries } from "./timeseries.js";
 import { lazyRecords, RequestLedger, type LiveRequest } from "./request-records.js";
-import { buildTopology, dataParallelReport, rankOf, samplerProbes, type RankSlot, type SpecWorker, type Topology } from "./topology.js";
+import {
+  buildTopology,
+  dataParallelReport,
+  rankOf,
+  routingReport,
+  samplerProbes,
+  speculationStats,
+  type RankSlot,
+  type SpecWorker,
+  type Topology,
+} from "./topology.js";
 import type { TransferNetwork } from "./transfer-network.js";
-import { lowerTrace, syntheticRequests, type ReplayRequest } from "./workload.js";
+import { workloadRequests, type ReplayRequest } from "./workload.js";
 
 export type { StuckRequest } from "./diagnostics.js";
 
@@ -113,23 +110,14 @@ class ReplayEngine implements HandoffFeed {
   private readonly soloRanks: readonly RankSlot[];
   /** Lockstep groups (expert parallelism with D > 1). */
   private readonly groups: readonly LockstepGroup[];
-  /** Roles whose workers have more than one data-parallel rank. */
-  private readonly dpRoles: ReadonlySet<RankRole>;
   /** The pool a request enters: aggregated workers, or the prefill pool. */
   private readonly entryPool: readonly SpecWorker[];
-  private readonly decodePool: readonly SpecWorker[];
-  private readonly entryPlacement: Placement;
-  private readonly decodePlacement: Placement | undefined;
-  private readonly entryTally: RoutingTally;
-  private readonly decodeTally: RoutingTally | undefined;
-  private readonly disaggregated: boolean;
   private readonly queue = new EventQueue<QueuedPayload>();
   private readonly ledger: RequestLedger;
   /** The live requests by id (the ledger's). */
   private readonly live: IdTable<LiveRequest>;
   private readonly effects: EffectApplier;
   private readonly collector: MetricsCollector;
-  private readonly price: TransferPricer;
   private readonly fallbackLatencyMs: number;
   /** Setup latency the coordinator adds (the private pipe's; the network pays its own). */
   private readonly pipeSetupMs: number;
@@ -137,7 +125,7 @@ class ReplayEngine implements HandoffFeed {
   private readonly network: TransferNetwork<LiveRequest> | undefined;
   private readonly requests: AsyncIterator<ReplayRequest> | Iterator<ReplayRequest>;
   /** A trace's raw record iterator, kept to count what a cutoff left unread; closed at the end. */
-  private rawRecords: AsyncIterator<TraceRecord> | Iterator<TraceRecord> | undefined;
+  private readonly rawRecords: AsyncIterator<TraceRecord> | Iterator<TraceRecord> | undefined;
   private readonly onProgress: ((p: ReplayProgress) => void) | undefined;
   private now = 0;
   /** Time series, when asked for. */
@@ -167,50 +155,20 @@ class ReplayEngine implements HandoffFeed {
     this.pipeSetupMs = spec.kv_transfer.network === undefined ? (spec.kv_transfer.setup_latency_ms ?? 0) : 0;
     const t = buildTopology<LiveRequest>(spec, input.specFile ?? "<spec>", input.profiles);
     this.topology = t;
-    this.disaggregated = t.disaggregated;
     this.soloRanks = t.soloRanks;
     this.groups = t.groups;
-    this.dpRoles = t.dpRoles;
     this.entryPool = t.entryPool;
-    this.decodePool = t.decodePool;
-    this.entryPlacement = t.entryPlacement;
-    this.decodePlacement = t.decodePlacement;
-    this.entryTally = t.entryTally;
-    this.decodeTally = t.decodeTally;
-    this.price = t.price;
     this.network = t.network;
     if (t.network !== undefined) this.collector.attachNetwork(t.network);
     if (t.capacity !== undefined) this.collector.kvCapacity = t.capacity;
-    this.requests = this.requestStream(input);
+    const stream = workloadRequests(spec.workload, input.records, input.traceFile);
+    this.requests = stream.requests;
+    this.rawRecords = stream.raw;
     this.sampler = input.timeseries === undefined ? undefined : new Sampler(samplerProbes(t.allRanks), input.timeseries.sampleMs);
     const progressEvery = Math.max(1, input.progressEvery ?? 256);
-    this.ledger = new RequestLedger(
-      this.collector,
-      this.sampler,
-      t.entryPlacement,
-      t.decodePlacement,
-      t.entryTally,
-      t.disaggregated,
-      t.dpRoles,
-      input.onProgress,
-      progressEvery,
-    );
+    this.ledger = new RequestLedger(this.collector, this.sampler, t, input.onProgress, progressEvery);
     this.live = this.ledger.live;
     this.effects = new EffectApplier(this.ledger, this.collector, this.sampler, t.entryPlacement, this);
-  }
-
-  private requestStream(input: ReplayInput): AsyncIterator<ReplayRequest> | Iterator<ReplayRequest> {
-    const w = this.spec.workload;
-    if (w.synthetic !== undefined) return syntheticRequests(w.synthetic);
-    if (input.records === undefined) throw new Error("the spec's workload is a trace: pass its records to runReplay");
-    const file = input.traceFile ?? w.trace ?? "<trace>";
-    const records = input.records;
-    const raw = Symbol.asyncIterator in records ? records[Symbol.asyncIterator]() : records[Symbol.iterator]();
-    this.rawRecords = raw;
-    // Lowering reads through a view without `return`, so stopping it leaves the records open for
-    // the cutoff count; run() closes them.
-    const view: AsyncIterable<TraceRecord> = { [Symbol.asyncIterator]: () => ({ next: async () => raw.next() }) };
-    return lowerTrace(view, { traceBlockSize: w.trace_block_size, speedup: w.speedup, file })[Symbol.asyncIterator]();
   }
 
   async run(): Promise<ReplayResult> {
@@ -277,8 +235,8 @@ class ReplayEngine implements HandoffFeed {
     if (!stoppedAtCap) checkDrained(this.soloRanks, this.groups);
     this.onProgress?.({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: this.now });
     this.collector.dataParallel = dataParallelReport(this.topology);
-    this.collector.routing = this.routingReport();
-    this.collector.speculative = speculativeDecodingReport(this.speculationStats());
+    this.collector.routing = routingReport(this.spec.router.policy, this.topology);
+    this.collector.speculative = speculativeDecodingReport(speculationStats(this.topology));
     const report = this.collector.report();
     const quantiles = this.quantilePoints === undefined ? undefined : this.collector.quantiles(this.quantilePoints);
     this.sampler?.finish(stoppedAtCap ? cap! : this.now);
@@ -292,14 +250,6 @@ class ReplayEngine implements HandoffFeed {
       ...(this.sampler === undefined ? {} : { timeseries: this.sampler.result() }),
       ...(quantiles === undefined ? {} : { quantiles }),
     };
-  }
-
-  /** The drafts of every rank that speculated, summed (undefined when none did). */
-  private speculationStats(): SpeculationStats | undefined {
-    let sum: SpeculationStats | undefined;
-    for (const w of this.soloRanks) sum = addSpeculationStats(sum, w.rank.speculationStats());
-    for (const g of this.groups) for (const w of g.ranks) sum = addSpeculationStats(sum, w.rank.speculationStats());
-    return sum;
   }
 
   /**
@@ -333,8 +283,8 @@ class ReplayEngine implements HandoffFeed {
 
   private arrive(req: ReplayRequest): void {
     const live = this.ledger.arrive(req);
-    if (this.disaggregated) {
-      live.handoff = new HandoffCoordinator(req.id, this.price, this.fallbackLatencyMs, this.pipeSetupMs);
+    if (this.topology.disaggregated) {
+      live.handoff = new HandoffCoordinator(req.id, this.topology.price, this.fallbackLatencyMs, this.pipeSetupMs);
       this.feed(live, { type: "start", atMs: this.now });
       return;
     }
@@ -346,19 +296,12 @@ class ReplayEngine implements HandoffFeed {
 
   /** Places a request on the aggregated or prefill pool and returns its rank. */
   private placeEntry(live: LiveRequest): RankSlot {
-    const placed = this.entryPlacement.place(live.prompt);
+    const placed = this.topology.entryPlacement.place(live.prompt);
     live.entryPlaced = placed;
-    this.entryTally.placed(placed.index);
+    this.topology.entryTally.placed(placed.index);
     const w = rankOf(this.entryPool[placed.index]!);
     live.entry = w;
     return w;
-  }
-
-  /** The report's routing section: the policy and how each pool's requests spread. */
-  private routingReport(): RoutingReport {
-    const policy = this.spec.router.policy;
-    if (!this.disaggregated) return { policy, aggregated: this.entryTally.report("worker") };
-    return { policy, prefill: this.entryTally.report("prefill worker"), decode: this.decodeTally!.report("decode worker") };
   }
 
   private requestInput(live: LiveRequest, maxOutputTokens: number): RequestInput {
@@ -496,10 +439,10 @@ class ReplayEngine implements HandoffFeed {
         return;
       }
       case "reserve_destination": {
-        const placed = this.decodePlacement!.place(live.prompt);
+        const placed = this.topology.decodePlacement!.place(live.prompt);
         live.decodePlaced = placed;
-        this.decodeTally!.placed(placed.index);
-        const w = rankOf(this.decodePool[placed.index]!);
+        this.topology.decodeTally!.placed(placed.index);
+        const w = rankOf(this.topology.decodePool[placed.index]!);
         live.decode = w;
         this.command(live, w, { type: "reserve_destination", handoffId: id, request: this.requestInput(live, live.req.outputTokens) }, "reserve_destination");
         return;

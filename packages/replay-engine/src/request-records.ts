@@ -8,7 +8,7 @@ import type { HandoffRecord, MetricsCollector, RequestRecord, RequestStatus } fr
 import type { ReplayProgress } from "./replay.js";
 import type { RoutingTally } from "./routing-report.js";
 import type { Sampler } from "./timeseries.js";
-import type { RankSlot } from "./topology.js";
+import type { RankSlot, Topology } from "./topology.js";
 import type { NetworkTransfer } from "./transfer-network.js";
 import type { ReplayRequest } from "./workload.js";
 
@@ -53,17 +53,24 @@ export class RequestLedger {
   readonly records = new RecordStore<RequestRecord>({ enumKeys: ["status", "mode", "unit", "transfer_path"], numberedKeys: ["request_id"] });
   private nextProgress: number;
 
+  private readonly entryPlacement: Placement;
+  private readonly decodePlacement: Placement | undefined;
+  private readonly entryTally: RoutingTally;
+  private readonly disaggregated: boolean;
+  private readonly dpRoles: ReadonlySet<RankRole>;
+
   constructor(
     private readonly collector: MetricsCollector,
     private readonly sampler: Sampler | undefined,
-    private readonly entryPlacement: Placement,
-    private readonly decodePlacement: Placement | undefined,
-    private readonly entryTally: RoutingTally,
-    private readonly disaggregated: boolean,
-    private readonly dpRoles: ReadonlySet<RankRole>,
+    topology: Topology<LiveRequest>,
     private readonly onProgress: ((p: ReplayProgress) => void) | undefined,
     private readonly progressEvery: number,
   ) {
+    this.entryPlacement = topology.entryPlacement;
+    this.decodePlacement = topology.decodePlacement;
+    this.entryTally = topology.entryTally;
+    this.disaggregated = topology.disaggregated;
+    this.dpRoles = topology.dpRoles;
     this.nextProgress = progressEvery;
   }
 

@@ -1,7 +1,16 @@
 import { poolGroupsForProfile, type PromptTokens } from "@kvsim/kv-pool";
 import { InputError, tokens as asTokens, type KvCapacity, type Profile, type Spec } from "@kvsim/profile-schema";
 import { payloadBytes, transferDelayMs, withDestination } from "@kvsim/transfer-rules";
-import { Rank, RankConfigError, kvBlockSizeTokens, type RankConfig, type RankMetrics, type RankRole } from "@kvsim/vllm-scheduler";
+import {
+  Rank,
+  RankConfigError,
+  addSpeculationStats,
+  kvBlockSizeTokens,
+  type RankConfig,
+  type RankMetrics,
+  type RankRole,
+  type SpeculationStats,
+} from "@kvsim/vllm-scheduler";
 import { dummyStepMs, pickDpRank } from "./data-parallel.js";
 import type { TransferPricer } from "./coordinator.js";
 import { Stage } from "./event-queue.js";
@@ -9,7 +18,7 @@ import { PassLog } from "./itl.js";
 import { LockstepGroup } from "./lockstep.js";
 import { createPlacement, type Placement } from "./placement.js";
 import type { DataParallelPool, DataParallelReport, KvCapacityByRole } from "./report.js";
-import { RoutingTally } from "./routing-report.js";
+import { RoutingTally, type RoutingReport } from "./routing-report.js";
 import { specProblemPath, specRankConfigs } from "./rank-configs.js";
 import type { WorkerProbe } from "./timeseries.js";
 import { placeOnNodes, TransferNetwork } from "./transfer-network.js";
@@ -302,4 +311,18 @@ export function dataParallelReport<T>(t: Topology<T>): DataParallelReport | unde
     if (t.dpRoles.has("decode")) out.decode = pool(t.decodePool);
   } else out.aggregated = pool(t.entryPool);
   return out;
+}
+
+/** The report's routing section: the policy and how each pool's requests spread. */
+export function routingReport<T>(policy: Spec["router"]["policy"], t: Topology<T>): RoutingReport {
+  if (!t.disaggregated) return { policy, aggregated: t.entryTally.report("worker") };
+  return { policy, prefill: t.entryTally.report("prefill worker"), decode: t.decodeTally!.report("decode worker") };
+}
+
+/** The drafts of every rank that speculated, summed (undefined when none did). */
+export function speculationStats<T>(t: Topology<T>): SpeculationStats | undefined {
+  let sum: SpeculationStats | undefined;
+  for (const w of t.soloRanks) sum = addSpeculationStats(sum, w.rank.speculationStats());
+  for (const g of t.groups) for (const w of g.ranks) sum = addSpeculationStats(sum, w.rank.speculationStats());
+  return sum;
 }
