@@ -1,5 +1,5 @@
 import { createPathPrompt, type PromptTokens } from "@kvsim/kv-pool";
-import { InputError, MAX_VIRTUAL_TIME_MS, MAX_VIRTUAL_TIME_TEXT, type SyntheticWorkload, type TraceRecord } from "@kvsim/profile-schema";
+import { InputError, MAX_VIRTUAL_TIME_MS, MAX_VIRTUAL_TIME_TEXT, type Spec, type SyntheticWorkload, type TraceRecord } from "@kvsim/profile-schema";
 import { uniformFloat64 } from "pure-rand/distribution/uniformFloat64";
 import { xoroshiro128plusFromState } from "pure-rand/generator/xoroshiro128plus";
 import type { RandomGenerator } from "pure-rand/types/RandomGenerator";
@@ -408,4 +408,22 @@ export function* syntheticRequests(w: SyntheticWorkload): Generator<ReplayReques
     tokens.set(lengthOnlyTokens(i, w.input_tokens - shared), shared);
     yield { id: `synthetic-${i}`, index: i, arrivalMs: t, outputTokens: w.output_tokens, inputTokens: tokens.length, tokens };
   }
+}
+
+/**
+ * A spec workload's requests: the synthetic generator, or the trace's records lowered lazily. `raw`:
+ * the trace's record iterator, read through a view without `return`, so stopping the lowering
+ * leaves the records open for a cutoff to count what it left; the caller closes them.
+ */
+export function workloadRequests(
+  w: Spec["workload"],
+  records: AsyncIterable<TraceRecord> | Iterable<TraceRecord> | undefined,
+  traceFile: string | undefined,
+): { requests: AsyncIterator<ReplayRequest> | Iterator<ReplayRequest>; raw: AsyncIterator<TraceRecord> | Iterator<TraceRecord> | undefined } {
+  if (w.synthetic !== undefined) return { requests: syntheticRequests(w.synthetic), raw: undefined };
+  if (records === undefined) throw new Error("the spec's workload is a trace: pass its records to runReplay");
+  const file = traceFile ?? w.trace ?? "<trace>";
+  const raw = Symbol.asyncIterator in records ? records[Symbol.asyncIterator]() : records[Symbol.iterator]();
+  const view: AsyncIterable<TraceRecord> = { [Symbol.asyncIterator]: () => ({ next: async () => raw.next() }) };
+  return { requests: lowerTrace(view, { traceBlockSize: w.trace_block_size, speedup: w.speedup, file })[Symbol.asyncIterator](), raw };
 }
