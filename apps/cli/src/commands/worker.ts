@@ -49,12 +49,18 @@ export async function workerCommand(io: CliIo, flags: WorkerFlags, stop: Promise
   const lockDurationMs = numberOption("--lock-ms", flags.lockMs, { integer: true, min: 100 });
   const stalledIntervalMs = numberOption("--stalled-ms", flags.stalledMs, { integer: true, min: 100 });
   const { startWorker, checkQueueUrl, QueueError } = await import("@kvsim/sweep-queue");
+  // A malformed --queue is refused before any thread starts.
+  try {
+    checkQueueUrl(flags.queue);
+  } catch (e) {
+    if (e instanceof QueueError) throw new UsageError(e.message);
+    throw e;
+  }
   // Points run in worker threads even with --jobs 1, so a long point never blocks lock renewal.
   const executor = poolExecutor(jobs);
   const name = `${hostname()}:${process.pid}`;
   let worker;
   try {
-    checkQueueUrl(flags.queue);
     worker = await startWorker(
       {
         url: flags.queue,
