@@ -6,6 +6,7 @@ import { glmFlashProfile } from "@kvsim/profile-schema/testing";
 import { stringify as toYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./main.js";
+import { runs, TIMEOUT, wellBehaved } from "./fuzz-support.js";
 import { captureIo } from "./test-io.js";
 
 /**
@@ -21,12 +22,9 @@ import { captureIo } from "./test-io.js";
  * (KVSIM_FUZZ_SCALE), and KVSIM_FUZZ_SEED picks another seed.
  */
 
-const SCALE = Math.max(1, Number(process.env.KVSIM_FUZZ_SCALE ?? "1") || 1);
 const SEED = Number(process.env.KVSIM_FUZZ_SEED ?? "20261130") || 20261130;
 /** Cases per property in CI; each case is one to four CLI runs. */
 export const SIZE = { profiles: 60, specs: 120, traces: 60, flags: 150 } as const;
-const runs = (n: number) => n * SCALE;
-const TIMEOUT = 60_000 * SCALE;
 
 let dir = "";
 let counter = 0;
@@ -36,34 +34,6 @@ async function kvsim(...argv: string[]) {
   const io = captureIo();
   const code = await runCli(argv, io);
   return { code, stdout: io.stdout, stderr: io.stderr };
-}
-
-type Run = Awaited<ReturnType<typeof kvsim>>;
-
-/** No crash: a known exit code and no stack trace; a refusal (2) says where. */
-function wellBehaved(r: Run, located: readonly string[]): void {
-  expect(r.stderr).not.toMatch(/internal error|\n\s+at |Maximum call stack|RangeError|TypeError|ReferenceError/);
-  expect([0, 1, 2]).toContain(r.code);
-  if (r.code !== 2) return;
-  expect(r.stdout).toBe("");
-  // Warnings (a deprecated key or flag) may come first; the error follows.
-  const stderr = r.stderr
-    .split("\n")
-    .filter((l) => !l.startsWith("warning: "))
-    .join("\n");
-  if (stderr.startsWith("error: invalid input\n")) {
-    // Each problem line starts with the file (or flag, or <stdin>) it is in.
-    const lines = stderr.slice("error: invalid input\n".length).trimEnd().split("\n");
-    for (const line of lines)
-      expect(
-        located.some((l) => line.startsWith(l)),
-        `unlocated: ${line}`,
-      ).toBe(true);
-  } else {
-    // A usage error names the flag or command at fault.
-    expect(stderr).toMatch(/^error: /);
-    expect(stderr).toMatch(/--|kvsim|argument|command|option|\.json|\.yaml|\.jsonl/);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,8 +8,9 @@ import { captureIo } from "./test-io.js";
 /**
  * What the fuzz suite of the newer commands (commands.fuzz.test.ts) uses: the scale, a run of the
  * CLI in this process, the properties every run must have, and arbitraries that damage a JSON
- * document the way a typo, a bad generator or an attacker would. The same properties as
- * cli.fuzz.test.ts, which keeps its own copies so that its fixed-seed cases stay as they were.
+ * document the way a typo, a bad generator or an attacker would. cli.fuzz.test.ts shares the
+ * scale and the properties; it keeps its own value arbitraries so that its fixed-seed cases stay
+ * as they were.
  */
 
 const SCALE = Math.max(1, Number(process.env.KVSIM_FUZZ_SCALE ?? "1") || 1);
