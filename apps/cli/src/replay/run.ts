@@ -70,13 +70,11 @@ function describe(spec: Spec, profiles: ReadonlyMap<string, Profile>): RunSummar
     w.synthetic !== undefined
       ? `synthetic, ${int(w.synthetic.requests)} requests of ${int(w.synthetic.input_tokens)} + ${int(w.synthetic.output_tokens)} tokens`
       : `${w.format ?? "?"} trace ${w.trace === undefined ? "?" : shown(w.trace)}${w.speedup === 1 ? "" : `, speedup ${w.speedup}`}`;
-  return { topology, profile, router: describeRouter(spec.router), workload, ...timingNote(spec) };
+  return { topology, profile, router: describeRouter(spec.router), workload, timingNote: describeTiming(spec, profiles) };
 }
 
 /** The roofline's caveat: datasheet figures and shipped efficiencies unless the spec sets them. */
-function timingNote(spec: Spec): { timingNote?: string } {
-  const t = spec.timing;
-  if (t.type !== "roofline") return {};
+function rooflineNote(spec: Spec, t: Extract<Spec["timing"], { type: "roofline" }>): string {
   const gpu = spec.engine.gpu;
   const name = gpu === undefined ? "?" : typeof gpu === "string" ? gpu : gpu.name;
   const set = Object.keys(t).filter((k) => k !== "type");
@@ -84,19 +82,19 @@ function timingNote(spec: Spec): { timingNote?: string } {
     set.length === 0
       ? "the shipped efficiencies, not calibrated on this deployment (README: Predict a GPU nobody measured, for their errors on real runs; kvsim calibrate fits them to a run of yours)"
       : `the spec's ${set.join(", ")} and shipped values for the rest`;
-  return { timingNote: `roofline on ${name}'s datasheet with ${how}` };
+  return `roofline on ${name}'s datasheet with ${how}`;
 }
 
 /**
- * What the step times rest on, in one line for the HTML report's header: the timing model and how
- * far to trust it (an uncalibrated roofline, illustrative forward-pass tables).
+ * What the step times rest on, in one line for the replay table and the HTML report's header: the
+ * timing model and how far to trust it (an uncalibrated roofline, illustrative forward-pass tables).
  */
 export function describeTiming(spec: Spec, profiles: ReadonlyMap<string, Profile>): string {
   const t = spec.timing;
   const p = typeof spec.profile === "string" ? profiles.get(spec.profile) : spec.profile;
   switch (t.type) {
     case "roofline":
-      return timingNote(spec).timingNote ?? "roofline";
+      return rooflineNote(spec, t);
     case "profile": {
       // The provenance's first clause ("Illustrative, not measured"), or its opening words.
       const provenance = p?.forward_pass?.provenance;
