@@ -8,7 +8,12 @@ import type { Deployment } from "./space.js";
 const engine = { max_num_seqs: 8, max_num_batched_tokens: 512 };
 const config = (role: RoleRankConfig["role"]): RoleRankConfig => ({
   role,
-  config: { role, profile: linearTestProfile(100), engine: engineSettings({ ...engine, num_gpu_blocks: 1000, block_size: 16 }), timing: { type: "fixed", prefill_ms: 10, decode_ms: 5 } },
+  config: {
+    role,
+    profile: linearTestProfile(100),
+    engine: engineSettings({ ...engine, num_gpu_blocks: 1000, block_size: 16 }),
+    timing: { type: "fixed", prefill_ms: 10, decode_ms: 5 },
+  },
   capacity: undefined,
 });
 const stats = { requests: 10, meanInputTokens: 256, meanOutputTokens: 64, minInputTokens: 100, maxRequestTokens: 400 };

@@ -1,7 +1,26 @@
 export { runPlan, type PlanInput, type PlanResult } from "./plan.js";
-export { enumerateDeployments, deploymentGpus, deploymentLabel, type Deployment, type Pool, type EngineChoice, type PlanSpace, type PlanTopology, type ModelAt } from "./space.js";
+export {
+  enumerateDeployments,
+  deploymentGpus,
+  deploymentLabel,
+  type Deployment,
+  type Pool,
+  type EngineChoice,
+  type PlanSpace,
+  type PlanTopology,
+  type ModelAt,
+} from "./space.js";
 export { planCandidates, type Candidate, type Refusal, type CandidateSet } from "./candidates.js";
 export { estimateCapacity, type CapacityEstimate } from "./estimate.js";
-export { searchPlan, brokenTerms, type PlanGoal, type CandidateOutcome, type PlanSearchOptions, type PlanSearchResult } from "./search.js";
+export {
+  searchPlan,
+  brokenTerms,
+  RateLadder,
+  ladderSearch,
+  type PlanGoal,
+  type CandidateOutcome,
+  type PlanSearchOptions,
+  type PlanSearchResult,
+} from "./search.js";
 export { rankPlan, whyLines, runnerUp, goodputSla, paretoFront, type PlanRow } from "./rank.js";
 export { traceStats, syntheticStats, specAtRate, nativeRate, PlanSetupError, type WorkloadStats } from "./workload.js";

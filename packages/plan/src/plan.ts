@@ -3,8 +3,8 @@ import type { PointExecutor, PointTask, SlaTerm, SweepRow } from "@kvsim/sweep";
 import { planCandidates } from "./candidates.js";
 import { rankPlan, type PlanRow } from "./rank.js";
 import { searchPlan, type PlanGoal } from "./search.js";
-import type { ModelAt, PlanSpace } from "./space.js";
-import type { WorkloadStats } from "./workload.js";
+import { enumerateDeployments, type ModelAt, type PlanSpace } from "./space.js";
+import { PlanSetupError, type WorkloadStats } from "./workload.js";
 
 export interface PlanInput {
   /** The base spec: workload, router, transfer, timing and engine settings the plan keeps (its engine names the GPU). */
@@ -21,6 +21,8 @@ export interface PlanInput {
   /** See PlanSearchOptions. */
   readonly margin?: number;
   readonly roundSize?: number;
+  /** The most deployments the space may hold (default 5,000): a larger one is refused before anything runs. */
+  readonly maxDeployments?: number;
   /** Told once the candidates are known, then after every replay. */
   readonly onCandidates?: (candidates: number, refused: number) => void;
   readonly onReplay?: (row: SweepRow) => void;
@@ -49,6 +51,13 @@ export interface PlanResult {
  * at each TP, the workload's stats and the executor that runs the replays.
  */
 export async function runPlan(input: PlanInput): Promise<PlanResult> {
+  const size = enumerateDeployments(input.space).length;
+  const most = input.maxDeployments ?? 5000;
+  if (size > most) {
+    throw new PlanSetupError(
+      `the space holds ${size.toLocaleString("en-US")} deployments, more than ${most.toLocaleString("en-US")}: list fewer TPs, topologies or engine settings, or a smaller GPU budget`,
+    );
+  }
   const { candidates, refused } = planCandidates(input.base, input.model, input.space, input.stats, input.sla);
   input.onCandidates?.(candidates.length, refused.length);
   const { outcomes, replays } = await searchPlan({

@@ -46,7 +46,12 @@ function shape(d: CandidateOutcome["candidate"]["deployment"]): Pick<PlanRow, "t
   const engine = { max_num_seqs: d.engine.max_num_seqs, max_num_batched_tokens: d.engine.max_num_batched_tokens };
   return d.topology === "aggregated"
     ? { topology: d.topology, tp: d.pool.tp, workers: d.pool.workers, ...engine }
-    : { topology: d.topology, tp: { prefill: d.prefill.tp, decode: d.decode.tp }, workers: { prefill: d.prefill.workers, decode: d.decode.workers }, ...engine };
+    : {
+        topology: d.topology,
+        tp: { prefill: d.prefill.tp, decode: d.decode.tp },
+        workers: { prefill: d.prefill.workers, decode: d.decode.workers },
+        ...engine,
+      };
 }
 
 /**
@@ -87,7 +92,8 @@ export function rankPlan(
       p90_tpot_ms: r === null ? null : num(r.p90_tpot_ms),
       goodput_rps_per_gpu: meets && r !== null ? (num(r.goodput_rps) ?? 0) / c.gpus : null,
       output_tokens_per_s_per_gpu: outTokS === null ? null : outTokS / c.gpus,
-      cost_per_million_output_tokens: pricePerGpuHour === undefined || outTokS === null || outTokS <= 0 ? null : (c.gpus * pricePerGpuHour * 1e6) / (outTokS * 3600),
+      cost_per_million_output_tokens:
+        pricePerGpuHour === undefined || outTokS === null || outTokS <= 0 ? null : (c.gpus * pricePerGpuHour * 1e6) / (outTokS * 3600),
       failing_rps: o.failingRps,
       limited_by: o.brokenAtFailing,
       estimate_rps: c.estimate.rps,
@@ -112,30 +118,28 @@ export function rankPlan(
     delete row.id;
     return row as PlanRow;
   };
-  const notRun = refused.map(
-    (f): PlanRow => ({
-      rank: null,
-      label: f.label,
-      ...shape(f.deployment),
-      gpus: f.gpus,
-      status: f.kind,
-      rate_rps: null,
-      rate_rps_per_gpu: null,
-      meets_sla: false,
-      sla_metrics: {},
-      p90_ttft_ms: null,
-      p90_tpot_ms: null,
-      goodput_rps_per_gpu: null,
-      output_tokens_per_s_per_gpu: null,
-      cost_per_million_output_tokens: null,
-      failing_rps: null,
-      limited_by: [],
-      estimate_rps: null,
-      kv_cache_tokens: {},
-      replays: 0,
-      reason: f.reason,
-    }),
-  );
+  const notRun = refused.map((f): PlanRow => ({
+    rank: null,
+    label: f.label,
+    ...shape(f.deployment),
+    gpus: f.gpus,
+    status: f.kind,
+    rate_rps: null,
+    rate_rps_per_gpu: null,
+    meets_sla: false,
+    sla_metrics: {},
+    p90_ttft_ms: null,
+    p90_tpot_ms: null,
+    goodput_rps_per_gpu: null,
+    output_tokens_per_s_per_gpu: null,
+    cost_per_million_output_tokens: null,
+    failing_rps: null,
+    limited_by: [],
+    estimate_rps: null,
+    kv_cache_tokens: {},
+    replays: 0,
+    reason: f.reason,
+  }));
   return [...ranked.map(strip), ...notRun];
 }
 
@@ -148,7 +152,7 @@ export function whyLines(rows: readonly PlanRow[], goal: PlanGoal, top = 3): str
   return met.slice(0, top).map((r, i) => {
     const next = met[i + 1];
     let margin: string;
-    if (next === undefined) margin = "the only candidate meeting the SLA";
+    if (next === undefined) margin = met.length === 1 ? "the only candidate meeting the SLA" : "the last candidate meeting the SLA";
     else if (goal.kind === "max-rate") {
       const gain = (r.rate_rps_per_gpu! / next.rate_rps_per_gpu! - 1) * 100;
       margin = gain < 0.05 ? `ties #${next.rank} on rate per GPU` : `${gain.toFixed(1)}% more req/s per GPU than #${next.rank}`;
@@ -191,6 +195,15 @@ export function paretoFront(rows: readonly PlanRow[]): PlanRow[] {
   const pts = rows.filter((r) => r.rank !== null && r.output_tokens_per_s_per_gpu !== null && r.p90_tpot_ms !== null && r.p90_tpot_ms > 0);
   const user = (r: PlanRow) => 1000 / r.p90_tpot_ms!;
   return pts
-    .filter((a) => !pts.some((b) => b !== a && user(b) >= user(a) && b.output_tokens_per_s_per_gpu! >= a.output_tokens_per_s_per_gpu! && (user(b) > user(a) || b.output_tokens_per_s_per_gpu! > a.output_tokens_per_s_per_gpu!)))
+    .filter(
+      (a) =>
+        !pts.some(
+          (b) =>
+            b !== a &&
+            user(b) >= user(a) &&
+            b.output_tokens_per_s_per_gpu! >= a.output_tokens_per_s_per_gpu! &&
+            (user(b) > user(a) || b.output_tokens_per_s_per_gpu! > a.output_tokens_per_s_per_gpu!),
+        ),
+    )
     .sort((a, b) => user(a) - user(b));
 }

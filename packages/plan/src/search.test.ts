@@ -27,7 +27,12 @@ function fakeExecutor(parallelism: number): PointExecutor & { runs: number } {
       await new Promise((r) => setTimeout(r, (task.point * 7) % 3)); // finish out of order
       const spec = task.spec as { workload: { synthetic: { rate_per_s: number } }; truth: number };
       const meets = spec.workload.synthetic.rate_per_s <= spec.truth;
-      const report = { num_requests: 10, completed_requests: 10, p90_ttft_ms: meets ? 50 : 500, output_throughput_tok_s: spec.workload.synthetic.rate_per_s * 10 };
+      const report = {
+        num_requests: 10,
+        completed_requests: 10,
+        p90_ttft_ms: meets ? 50 : 500,
+        output_throughput_tok_s: spec.workload.synthetic.rate_per_s * 10,
+      };
       return { point: task.point, settings: {}, status: "ok", reason: null, report: report as unknown as SweepRow["report"], digest: "x", wall_time_ms: 0 };
     },
     close: () => Promise.resolve(),
@@ -70,10 +75,17 @@ describe("searchPlan, max-rate", () => {
   it("never prunes the true best: the pruned search names the exhaustive search's winner (fixed seed)", async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ gpus: fc.integer({ min: 1, max: 8 }), rate: fc.double({ min: 0.5, max: 50, noNaN: true }), est: fc.double({ min: 0.5, max: 80, noNaN: true }) }), {
-          minLength: 1,
-          maxLength: 7,
-        }),
+        fc.array(
+          fc.record({
+            gpus: fc.integer({ min: 1, max: 8 }),
+            rate: fc.double({ min: 0.5, max: 50, noNaN: true }),
+            est: fc.double({ min: 0.5, max: 80, noNaN: true }),
+          }),
+          {
+            minLength: 1,
+            maxLength: 7,
+          },
+        ),
         fc.integer({ min: 1, max: 3 }),
         async (spec, jobs) => {
           const cs = spec.map((s, i) => candidate(i, s.gpus, s.rate, s.est));
@@ -98,8 +110,10 @@ describe("searchPlan, max-rate", () => {
 
   it("gives the same outcomes whatever the executor's parallelism", async () => {
     const cs = [candidate(0, 2, 8, 20), candidate(1, 1, 3, 5), candidate(2, 4, 17, 10), candidate(3, 1, 4.1, 4), candidate(4, 3, 11, 9)];
-    const run = async (jobs: number) => (await searchPlan({ candidates: cs, stats, sla, goal: maxRate, executor: fakeExecutor(jobs), task, roundSize: 2 })).outcomes;
-    const strip = (o: Awaited<ReturnType<typeof run>>) => o.map((x) => ({ id: x.candidate.id, status: x.status, rate: x.rateRps, failing: x.failingRps, replays: x.replays }));
+    const run = async (jobs: number) =>
+      (await searchPlan({ candidates: cs, stats, sla, goal: maxRate, executor: fakeExecutor(jobs), task, roundSize: 2 })).outcomes;
+    const strip = (o: Awaited<ReturnType<typeof run>>) =>
+      o.map((x) => ({ id: x.candidate.id, status: x.status, rate: x.rateRps, failing: x.failingRps, replays: x.replays }));
     expect(strip(await run(3))).toEqual(strip(await run(1)));
   });
 });

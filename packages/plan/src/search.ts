@@ -1,5 +1,15 @@
 import { MIN_RATE_PER_S, type Spec } from "@kvsim/profile-schema";
-import { meetsSla, metricValue, roundRate, DEFAULT_RATE_TOLERANCE, MAX_RATE_DOUBLINGS, type PointExecutor, type PointTask, type SlaTerm, type SweepRow } from "@kvsim/sweep";
+import {
+  meetsSla,
+  metricValue,
+  roundRate,
+  DEFAULT_RATE_TOLERANCE,
+  MAX_RATE_DOUBLINGS,
+  type PointExecutor,
+  type PointTask,
+  type SlaTerm,
+  type SweepRow,
+} from "@kvsim/sweep";
 import type { Candidate } from "./candidates.js";
 import { specAtRate, type WorkloadStats } from "./workload.js";
 
@@ -102,7 +112,11 @@ export class RateLadder {
  * from `start` (a rung), up or down a doubling at a time (at most MAX_RATE_DOUBLINGS), then
  * bisection over the rungs between the last rung that met it and the first that did not.
  */
-export async function ladderSearch(ladder: RateLadder, start: number, meets: (rps: number) => Promise<boolean>): Promise<{ answer: number | null; failing: number | null }> {
+export async function ladderSearch(
+  ladder: RateLadder,
+  start: number,
+  meets: (rps: number) => Promise<boolean>,
+): Promise<{ answer: number | null; failing: number | null }> {
   const jump = ladder.doubling;
   let lo: number | undefined;
   let hi: number | undefined;
@@ -197,7 +211,7 @@ export async function searchPlan(opts: PlanSearchOptions): Promise<PlanSearchRes
   if (goal.kind === "rate") {
     const order = [...opts.candidates].sort((a, b) => a.gpus - b.gpus || b.estimate.rps - a.estimate.rps || a.id - b.id);
     let cheapest: number | undefined;
-    for (let i = 0; i < order.length; ) {
+    for (let i = 0; i < order.length;) {
       // One level: the candidates with the same GPU count run together.
       const gpus = order[i]!.gpus;
       let j = i;

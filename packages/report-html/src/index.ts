@@ -17,3 +17,4 @@ export { downsampleIndices } from "./downsample.js";
 export type { ChartSpec, SeriesSpec, AxisUnit } from "./client.js";
 export { renderSweepHtml, MAX_SPLIT_SERIES, type SweepHtmlInput, type SearchSummary, type SlaBound } from "./sweep-page.js";
 export { renderCompareHtml, twoCdfs, COMPARE_CDF_POINTS, type CompareHtmlInput, type CompareFigure, type CompareSamples } from "./compare-page.js";
+export { renderPlanHtml, type PlanHtmlInput, type PlanPageRow } from "./plan-page.js";

@@ -21,6 +21,7 @@ const COMMANDS: readonly { readonly name: string; readonly load: () => Promise<R
   { name: "profile", load: async () => (await import("./profile-show.js")).registerProfileShow },
   { name: "gpus", load: async () => (await import("./gpus.js")).registerGpus },
   { name: "sweep", load: async () => (await import("./sweep.js")).registerSweep },
+  { name: "plan", load: async () => (await import("./plan.js")).registerPlan },
   { name: "worker", load: async () => (await import("./worker.js")).registerWorker },
   { name: "diff", load: async () => (await import("./diff.js")).registerDiff },
   { name: "compare", load: async () => (await import("./compare.js")).registerCompare },

@@ -185,10 +185,10 @@ async function cancelCommand(io: StdinIo, opts: SweepOptions): Promise<number> {
   return 0;
 }
 
-/** Opens the executor: the queue, a pool of worker threads, or this thread for --jobs 1. */
-async function openExecutor(
+/** Opens the executor: the queue, a pool of worker threads, or this thread for --jobs 1 (kvsim sweep and kvsim plan). */
+export async function openExecutor(
   io: StdinIo,
-  opts: SweepOptions,
+  opts: Pick<SweepOptions, "queue" | "sweepId" | "queueName" | "queuePrefix" | "jobs" | "find">,
   asked: number,
   points?: number,
 ): Promise<{ executor: PointExecutor; sweepId?: string; describe: string }> {
