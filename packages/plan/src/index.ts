@@ -22,5 +22,5 @@ export {
   type PlanSearchOptions,
   type PlanSearchResult,
 } from "./search.js";
-export { rankPlan, whyLines, runnerUp, goodputSla, paretoFront, type PlanRow } from "./rank.js";
+export { rankPlan, whyLines, runnerUp, goodputSla, paretoFront, planWarnings, type PlanRow } from "./rank.js";
 export { traceStats, syntheticStats, specAtRate, nativeRate, PlanSetupError, type WorkloadStats } from "./workload.js";

@@ -207,3 +207,21 @@ export function paretoFront(rows: readonly PlanRow[]): PlanRow[] {
     )
     .sort((a, b) => user(a) - user(b));
 }
+
+/**
+ * What a reader of the plan must know before trusting its ranking: candidates whose rate search
+ * never found a failing rate (the workload is too small to load them, so their rates are lower
+ * bounds), and a plan where nothing meets the SLA.
+ */
+export function planWarnings(rows: readonly PlanRow[]): string[] {
+  const out: string[] = [];
+  const ranked = rows.filter((r) => r.rank !== null);
+  if (ranked.length === 0) out.push("no candidate meets the SLA: loosen it, raise the GPU budget or try other TPs and engine settings");
+  const open = ranked.filter((r) => r.status === "searched" && r.failing_rps === null && r.reason !== null);
+  if (open.length > 0) {
+    out.push(
+      `${open.map((r) => `#${r.rank}`).join(", ")} met the SLA at every rate tried, up to requests arriving about 1 ms apart: the workload is too small to load ${open.length === 1 ? "it" : "them"}, so ${open.length === 1 ? "its rate is a lower bound" : "their rates are lower bounds"} and the ranking among them is not meaningful (give a longer trace or more requests)`,
+    );
+  }
+  return out;
+}

@@ -3,7 +3,7 @@ import type { PointExecutor, PointTask, SweepRow } from "@kvsim/sweep";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Candidate } from "./candidates.js";
-import { rankPlan } from "./rank.js";
+import { planWarnings, rankPlan } from "./rank.js";
 import { ladderSearch, RateLadder, searchPlan, type PlanGoal } from "./search.js";
 import type { Deployment } from "./space.js";
 
@@ -132,6 +132,23 @@ describe("RateLadder and ladderSearch", () => {
       expect(r).toEqual({ answer: 1.98, failing: 2.079 });
       expect(new Set(tried).size).toBe(tried.length); // no rate twice
     }
+  });
+});
+
+describe("searchPlan, saturation and the ceiling", () => {
+  it("does not count a rate the candidate falls behind at, even when its latencies pass", async () => {
+    // p90 TTFT passes below 4 and again above 8 (saturated, the workload ends first): the answer is below 4.
+    const r = await searchPlan({ candidates: [candidate(0, 1, 4, 40)], stats, sla, goal: maxRate, executor: fakeExecutor(1), task });
+    expect(r.outcomes[0]!.rateRps).toBe(3.987); // 1.01^139 = 3.9869, the highest rung at or below 4
+  });
+
+  it("stops climbing where requests arrive 1 ms apart and says the workload is too small", async () => {
+    // Ten requests: the ceiling is 9 x 1,000 req/s; a candidate true up to 10^6 never fails below it.
+    const r = await searchPlan({ candidates: [candidate(0, 1, 1e6, 1e4)], stats, sla, goal: maxRate, executor: fakeExecutor(1), task });
+    expect(r.outcomes[0]!.failingRps).toBeNull();
+    expect(r.outcomes[0]!.rateRps).toBeLessThanOrEqual(9000);
+    expect(r.outcomes[0]!.reason).toContain("too small to load");
+    expect(planWarnings(rankPlan(r.outcomes, [], sla, maxRate))[0]).toContain("#1 met the SLA at every rate tried");
   });
 });
 

@@ -71,6 +71,9 @@ export function brokenTerms(row: SweepRow, sla: readonly SlaTerm[]): string[] {
   if (r === null) return [row.reason ?? row.status];
   const out: string[] = [];
   if (r.completed_requests !== r.num_requests) out.push(`${r.num_requests - r.completed_requests} of ${r.num_requests} requests did not complete`);
+  const sat = r.saturation;
+  if (sat?.saturated === true)
+    out.push(`saturated (serves ${Number((sat.served_rps ?? 0).toPrecision(3))} of ${Number((sat.offered_rps ?? 0).toPrecision(3))} req/s offered)`);
   for (const t of sla) {
     const v = metricValue(r, t.metric);
     if (v === undefined) out.push(`${t.metric} missing`);
@@ -110,12 +113,14 @@ export class RateLadder {
 /**
  * The highest rung of `ladder` meeting the SLA, assuming it holds below a rate where it holds:
  * from `start` (a rung), up or down a doubling at a time (at most MAX_RATE_DOUBLINGS), then
- * bisection over the rungs between the last rung that met it and the first that did not.
+ * bisection over the rungs between the last rung that met it and the first that did not. It does
+ * not climb past `ceiling`: there the answer is the last rung that met it, with no failing rate.
  */
 export async function ladderSearch(
   ladder: RateLadder,
   start: number,
   meets: (rps: number) => Promise<boolean>,
+  ceiling = Number.POSITIVE_INFINITY,
 ): Promise<{ answer: number | null; failing: number | null }> {
   const jump = ladder.doubling;
   let lo: number | undefined;
@@ -123,6 +128,8 @@ export async function ladderSearch(
   if (await meets(ladder.rate(start))) {
     lo = start;
     for (let i = 0; i < MAX_RATE_DOUBLINGS && hi === undefined; i++) {
+      // Above the ceiling more rate changes nothing worth searching: the answer is "at least lo".
+      if (ladder.rate(lo + jump) > ceiling) break;
       if (await meets(ladder.rate(lo + jump))) lo += jump;
       else hi = lo + jump;
     }
@@ -180,7 +187,16 @@ class RateProbe {
     return row;
   }
 
-  meets = async (rps: number): Promise<boolean> => (rps < MIN_RATE_PER_S ? false : meetsSla((await this.at(rps)).report, this.opts.sla));
+  /**
+   * Whether the candidate meets the SLA at a rate and keeps up with it: a replay kvsim finds
+   * saturated (it completes under 90% of the offered rate while TTFT keeps growing) does not
+   * count, even when the workload ends before its latencies break the SLA.
+   */
+  meets = async (rps: number): Promise<boolean> => {
+    if (rps < MIN_RATE_PER_S) return false;
+    const report = (await this.at(rps)).report;
+    return meetsSla(report, this.opts.sla) && report?.saturation?.saturated !== true;
+  };
 
   row(rps: number | null): SweepRow | null {
     return rps === null ? null : (this.rows.get(rps) ?? null);
@@ -258,6 +274,8 @@ export async function searchPlan(opts: PlanSearchOptions): Promise<PlanSearchRes
   }
 
   const ladder = new RateLadder(goal.tolerance ?? DEFAULT_RATE_TOLERANCE);
+  // Arrivals 1 ms apart on average: a higher rate replays nearly the same burst.
+  const ceiling = Math.max(MIN_RATE_PER_S, (opts.stats.requests - 1) * 1000);
   const margin = opts.margin ?? 0.05;
   const perGpu = (c: Candidate) => c.estimate.rps / c.gpus;
   const order = [...opts.candidates].sort((a, b) => perGpu(b) - perGpu(a) || a.gpus - b.gpus || a.id - b.id);
@@ -286,7 +304,7 @@ export async function searchPlan(opts: PlanSearchOptions): Promise<PlanSearchRes
         }
         start = rung;
       }
-      const r = await ladderSearch(ladder, start, probe.meets);
+      const r = await ladderSearch(ladder, start, probe.meets, ceiling);
       const failingRow = probe.row(r.failing);
       return {
         candidate: c,
@@ -295,7 +313,12 @@ export async function searchPlan(opts: PlanSearchOptions): Promise<PlanSearchRes
         row: probe.row(r.answer),
         failingRps: r.failing,
         brokenAtFailing: failingRow === null ? [] : brokenTerms(failingRow, opts.sla),
-        reason: r.answer === null ? `meets the SLA at no rate tried (down to ${r.failing} req/s)` : null,
+        reason:
+          r.answer === null
+            ? `meets the SLA at no rate tried (down to ${r.failing} req/s)`
+            : r.failing === null
+              ? `meets the SLA up to ${r.answer} req/s, where the workload's requests arrive about 1 ms apart: the workload is too small to load this deployment (give a longer trace or more requests)`
+              : null,
         replays: probe.replays,
       };
     });

@@ -341,6 +341,27 @@ describe.skipIf(missing)("HTML reports in headless Chromium", () => {
     await checkWidths(html, "sweep-grid");
   }, 180_000);
 
+  it("kvsim plan --html: the Pareto front and the ranked candidates", async () => {
+    const config = join(dir, "llama-8b.json");
+    writeFileSync(config, readFileSync(join(EXAMPLES, "models", "llama-3.1-8b-instruct.config.json")));
+    const trace = join(dir, "plan-trace.jsonl");
+    // 60 requests with prompts of 256 to 4,096 tokens, 100 ms apart.
+    writeFileSync(
+      trace,
+      Array.from({ length: 60 }, (_, i) => `{"request_id":"r${i}","arrival_ms":${i * 100},"input_tokens":${256 << (i % 5)},"output_tokens":64}\n`).join(""),
+    );
+    const html = join(dir, "plan.html");
+    const io = captureIo();
+    const args = ["plan", "--model", config, "--gpu", "H100-SXM", "--gpus", "4", "--tp", "1,2", "--trace", trace, "--sla", "p90_ttft_ms<=500,p90_tpot_ms<=25"];
+    const code = await runCli([...args, "--max-num-seqs", "16,256", "--max-num-batched-tokens", "2048", "--jobs", "1", "--html", html], io);
+    expect([code, io.stderr]).toEqual([0, ""]);
+    const { page, charts } = await open(html, 1400);
+    expect(charts.map((c) => c.id)).toEqual(["pareto"]);
+    expect(await page.locator("#ranked-table tbody tr").count()).toBeGreaterThan(1);
+    await page.close();
+    await checkWidths(html, "plan", 5);
+  }, 180_000);
+
   it("kvsim compare --html: measured against simulated CDFs", async () => {
     // The bundled example's records against the same run with decode workers halved.
     const io = captureIo();

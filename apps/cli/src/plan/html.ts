@@ -1,4 +1,4 @@
-import { paretoFront, type PlanGoal, type PlanResult } from "@kvsim/plan";
+import { paretoFront, planWarnings, type PlanGoal, type PlanResult } from "@kvsim/plan";
 import { renderPlanHtml } from "@kvsim/report-html";
 import { formatSla, type SlaTerm } from "@kvsim/sweep";
 import { chartAssets } from "../html-assets.js";
@@ -18,6 +18,7 @@ export function planHtml(
       `${c.deployments} deployments, ${c.candidates} candidates, ${c.replays} replays, ${c.pruned} pruned, in ${(run.wallMs / 1000).toFixed(1)} s`,
     ],
     ...(timing === undefined ? {} : { timing }),
+    warnings: planWarnings(result.rows),
     rows: result.rows,
     front: paretoFront(result.rows).map((r) => r.label),
     notes: run.notes.filter((n) => !n.startsWith("timing: ")),

@@ -19,6 +19,7 @@ import {
 import {
   goodputSla,
   paretoFront,
+  planWarnings,
   PlanSetupError,
   runnerUp,
   runPlan,
@@ -421,9 +422,12 @@ export async function planCommand(io: StdinIo, opts: PlanOptions): Promise<numbe
   const c = result.counts;
   const summary = `${c.deployments} deployments of ${model.name} on up to ${o.budget} ${gpuName}: ${c.candidates} candidates, ${c.replays} replays (${describe}), ${c.pruned} pruned, in ${(wallMs / 1000).toFixed(1)} s`;
   if (opts.format === "json") {
-    io.out(`${JSON.stringify({ summary, sla: formatSla(o.sla), goal: o.goal, counts: c, notes, rows: result.rows }, null, 2)}\n`);
+    io.out(
+      `${JSON.stringify({ summary, sla: formatSla(o.sla), goal: o.goal, counts: c, notes, warnings: planWarnings(result.rows), rows: result.rows }, null, 2)}\n`,
+    );
     return 0;
   }
+  const warnings = planWarnings(result.rows);
   const lines = [
     `SLA ${formatSla(o.sla)}; ${o.goal.kind === "rate" ? `the fewest GPUs serving ${o.goal.rps} req/s` : "the most req/s per GPU"}`,
     summary,
@@ -439,6 +443,7 @@ export async function planCommand(io: StdinIo, opts: PlanOptions): Promise<numbe
   const counts = countBy(result.rows);
   if (counts.length > 0) lines.push("", ...counts);
   if (notes.length > 0) lines.push("", ...notes.map((n) => `note: ${n}`));
+  if (warnings.length > 0) lines.push("", ...warnings.map((w) => `warning: ${w}`));
   io.out(`${lines.join("\n")}\n`);
   return 0;
 }
