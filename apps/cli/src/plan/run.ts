@@ -229,7 +229,7 @@ function formatPlan(result: PlanResult, goal: PlanGoal, top: number, price: numb
   return out.join("\n");
 }
 
-/** The candidates not ranked, by status: how many, and the most common reason (for the kinds that were not replayed). */
+/** The candidates not ranked, by status: how many, and an example of the most common reason. */
 const countBy = (rows: readonly PlanRow[]) => {
   const m = new Map<string, { n: number; reasons: Map<string, number> }>();
   for (const r of rows) {
@@ -245,17 +245,18 @@ const countBy = (rows: readonly PlanRow[]) => {
   }
   return [...m].map(([status, e]) => {
     const first = [...e.reasons].sort((a, b) => b[1] - a[1])[0];
-    const example =
-      first === undefined || !NOT_REPLAYED.has(status)
-        ? undefined
-        : rows.find((r) => r.status === status && r.reason?.replace(/[\d.,]+/g, "#") === first[0])?.reason;
-    // The first problem of the example: a P/D pair's two roles usually say the same thing.
-    const shown = example?.split("; ")[0];
+    const row =
+      first === undefined || !EXPLAINED.has(status) ? undefined : rows.find((r) => r.status === status && r.reason?.replace(/[\d.,]+/g, "#") === first[0]);
+    // A candidate that failed at every rate: which one, and what broke at the lowest rate tried.
+    // Otherwise the first problem: a P/D pair's two roles usually say the same thing.
+    const shown =
+      row === undefined ? undefined : status === "fails" ? `${row.label}: ${row.reason ?? ""}: ${row.limited_by.join(", ")}` : row.reason?.split("; ")[0];
     return `${e.n} ${STATUS_WORDS[status] ?? status}${shown === undefined ? "" : `; e.g. ${shown}`}`;
   });
 };
 
-const NOT_REPLAYED = new Set(["does-not-fit", "refused", "infeasible"]);
+/** The statuses whose line shows an example reason. */
+const EXPLAINED = new Set(["does-not-fit", "refused", "infeasible", "fails"]);
 
 const STATUS_WORDS: Readonly<Record<string, string>> = {
   pruned: "pruned (one replay showed they cannot come within 5% of the best)",
@@ -285,6 +286,13 @@ function specFiles(dir: string, result: PlanResult, stats: WorkloadStats, top: n
     const out: Record<string, unknown> = { ...spec, profile: ref(spec.profile) };
     if (spec.prefill?.profile !== undefined) out.prefill = { ...spec.prefill, profile: ref(spec.prefill.profile) };
     if (spec.decode?.profile !== undefined) out.decode = { ...spec.decode, profile: ref(spec.decode.profile) };
+    // The transfer's bandwidth as a spec writes it (bandwidth_gbps is the deprecated spelling the schema folds it into).
+    const kv = { ...spec.kv_transfer } as Record<string, unknown>;
+    if (typeof kv.bandwidth_gbps === "number") {
+      kv.bandwidth = `${kv.bandwidth_gbps} GB/s`;
+      delete kv.bandwidth_gbps;
+    }
+    out.kv_transfer = kv;
     const head = `# kvsim plan #${r.rank}: ${r.label}, ${r.gpus} GPUs, at ${r.rate_rps} req/s (${r.meets_sla ? "meets" : "misses"} the plan's SLA there)\n`;
     files.push({ path: join(dir, `${r.rank}.yaml`), text: head + yamlStringify(JSON.parse(JSON.stringify(out))), flag: "--write-specs" });
   }
