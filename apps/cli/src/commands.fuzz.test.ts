@@ -10,7 +10,7 @@ import { asText, kvsim, mutated, nastyValue, runs, TIMEOUT, wellBehaved, type Js
 /**
  * The fuzz suite of the commands added after the first fuzz campaign (issue 38): calibrate,
  * compare, trace from-measured, sweep, worker, diff, profile from-hf, profile show, `--set`,
- * `--timeseries` and spec from-vllm. Each case damages an input (a mutated field, text damage, an absurd flag) and
+ * `--timeseries`, spec from-vllm and plan. Each case damages an input (a mutated field, text damage, an absurd flag) and
  * runs the command end to end through `runCli`. Properties, as in cli.fuzz.test.ts:
  *  - never an uncaught exception or a stack trace;
  *  - every refusal is exit 2 with a located message (the file and line or field, or the flag);
@@ -37,6 +37,7 @@ export const SIZE = {
   timeseries: 15,
   worker: 10,
   fromVllm: 30,
+  plan: 10,
 } as const;
 
 let dir = "";
@@ -630,3 +631,75 @@ describe("fuzz: spec from-vllm", () => {
     TIMEOUT,
   );
 });
+
+describe("fuzz: plan", () => {
+  /** A flag of kvsim plan with a value from the edge of what it takes, or past it. */
+  const planFlag = fc.oneof(
+    fc.tuple(
+      fc.constantFrom("--gpus", "--rate", "--tolerance", "--top", "--price-per-gpu-hour"),
+      fc.constantFrom("0", "-1", "1e400", "NaN", "", "2.5", "1", "0.6"),
+    ),
+    fc.tuple(fc.constantFrom("--tp", "--max-num-seqs", "--max-num-batched-tokens"), fc.constantFrom("1,2", "0", "1,,2", "x", "3", "99999999999", "1,1,1")),
+    fc.tuple(fc.constant("--topology"), fc.constantFrom("aggregated", "disaggregated,aggregated", "mesh", "")),
+    fc.tuple(fc.constant("--sla"), fc.constantFrom("p90_ttft_ms<=1e9", "p90_ttft_ms<=0", "goodput_rps>=1", "x<=1", "", "p90_tpot_ms<=-1")),
+    fc.tuple(fc.constant("--trace-format"), fc.constantFrom("kvsim", "azure", "mooncake", "csv")),
+    fc.tuple(fc.constant("--gpu"), fc.constantFrom("H100-SXM", "L4", "H900", "")),
+  );
+  it(
+    "a damaged config, trace or flag plans or is refused, located; nothing partial",
+    async () => {
+      const sized = (key: string): fc.Arbitrary<unknown> | undefined =>
+        /layers|size|heads/.test(key) ? fc.oneof(fc.integer({ min: 1, max: 64 }), fc.constantFrom<unknown>(0, 3, 4097, 2 ** 24 + 1, 1e9)) : undefined;
+      const traceText = fc.oneof(
+        { weight: 3, arbitrary: fc.constant(readTraceText()) },
+        { weight: 1, arbitrary: fc.nat(2000).map((n) => readTraceText().slice(0, n)) },
+        { weight: 1, arbitrary: fc.constantFrom("", "{}\n", '{"arrival_ms":0,"input_tokens":1e9,"output_tokens":1}\n', "not json\n") },
+      );
+      await fc.assert(
+        fc.asyncProperty(
+          mutated(LLAMA, sized).chain((d) => asText(d, false)),
+          traceText,
+          fc.array(planFlag, { maxLength: 2 }),
+          async (configText, trace, flags) => {
+            const cfg = fresh("config.json");
+            writeFileSync(cfg, configText);
+            const tr = fresh("trace.jsonl");
+            writeFileSync(tr, trace);
+            const out = fresh("out");
+            mkdirSync(out);
+            const extra: string[] = flags.flat();
+            const has = (f: string) => extra.includes(f);
+            const r = await kvsim([
+              "plan",
+              "--model",
+              cfg,
+              ...(has("--gpu") ? [] : ["--gpu", "L4"]),
+              ...(has("--gpus") ? [] : ["--gpus", "2"]),
+              ...(has("--tp") ? [] : ["--tp", "1,2"]),
+              ...(has("--sla") ? [] : ["--sla", "p90_ttft_ms<=2000"]),
+              ...(has("--max-num-batched-tokens") ? [] : ["--max-num-batched-tokens", "512"]),
+              "--trace",
+              tr,
+              ...extra,
+              "--jobs",
+              "1",
+              "--out",
+              join(out, "plan.jsonl"),
+              "--format",
+              "json",
+            ]);
+            wellBehaved(r, [cfg, tr, ...extra.filter((x) => x.startsWith("--")), "kvsim plan"]);
+            expect(readdirSync(out)).toEqual(r.code === 0 ? ["plan.jsonl"] : []);
+          },
+        ),
+        { seed: SEED + 11, numRuns: runs(SIZE.plan) },
+      );
+    },
+    TIMEOUT,
+  );
+});
+
+/** The suite's trace as text (24 requests). */
+function readTraceText(): string {
+  return readFileSync(at("trace.jsonl"), "utf8");
+}
