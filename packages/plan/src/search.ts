@@ -68,6 +68,8 @@ export interface PlanSearchResult {
 /** The SLA terms a report breaks, as `p90_tpot_ms 56.1 > 50` (or `incomplete` when requests did not finish). */
 export function brokenTerms(row: SweepRow, sla: readonly SlaTerm[]): string[] {
   const r = row.report;
+  // A replay stopped once its SLA was lost says which bound, after "the SLA is lost: ".
+  if (r === null && row.status === "stopped" && row.reason !== null) return [`${row.reason.replace(/^.*?the SLA is lost: /, "")} (replay stopped early)`];
   if (r === null) return [row.reason ?? row.status];
   const out: string[] = [];
   if (r.completed_requests !== r.num_requests) out.push(`${r.num_requests - r.completed_requests} of ${r.num_requests} requests did not complete`);

@@ -66,3 +66,4 @@ export {
   MAX_SERIES_VALUES,
   TooManySamples,
 } from "./timeseries.js";
+export { SlaStopWatch, type SlaStop, type SlaStopTerm } from "./sla-stop.js";

@@ -4,6 +4,7 @@ import TinyQueue from "tinyqueue";
 import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput } from "./coordinator.js";
 import { checkDrained, NoProgress, stuckResult, type StuckRequest } from "./diagnostics.js";
 import { EffectApplier, type HandoffFeed } from "./effects.js";
+import { SlaLost, SlaStopWatch, type SlaStop } from "./sla-stop.js";
 import { EventQueue, Phase, Stage } from "./event-queue.js";
 import type { GroupStep, LockstepGroup } from "./lockstep.js";
 import { MetricsCollector, speculativeDecodingReport, type LatencyQuantiles, type ReplayReport, type RequestRecord } from "./report.js";
@@ -63,6 +64,12 @@ export interface ReplayInput {
   readonly timeseries?: { readonly sampleMs?: number };
   /** Return this many quantiles of each latency metric (for CDF plots; outside the report). */
   readonly quantiles?: number;
+  /**
+   * Stop as soon as these latency bounds are lost whatever the requests still to come do (see
+   * SlaStopWatch); the result is then `ok: false` with `stopped: true`. For searches, whose
+   * failing probes need no full replay. Absent: the replay runs to its end.
+   */
+  readonly stopWhen?: SlaStop;
 }
 
 export type ReplayResult =
@@ -73,7 +80,8 @@ export type ReplayResult =
       readonly timeseries?: TimeSeries;
       readonly quantiles?: LatencyQuantiles;
     }
-  | { readonly ok: false; readonly reason: string; readonly stuck: readonly StuckRequest[]; readonly atMs: number };
+  /** `stopped`: `stopWhen` ended the replay, the SLA being lost (the reason says how). */
+  | { readonly ok: false; readonly reason: string; readonly stuck: readonly StuckRequest[]; readonly atMs: number; readonly stopped?: boolean };
 
 /** Profile paths a spec references (base, prefill and decode), for the caller to load. */
 export function specProfilePaths(spec: Spec): string[] {
@@ -148,6 +156,7 @@ class ReplayEngine implements HandoffFeed {
     this.frontendMs = spec.frontend?.overhead_ms ?? 0;
     this.collector = new MetricsCollector(spec.sla, input.percentiles === undefined ? {} : { percentiles: input.percentiles });
     this.collector.ttftClock = spec.frontend === undefined ? "engine" : "client";
+    if (input.stopWhen !== undefined) this.collector.watch = new SlaStopWatch(input.stopWhen);
     this.onProgress = input.onProgress;
     this.quantilePoints = input.quantiles;
     this.fastDecode = input.fastDecode ?? true;
@@ -204,6 +213,7 @@ class ReplayEngine implements HandoffFeed {
         const heapNext = netNext === undefined ? queueNext : Math.min(queueNext, netNext);
         const t = next === undefined ? heapNext : Math.min(heapNext, next.arrivalMs + this.frontendMs);
         if (t === Infinity) break;
+        if (this.collector.watch?.lost !== undefined) throw new SlaLost(this.collector.watch.lost);
         // The state now holds until t (or the cap): the samples due before then see it.
         this.sampler?.advance(cap !== undefined && t > cap ? cap : t);
         if (cap !== undefined && t > cap) {
@@ -223,6 +233,7 @@ class ReplayEngine implements HandoffFeed {
     } catch (e) {
       if (e instanceof NoProgress) return stuckResult(this.live, this.now, e.message);
       if (e instanceof RunFailure) return { ok: false, reason: `the replay stopped at ${this.now} ms: ${e.message}`, stuck: [], atMs: this.now };
+      if (e instanceof SlaLost) return e.result(this.now, this.collector.terminalCount);
       throw e;
     } finally {
       // Stopped early (cutoff, no progress, an error): let the record stream close its source.

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import stringify from "safe-stable-stringify";
 import type { KvCapacity, Sla, TransferMode } from "@kvsim/profile-schema";
 import { SaturationMonitor, type SaturationCheck } from "./saturation.js";
+import type { SlaStopWatch } from "./sla-stop.js";
 import type { SpeculationStats } from "@kvsim/vllm-scheduler";
 import type { RoutingReport } from "./routing-report.js";
 import { ItlSample, TokenTrack } from "./itl.js";
@@ -454,7 +455,11 @@ export class MetricsCollector {
     return this.completed + this.rejected + this.failed;
   }
 
+  /** Set by the replay when it may stop once its SLA is lost (ReplayInput.stopWhen). */
+  watch: SlaStopWatch | undefined;
+
   onTerminal(f: TerminalFacts): void {
+    this.watch?.onTerminal(f);
     if (f.status === "rejected") {
       this.rejected++;
       this.rejections.add(f.reason);

@@ -211,7 +211,7 @@ export function renderSweepHtml(input: SweepHtmlInput): string {
   const axes = axisCharts(input);
   const gpus = gpuChart(input);
   const searches = searchCharts(input);
-  const counts = { ok: 0, refused: 0, failed: 0 };
+  const counts = { ok: 0, refused: 0, failed: 0, stopped: 0 };
   for (const r of input.rows) counts[r.status]++;
   const slaText = (input.sla ?? []).map((t) => `${t.metric}${t.op}${t.value}`).join(", ");
   const answers = (input.searches ?? []).map((s): Cell[] => [
@@ -228,7 +228,7 @@ export function renderSweepHtml(input: SweepHtmlInput): string {
       id: "summary",
       title: "Summary",
       html:
-        `<p id="counts" data-ok="${counts.ok}" data-refused="${counts.refused}" data-failed="${counts.failed}">${input.rows.length} points: ${counts.ok} ok, ${counts.refused} refused, ${counts.failed} failed.${slaText === "" ? "" : ` SLA: ${escapeHtml(slaText)} (and every request completed).`}</p>` +
+        `<p id="counts" data-ok="${counts.ok}" data-refused="${counts.refused}" data-failed="${counts.failed}">${input.rows.length} points: ${counts.ok} ok, ${counts.refused} refused, ${counts.failed} failed${counts.stopped === 0 ? "" : `, ${counts.stopped} stopped once their SLA was lost`}.${slaText === "" ? "" : ` SLA: ${escapeHtml(slaText)} (and every request completed).`}</p>` +
         (answers.length === 0 ? "" : `<div class="scroll">${table(["grid point", "searched", "answer", "lowest failing", "GPUs"], answers, "answers")}</div>`),
     },
     ...(searches.length === 0

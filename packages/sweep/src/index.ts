@@ -29,7 +29,7 @@ export {
 } from "./grid.js";
 export { okRow, badRow, rowsTable, type SweepRow, type PointStatus, type PointReport, type Cell } from "./rows.js";
 export { pointTask, runPoint, type PointTask, type PointHost, type TraceRef } from "./point.js";
-export { parseSla, meetsSla, metricValue, formatSla, isReportMetric, slaPercentiles, REPORT_METRICS, SlaSyntaxError, type SlaTerm } from "./sla.js";
+export { parseSla, meetsSla, metricValue, formatSla, isReportMetric, slaPercentiles, slaStop, REPORT_METRICS, SlaSyntaxError, type SlaTerm } from "./sla.js";
 export {
   findMaxRate,
   findMinAggregatedWorkers,

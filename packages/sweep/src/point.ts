@@ -1,5 +1,5 @@
 import { InputError, readTrace, SpecSchema, validateValue, type Profile, type Spec, type TraceFormat } from "@kvsim/profile-schema";
-import { runReplay, specProfilePaths } from "@kvsim/replay-engine";
+import { runReplay, specProfilePaths, type SlaStop } from "@kvsim/replay-engine";
 import { badRow, okRow, type SweepRow } from "./rows.js";
 
 /** A trace a point reads: its absolute path and the SHA-256 (hex) of its content. */
@@ -21,6 +21,8 @@ export interface PointTask {
   readonly trace: TraceRef | null;
   /** Percentiles to report besides p50, p90 and p99 (an SLA on p95_ttft_ms needs 95); outside the digest. */
   readonly percentiles?: readonly number[];
+  /** Stop the replay once these latency bounds are lost (row status `stopped`): a search's failing probes need no full replay. */
+  readonly stop?: SlaStop;
 }
 
 /** What running a point needs from its host: the trace's lines, and a clock for the wall time. */
@@ -45,6 +47,7 @@ export function pointTask(
   profiles: ReadonlyMap<string, Profile>,
   trace: TraceRef | null,
   percentiles: readonly number[] = [],
+  stop?: SlaStop,
 ): PointTask {
   const inline = <T>(ref: T): T | Profile => {
     if (typeof ref !== "string") return ref;
@@ -63,7 +66,9 @@ export function pointTask(
       : { decode: { ...spec.decode, ...(spec.decode.profile === undefined ? {} : { profile: inline(spec.decode.profile) }) } }),
   };
   // JSON round trip: the task is exactly what a queue would carry.
-  return JSON.parse(JSON.stringify({ point, settings, spec: inlined, trace, ...(percentiles.length === 0 ? {} : { percentiles }) })) as PointTask;
+  return JSON.parse(
+    JSON.stringify({ point, settings, spec: inlined, trace, ...(percentiles.length === 0 ? {} : { percentiles }), ...(stop === undefined ? {} : { stop }) }),
+  ) as PointTask;
 }
 
 const describeIssues = (e: InputError): string => e.issues.map((i) => (i.path === "" ? i.message : `${i.path}: ${i.message}`)).join("; ");
@@ -95,6 +100,7 @@ export async function runPoint(task: PointTask, host: PointHost): Promise<SweepR
       spec,
       specFile: `point ${task.point}`,
       ...(task.percentiles === undefined || task.percentiles.length === 0 ? {} : { percentiles: task.percentiles }),
+      ...(task.stop === undefined ? {} : { stopWhen: task.stop }),
       ...(source === undefined || traceFile === undefined
         ? {}
         : {
@@ -103,6 +109,7 @@ export async function runPoint(task: PointTask, host: PointHost): Promise<SweepR
           }),
     });
     if (!result.ok) {
+      if (result.stopped === true) return badRow(task.point, task.settings, "stopped", result.reason, wall());
       const stuck = result.stuck.map((s) => `request ${s.request_id}: ${s.where} (${s.why})`).join("; ");
       return badRow(task.point, task.settings, "failed", stuck === "" ? result.reason : `${result.reason}: ${stuck}`, wall());
     }

@@ -1,7 +1,11 @@
 import { NON_CANONICAL_KEYS, type ReplayReport } from "@kvsim/replay-engine";
 
-/** How a point ended: `ok` (the replay ran; its report is in the row), `refused` (invalid input: the point's spec, its trace, or settings the ranks refuse) or `failed` (the replay could not finish). */
-export type PointStatus = "ok" | "refused" | "failed";
+/**
+ * How a point ended: `ok` (the replay ran; its report is in the row), `refused` (invalid input:
+ * the point's spec, its trace, or settings the ranks refuse), `failed` (the replay could not
+ * finish) or `stopped` (the task's `stop` ended it once its SLA was lost; only tasks that ask).
+ */
+export type PointStatus = "ok" | "refused" | "failed" | "stopped";
 
 /** The report of one point without the digest and the wall-clock fields (those are row fields). */
 export type PointReport = Omit<ReplayReport, "digest" | "wall_time_ms" | "simulated_requests_per_wall_s">;
@@ -36,7 +40,13 @@ export function okRow(point: number, settings: Readonly<Record<string, unknown>>
 }
 
 /** The row of a point that was refused or failed. */
-export function badRow(point: number, settings: Readonly<Record<string, unknown>>, status: "refused" | "failed", reason: string, wallTimeMs: number): SweepRow {
+export function badRow(
+  point: number,
+  settings: Readonly<Record<string, unknown>>,
+  status: Exclude<PointStatus, "ok">,
+  reason: string,
+  wallTimeMs: number,
+): SweepRow {
   return { point, settings, status, reason, report: null, digest: null, wall_time_ms: wallTimeMs };
 }
 

@@ -1,4 +1,4 @@
-import { CANONICAL_KEYS } from "@kvsim/replay-engine";
+import { CANONICAL_KEYS, type SlaStop, type SlaStopTerm } from "@kvsim/replay-engine";
 import type { PointReport } from "./rows.js";
 
 /** The numeric fields of the report's `handoffs` object an SLA may name. */
@@ -87,3 +87,25 @@ export function meetsSla(report: PointReport | null, terms: readonly SlaTerm[]):
 
 /** `p90_ttft_ms<=2000, p99_itl_ms<=50` */
 export const formatSla = (terms: readonly SlaTerm[]): string => terms.map((t) => `${t.metric}${t.op}${t.value}`).join(", ");
+
+/** `p90_ttft_ms`, `mean_tpot_ms`, `median_e2el_ms`: the latency statistics a replay can watch. */
+const WATCHABLE = /^(?:(mean)|(median)|p(\d+(?:\.\d+)?))_(ttft|tpot|e2e|e2el)_ms$/;
+
+/**
+ * What a replay may watch to stop once the SLA is lost (`PointTask.stop`): every `<=` bound on a
+ * mean or percentile of TTFT, TPOT or E2E, and every request completing (meetsSla asks it). Other
+ * terms (ITL, throughput, `>=` bounds) are judged at the end as before. `total` must not be below
+ * the workload's request count (a larger one only stops later).
+ */
+export function slaStop(terms: readonly SlaTerm[], total: number): SlaStop {
+  const watched: SlaStopTerm[] = [];
+  for (const t of terms) {
+    const m = WATCHABLE.exec(t.metric);
+    if (m === null || t.op !== "<=") continue;
+    const [, mean, median, p, metric] = m;
+    const stat = mean !== undefined ? "mean" : median !== undefined ? 50 : Number(p);
+    if (stat !== "mean" && !(stat > 0 && stat <= 100)) continue;
+    watched.push({ metric: metric === "e2el" ? "e2e" : (metric as "ttft" | "tpot" | "e2e"), stat, limit: t.value });
+  }
+  return { total, terms: watched, allComplete: true };
+}

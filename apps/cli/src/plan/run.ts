@@ -34,7 +34,7 @@ import {
   type PlanTopology,
   type WorkloadStats,
 } from "@kvsim/plan";
-import { formatSla, parseSla, pointTask, slaPercentiles, SlaSyntaxError, DEFAULT_RATE_TOLERANCE, type SlaTerm, type TraceRef } from "@kvsim/sweep";
+import { formatSla, parseSla, pointTask, slaPercentiles, slaStop, SlaSyntaxError, DEFAULT_RATE_TOLERANCE, type SlaTerm, type TraceRef } from "@kvsim/sweep";
 import { stringify as yamlStringify } from "yaml";
 import { checkOutputs, numberOption, readText, regularFileSize, UsageError, writeOutputs } from "../io.js";
 import { openTrace } from "../lines.js";
@@ -376,6 +376,7 @@ export async function planCommand(io: StdinIo, opts: PlanOptions): Promise<numbe
   }
 
   const percentiles = slaPercentiles(o.sla);
+  const stop = slaStop(o.sla, stats.requests);
   const { executor, describe } = await openExecutor(io, { ...opts, find: "max-rate" }, o.jobs);
   const progress = createSweepProgress(io, 0, `plan (${o.goal.kind === "rate" ? `${o.goal.rps} req/s` : "max-rate"})`, opts.quiet === true);
   let total = 0;
@@ -396,7 +397,8 @@ export async function planCommand(io: StdinIo, opts: PlanOptions): Promise<numbe
       sla: o.sla,
       goal: o.goal,
       executor,
-      task: (point, spec) => Promise.resolve(pointTask(point, {}, spec, new Map(), trace, percentiles)),
+      // Failing probes stop once their SLA is lost: half of a rate search's replays end early.
+      task: (point, spec) => Promise.resolve(pointTask(point, {}, spec, new Map(), trace, percentiles, stop)),
       ...(o.price === undefined ? {} : { pricePerGpuHour: o.price }),
       maxDeployments: MAX_DEPLOYMENTS,
       onReplay: (row) => {
