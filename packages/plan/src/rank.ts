@@ -15,6 +15,8 @@ export interface PlanRow {
   readonly workers: number | { readonly prefill: number; readonly decode: number };
   readonly max_num_seqs: number;
   readonly max_num_batched_tokens: number;
+  /** The router policy when the plan varied it (absent: the base spec's). */
+  readonly router?: string;
   /** `searched` (ranked when it meets the SLA), `pruned`, `fails`, `skipped`, or why it was not replayed (`does-not-fit`, `refused`, `infeasible`). */
   readonly status: CandidateOutcome["status"] | Refusal["kind"];
   /** The highest rate meeting the SLA (max-rate), or the given rate (rate), req/s; null when not met. */
@@ -42,8 +44,14 @@ export interface PlanRow {
 
 const num = (v: number | undefined | null): number | null => (v === undefined || v === null || !Number.isFinite(v) ? null : v);
 
-function shape(d: CandidateOutcome["candidate"]["deployment"]): Pick<PlanRow, "topology" | "tp" | "workers" | "max_num_seqs" | "max_num_batched_tokens"> {
-  const engine = { max_num_seqs: d.engine.max_num_seqs, max_num_batched_tokens: d.engine.max_num_batched_tokens };
+function shape(
+  d: CandidateOutcome["candidate"]["deployment"],
+): Pick<PlanRow, "topology" | "tp" | "workers" | "max_num_seqs" | "max_num_batched_tokens" | "router"> {
+  const engine = {
+    max_num_seqs: d.engine.max_num_seqs,
+    max_num_batched_tokens: d.engine.max_num_batched_tokens,
+    ...(d.engine.router === undefined ? {} : { router: d.engine.router }),
+  };
   return d.topology === "aggregated"
     ? { topology: d.topology, tp: d.pool.tp, workers: d.pool.workers, ...engine }
     : {

@@ -1,4 +1,4 @@
-import { SpecSchema, validateValue, type Profile, type Spec } from "@kvsim/profile-schema";
+import { SpecSchema, validateValue, type Profile, type RouterPolicy, type Spec } from "@kvsim/profile-schema";
 
 /** The two layouts a plan compares. */
 export type PlanTopology = "aggregated" | "disaggregated";
@@ -9,10 +9,12 @@ export interface Pool {
   readonly tp: number;
 }
 
-/** The engine settings a plan varies (the rest come from the base spec). */
+/** The engine settings a plan varies (the rest come from the base spec), and the router when it varies it. */
 export interface EngineChoice {
   readonly max_num_seqs: number;
   readonly max_num_batched_tokens: number;
+  /** A router policy with its default settings; absent: the base spec's router. */
+  readonly router?: RouterPolicy;
 }
 
 /** A deployment: aggregated workers, or a prefill pool and a decode pool, each with its own TP. */
@@ -29,6 +31,8 @@ export interface PlanSpace {
   readonly topologies: readonly PlanTopology[];
   readonly maxNumSeqs: readonly number[];
   readonly maxNumBatchedTokens: readonly number[];
+  /** Router policies tried (each with its default settings); absent or empty: the base spec's router. */
+  readonly routers?: readonly RouterPolicy[];
   /**
    * `budget`: each layout as large as the budget allows (aggregated: floor(gpus / TP) workers; P/D:
    * every split that leaves no room for another worker), for a search of the highest rate per GPU.
@@ -49,7 +53,7 @@ export function deploymentGpus(d: Deployment): number {
 export function deploymentLabel(d: Deployment): string {
   const pool = (p: Pool) => `${p.workers} x TP${p.tp}`;
   const layout = d.topology === "aggregated" ? `aggregated ${pool(d.pool)}` : `P/D ${pool(d.prefill)} + ${pool(d.decode)}`;
-  return `${layout}, seqs ${d.engine.max_num_seqs}, batch ${d.engine.max_num_batched_tokens}`;
+  return `${layout}, seqs ${d.engine.max_num_seqs}, batch ${d.engine.max_num_batched_tokens}${d.engine.router === undefined ? "" : `, ${d.engine.router}`}`;
 }
 
 /** Every deployment of the space, in a fixed order (topology, TPs, engine settings, sizes). */
@@ -58,8 +62,11 @@ export function enumerateDeployments(space: PlanSpace): Deployment[] {
   const out: Deployment[] = [];
   const tps = [...new Set(space.tp)].sort((a, b) => a - b);
   const engines: EngineChoice[] = [];
+  const routers: (RouterPolicy | undefined)[] = space.routers === undefined || space.routers.length === 0 ? [undefined] : [...new Set(space.routers)];
   for (const s of [...new Set(space.maxNumSeqs)].sort((a, b) => a - b)) {
-    for (const b of [...new Set(space.maxNumBatchedTokens)].sort((x, y) => x - y)) engines.push({ max_num_seqs: s, max_num_batched_tokens: b });
+    for (const b of [...new Set(space.maxNumBatchedTokens)].sort((x, y) => x - y)) {
+      for (const router of routers) engines.push({ max_num_seqs: s, max_num_batched_tokens: b, ...(router === undefined ? {} : { router }) });
+    }
   }
   for (const topology of ["aggregated", "disaggregated"] as const) {
     if (!space.topologies.includes(topology)) continue;
@@ -100,6 +107,7 @@ export function deploymentSpec(base: Spec, d: Deployment, profileAt: (tp: number
   const raw: Record<string, unknown> = {
     ...base,
     engine: { ...engine, max_num_seqs: d.engine.max_num_seqs, max_num_batched_tokens: d.engine.max_num_batched_tokens },
+    ...(d.engine.router === undefined ? {} : { router: { policy: d.engine.router } }),
   };
   delete raw.prefill;
   delete raw.decode;

@@ -25,6 +25,7 @@ export const registerPlan: RegisterCommand = (program, ctx) => {
     .option("--topology <list>", `aggregated and/or disaggregated (default ${PLAN_DEFAULTS.topology})`)
     .option("--max-num-seqs <list>", `max_num_seqs ladder (default ${PLAN_DEFAULTS.maxNumSeqs})`)
     .option("--max-num-batched-tokens <list>", `max_num_batched_tokens ladder (default ${PLAN_DEFAULTS.maxNumBatchedTokens})`)
+    .option("--router <list>", "router policies tried, e.g. round_robin,kv_aware (default: the spec's router, round_robin with --trace)")
     .option("--kv-cache-dtype <dtype>", "vLLM's --kv-cache-dtype for profiles derived from a config.json (default auto)")
     .option("--price-per-gpu-hour <$>", "price of one GPU-hour: adds the cost per million output tokens")
     .option("--tolerance <fraction>", "max-rate: the rate ladder's step (default 0.01: answers within 1%)")

@@ -106,11 +106,64 @@ describe("kvsim plan", () => {
     expect(rows.filter((x) => x.gpus === 2).every((x) => x.status === "skipped")).toBe(true);
   });
 
+  it("tries each router of --router, and keeps a measured timing to the TP it was measured at", { timeout: 120_000 }, async () => {
+    // A spec with a linear-free fixed timing on a TP1 profile: TP2 candidates are left out with the reason.
+    writeFileSync(
+      path("profile.json"),
+      JSON.stringify({
+        schema_version: 1,
+        model: "test/linear",
+        vllm_version: "0.32.0",
+        tensor_parallel_size: 1,
+        kv_bytes_per_token: 131072,
+        memory: { weights_bytes: 16e9, activation_bytes_per_token: 100000, sampler_bytes_per_sequence: 3e6, provenance: "test" },
+      }),
+    );
+    writeFileSync(
+      path("spec.yaml"),
+      `version: 1\nprofile: ./profile.json\ntopology: { kind: aggregated, workers: 1 }\nengine: { gpu: H100-SXM }\ntiming: { type: fixed, prefill_ms: 30, decode_ms: 8 }\nworkload: { trace: ./trace.jsonl, format: kvsim }\n`,
+    );
+    const r = await run(
+      "plan",
+      "--model",
+      path("profile.json"),
+      "--gpus",
+      "2",
+      "--tp",
+      "1,2",
+      "--spec",
+      path("spec.yaml"),
+      "--sla",
+      SLA,
+      "--topology",
+      "aggregated",
+      "--router",
+      "round_robin,kv_aware",
+      "--max-num-batched-tokens",
+      "2048",
+      "--jobs",
+      "1",
+      "--out",
+      path("r.jsonl"),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const rows = rowsOf(path("r.jsonl"));
+    // 2 x TP1 with each router, and 1 x TP2 with each router left out: the profile is TP1 only.
+    expect(rows.map((x) => [x.label, x.status === "does-not-fit"]).sort()).toEqual([
+      ["aggregated 1 x TP2, seqs 256, batch 2048, kv_aware", true],
+      ["aggregated 1 x TP2, seqs 256, batch 2048, round_robin", true],
+      ["aggregated 2 x TP1, seqs 256, batch 2048, kv_aware", false],
+      ["aggregated 2 x TP1, seqs 256, batch 2048, round_robin", false],
+    ]);
+    expect(r.stdout).toContain("timing: the spec's fixed timing, measured at TP 1 on its GPU: only that TP is planned");
+  });
+
   it.each([
     [["plan", "--gpus", "2"], "needs --model"],
     [["--tp", "1,x"], '--tp must be a finite number, got "x"'],
     [["--tp", "0"], "--tp must be at least 1"],
     [["--topology", "mesh"], '--topology lists aggregated and/or disaggregated, got "mesh"'],
+    [["--router", "kv_aware,nearest"], "--router lists router policies"],
     [["--sla", "p90_ttft<=1"], "--sla:"],
     [["--rate", "5", "--find", "max-rate"], "not both"],
     [["--gpu", "H900"], "--gpu must be one of"],

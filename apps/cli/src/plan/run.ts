@@ -9,10 +9,12 @@ import {
   parseProfile,
   readTrace,
   resolveGpu,
+  RouterPolicySchema,
   SpecSchema,
   TraceFormatSchema,
   validateValue,
   type Profile,
+  type RouterPolicy,
   type Spec,
   type TraceFormat,
 } from "@kvsim/profile-schema";
@@ -62,6 +64,7 @@ export interface PlanOptions {
   readonly topology?: string;
   readonly maxNumSeqs?: string;
   readonly maxNumBatchedTokens?: string;
+  readonly router?: string;
   readonly kvCacheDtype?: string;
   readonly pricePerGpuHour?: string;
   readonly tolerance?: string;
@@ -136,6 +139,13 @@ function parseOptions(opts: PlanOptions) {
     if (!f.success) throw new UsageError(`--trace-format must be mooncake, azure or kvsim, got "${opts.traceFormat}"`);
     traceFormat = f.data;
   }
+  const routers: RouterPolicy[] = [];
+  for (const r of (opts.router ?? "").split(",").map((x) => x.trim())) {
+    if (opts.router === undefined) break;
+    const p = RouterPolicySchema.safeParse(r);
+    if (!p.success) throw new UsageError(`--router lists router policies (${RouterPolicySchema.options.join(", ")}), got "${r}"`);
+    if (!routers.includes(p.data)) routers.push(p.data);
+  }
   const price = opts.pricePerGpuHour === undefined ? undefined : numberOption("--price-per-gpu-hour", opts.pricePerGpuHour, { exclusiveMin: 0, max: 1e6 });
   return {
     sla,
@@ -146,6 +156,7 @@ function parseOptions(opts: PlanOptions) {
     maxNumSeqs: intList("--max-num-seqs", opts.maxNumSeqs ?? PLAN_DEFAULTS.maxNumSeqs, 1 << 20),
     maxNumBatchedTokens: intList("--max-num-batched-tokens", opts.maxNumBatchedTokens ?? PLAN_DEFAULTS.maxNumBatchedTokens, 1 << 24),
     kvCacheDtype: kvCacheDtype as KvCacheDtype,
+    routers,
     traceFormat,
     price,
     top: opts.top === undefined ? 3 : numberOption("--top", opts.top, { integer: true, min: 1, max: 1000 }),
@@ -323,6 +334,7 @@ export async function planCommand(io: StdinIo, opts: PlanOptions): Promise<numbe
 
   let base: Spec;
   const notes: string[] = [];
+  let calibratedTp: number | undefined;
   if (opts.trace !== undefined) {
     if (opts.gpu === undefined) throw new UsageError(`kvsim plan needs --gpu <name>: one of ${KNOWN_GPU_NAMES.join(", ")} (kvsim gpus lists them)`);
     if (resolveGpu({ gpu: opts.gpu }) === undefined)
@@ -337,7 +349,11 @@ export async function planCommand(io: StdinIo, opts: PlanOptions): Promise<numbe
     if (gpu === undefined && base.engine.gpu === undefined) throw new UsageError("kvsim plan needs --gpu <name> (the spec's engine names no GPU)");
     base = { ...base, engine: { ...base.engine, ...(opts.gpu === undefined ? {} : { gpu: opts.gpu }) } };
     if (base.timing.type !== "roofline") {
-      notes.push(`timing: the spec's ${base.timing.type} timing prices every candidate; it holds for the GPU and TP it was measured on, not others`);
+      // A measured timing holds for the TP it was measured at: the plan keeps to it.
+      calibratedTp = typeof base.profile === "string" ? checked.profiles.get(base.profile)?.tensor_parallel_size : base.profile.tensor_parallel_size;
+      notes.push(
+        `timing: the spec's ${base.timing.type} timing, measured at TP ${calibratedTp ?? "?"} on its GPU: only that TP is planned (timing: { type: roofline } plans every TP)`,
+      );
     }
   }
   const gpuName = resolveGpu(base.engine)?.name;
@@ -352,6 +368,9 @@ export async function planCommand(io: StdinIo, opts: PlanOptions): Promise<numbe
   }
   if (base.timing.type === "roofline")
     notes.push("timing: the roofline from the model's shape and the GPU's datasheet with the shipped efficiencies (no measurement of this model or GPU)");
+
+  const modelAt: ModelAt = (tp) =>
+    calibratedTp === undefined || tp === calibratedTp ? model.at(tp) : { refused: `the spec's ${base.timing.type} timing was measured at TP ${calibratedTp}` };
 
   // The workload's shape, read once: the plan replays the trace by reference.
   let stats: WorkloadStats;
@@ -384,12 +403,13 @@ export async function planCommand(io: StdinIo, opts: PlanOptions): Promise<numbe
   try {
     result = await runPlan({
       base,
-      model: model.at,
+      model: modelAt,
       space: {
         gpus: o.budget,
         tp: o.tps,
         topologies: o.topologies,
         maxNumSeqs: o.maxNumSeqs,
+        routers: o.routers,
         maxNumBatchedTokens: o.maxNumBatchedTokens,
         sizes: o.goal.kind === "rate" ? "all" : "budget",
       },
