@@ -14,7 +14,6 @@ export { planCandidates, type Candidate, type Refusal, type CandidateSet } from 
 export { estimateCapacity, type CapacityEstimate } from "./estimate.js";
 export {
   searchPlan,
-  brokenTerms,
   RateLadder,
   ladderSearch,
   type PlanGoal,
@@ -23,4 +22,4 @@ export {
   type PlanSearchResult,
 } from "./search.js";
 export { rankPlan, whyLines, runnerUp, goodputSla, paretoFront, planWarnings, type PlanRow } from "./rank.js";
-export { traceStats, syntheticStats, specAtRate, nativeRate, PlanSetupError, type WorkloadStats } from "./workload.js";
+export { traceStats, syntheticStats, specAtRate, PlanSetupError, type WorkloadStats } from "./workload.js";

@@ -66,7 +66,7 @@ export interface PlanSearchResult {
 }
 
 /** The SLA terms a report breaks, as `p90_tpot_ms 56.1 > 50` (or `incomplete` when requests did not finish). */
-export function brokenTerms(row: SweepRow, sla: readonly SlaTerm[]): string[] {
+function brokenTerms(row: SweepRow, sla: readonly SlaTerm[]): string[] {
   const r = row.report;
   // A replay stopped once its SLA was lost says which bound, after "the SLA is lost: ".
   if (r === null && row.status === "stopped" && row.reason !== null) return [`${row.reason.replace(/^.*?the SLA is lost: /, "")} (replay stopped early)`];

@@ -72,8 +72,3 @@ export function specAtRate(spec: Spec, stats: WorkloadStats, rps: number): Spec 
   if (stats.traceRps === undefined) throw new PlanSetupError("the trace's requests all arrive at once: it has no rate to scale (give arrival times)");
   return { ...spec, workload: { ...w, speedup: rps / stats.traceRps } };
 }
-
-/** The workload's own rate (req/s): where a search starts when nothing better is known. */
-export function nativeRate(spec: Spec, stats: WorkloadStats): number | undefined {
-  return spec.workload.synthetic?.rate_per_s ?? stats.traceRps;
-}
