@@ -10,7 +10,7 @@ const finite = () => z.number({ error: "expected a finite number" }).refine(Numb
 const zipName = () => z.string().regex(/^[A-Za-z0-9_-]+$/, { error: "a zip group is a name of letters, digits, _ and -" });
 
 /** One grid entry: a list of values, a `{from, to, step}` range, or `{values, zip}` (paths of one zip group move together). */
-export const GridEntrySchema = z.union(
+const GridEntrySchema = z.union(
   [
     z.array(z.unknown()).min(1, { error: "needs at least one value" }),
     z.strictObject({

@@ -1,13 +1,9 @@
 export {
   parseSetFlag,
   parseSpecPath,
-  specPathTooLong,
-  shownText,
   MAX_SPEC_PATH_KEYS,
   MAX_SPEC_PATH_CHARS,
   applyOverrides,
-  setAt,
-  resolvePathValues,
   specWithOverrides,
   SpecInputError,
   type SpecOverride,
@@ -19,7 +15,6 @@ export {
   expandGrid,
   checkGridPaths,
   rangeValues,
-  GridEntrySchema,
   MAX_GRID_POINTS,
   type Grid,
   type GridAxis,
@@ -29,7 +24,7 @@ export {
 } from "./grid.js";
 export { okRow, badRow, rowsTable, type SweepRow, type PointStatus, type PointReport, type Cell } from "./rows.js";
 export { pointTask, runPoint, type PointTask, type PointHost, type TraceRef } from "./point.js";
-export { parseSla, meetsSla, metricValue, formatSla, isReportMetric, slaPercentiles, slaStop, REPORT_METRICS, SlaSyntaxError, type SlaTerm } from "./sla.js";
+export { parseSla, meetsSla, metricValue, formatSla, slaPercentiles, slaStop, REPORT_METRICS, SlaSyntaxError, type SlaTerm } from "./sla.js";
 export {
   findMaxRate,
   findMinAggregatedWorkers,

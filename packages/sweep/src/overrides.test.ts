@@ -1,6 +1,7 @@
+import { setAt } from "./overrides.js";
 import { InputError, parseDocumentText } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
-import { applyOverrides, parseSetFlag, parseSpecPath, setAt, SpecInputError, specWithOverrides } from "./index.js";
+import { applyOverrides, parseSetFlag, parseSpecPath, SpecInputError, specWithOverrides } from "./index.js";
 
 const PROFILE = { schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 };
 

@@ -16,7 +16,7 @@ const VLLM_NAMES = ["duration", "completed", "failed", "request_throughput", "re
 const DERIVED = /^(?:(?:mean|median|std)_(?:ttft|tpot|itl|e2e|e2el)_ms|p(\d+(?:\.\d+)?)_(?:ttft|tpot|itl|e2e|e2el)_ms)$/;
 
 /** Whether a name is a numeric metric of the report an SLA may bound. */
-export function isReportMetric(name: string): boolean {
+function isReportMetric(name: string): boolean {
   return REPORT_METRICS.includes(name) || VLLM_NAMES.includes(name) || DERIVED.test(name);
 }
 
