@@ -2,9 +2,9 @@ import type { TraceFormat } from "./spec.js";
 import type { TraceRecord } from "./trace.js";
 
 /** Fewer requests than this give no warning (a handful may well arrive together). */
-export const ARRIVAL_SPAN_MIN_REQUESTS = 10;
+const ARRIVAL_SPAN_MIN_REQUESTS = 10;
 /** A mean gap between arrivals below this (ms) reads as timestamps in the wrong unit: over 1,000 req/s. */
-export const ARRIVAL_SPAN_MIN_MEAN_GAP_MS = 1;
+const ARRIVAL_SPAN_MIN_MEAN_GAP_MS = 1;
 
 /**
  * Counts a trace's records and their arrival span as they stream past (O(1) memory), to tell a

@@ -57,7 +57,7 @@ export type EngineResolution =
   { readonly ok: true; readonly settings: EngineSettings; readonly capacity?: KvCapacity } | { readonly ok: false; readonly issues: readonly InputIssue[] };
 
 /** True when the engine sizes its pool from GPU memory (it names a GPU or its memory). */
-export const sizesFromGpuMemory = (engine: EngineOverrides): boolean => engine.gpu !== undefined || engine.gpu_memory_gib !== undefined;
+const sizesFromGpuMemory = (engine: EngineOverrides): boolean => engine.gpu !== undefined || engine.gpu_memory_gib !== undefined;
 
 /** `0.21.0` -> [0, 21, 0]; anything after the three numbers is ignored. */
 function versionNumbers(v: string): number[] {

@@ -43,7 +43,7 @@ const tooDeep = (at: { line: number; column: number } | undefined): InputIssue =
 });
 
 /** Picks the format from a file name: `.json` is JSON, anything else YAML (YAML also reads JSON). */
-export function formatForFile(file: string): DocumentFormat {
+function formatForFile(file: string): DocumentFormat {
   return file.toLowerCase().endsWith(".json") ? "json" : "yaml";
 }
 

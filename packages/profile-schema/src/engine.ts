@@ -8,7 +8,7 @@ import { SpeculativeConfigSchema } from "./speculative.js";
 export const MAX_PAGES_PER_RANK = 2 ** 24;
 
 /** The most data-parallel ranks one worker may have. */
-export const MAX_DATA_PARALLEL_SIZE = 1024;
+const MAX_DATA_PARALLEL_SIZE = 1024;
 /** A memory size in GiB: finite, >= 0, at most 2^20 GiB (a typo guard). */
 const gib = () =>
   finiteNumber()

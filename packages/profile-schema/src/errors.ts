@@ -37,7 +37,7 @@ export function formatIssue(file: string, issue: InputIssue): string {
   return `${where}: ${field}${issue.message}`;
 }
 
-export function formatIssues(file: string, issues: readonly InputIssue[]): string {
+function formatIssues(file: string, issues: readonly InputIssue[]): string {
   return issues.map((i) => formatIssue(file, i)).join("\n");
 }
 

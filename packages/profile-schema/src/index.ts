@@ -1,7 +1,6 @@
-export { InputError, formatIssue, formatIssues, formatPath, parsePath, type InputIssue } from "./errors.js";
+export { InputError, formatIssue, formatPath, parsePath, type InputIssue } from "./errors.js";
 export { tokens, blocks, bytes, millis, MAX_SAFE_BYTES, type Tokens, type Blocks, type Bytes, type Millis } from "./units.js";
 export {
-  CacheGroupKindSchema,
   CacheGroupSchema,
   PrefillPointSchema,
   DecodePointSchema,
@@ -24,21 +23,10 @@ export {
   type LinearProfile,
   type ModelMemory,
 } from "./profile.js";
-export {
-  EngineSettingsSchema,
-  EngineOverridesSchema,
-  DEFAULT_LINEAR_BLOCK_SIZE,
-  MAX_PAGES_PER_RANK,
-  MAX_DATA_PARALLEL_SIZE,
-  engineSettings,
-  type EngineSettings,
-  type EngineOverrides,
-} from "./engine.js";
+export { EngineSettingsSchema, EngineOverridesSchema, DEFAULT_LINEAR_BLOCK_SIZE, engineSettings, type EngineSettings, type EngineOverrides } from "./engine.js";
 export {
   SpecSchema,
-  ProfileRefSchema,
   TopologySchema,
-  RoleOverrideSchema,
   TransferModeSchema,
   KvTransferSchema,
   specDeprecations,
@@ -46,15 +34,11 @@ export {
   NetworkSchema,
   MAX_GPUS_PER_NODE,
   TimingSchema,
-  SyntheticWorkloadSchema,
   TraceFormatSchema,
   WorkloadSchema,
-  SlaSchema,
-  FrontendSchema,
   RouterSchema,
   RouterPolicySchema,
   RouterSettingsSchema,
-  MAX_WORKERS_PER_POOL,
   type Spec,
   type Topology,
   type TransferMode,
@@ -86,19 +70,12 @@ export {
   jsonSyntaxError,
   validateDocument,
   validateValue,
-  formatForFile,
   zodIssues,
-  type KnownKeys,
   type DocumentFormat,
   type LocatedDocument,
 } from "./document.js";
 export {
   ModelShapeSchema,
-  AttentionShapeSchema,
-  MlaShapeSchema,
-  MoeShapeSchema,
-  DenseMlpShapeSchema,
-  LinearMixerShapeSchema,
   shapePerRank,
   kvHeadsPerRank,
   type ModelShape,
@@ -126,7 +103,6 @@ export {
 export {
   kvCapacity,
   resolveEngine,
-  sizesFromGpuMemory,
   versionAtLeast,
   DEFAULT_GPU_MEMORY_UTILIZATION,
   NON_TORCH_ESTIMATE_BYTES,
@@ -139,7 +115,7 @@ export {
 } from "./capacity.js";
 export { parseProfile, validateProfile, parseSpec, resolveSpecPaths } from "./parse.js";
 export { documentKind, likelyKind, documentKindIssue, assertDocumentKind, type DocumentKind } from "./document-kind.js";
-export { deepNestingOffset, duplicateKey, deepValuePath, scanJsonText, type DuplicateKey, type JsonTextProblem } from "./json-text.js";
+export { duplicateKey, type DuplicateKey } from "./json-text.js";
 export {
   MAX_VIRTUAL_TIME_MS,
   MAX_VIRTUAL_TIME_TEXT,
@@ -148,7 +124,6 @@ export {
   MAX_BANDWIDTH_GBPS,
   MIN_RATE_PER_S,
   MAX_RATE_PER_S,
-  MIN_SPEEDUP,
   MAX_SPEEDUP,
   MAX_SYNTHETIC_REQUESTS,
   MAX_NESTING_DEPTH,
@@ -175,17 +150,8 @@ export {
   type TraceReadOptions,
   type TraceLineOptions,
 } from "./trace.js";
-export { editDistance, suggestSimilar, knownKeysAt } from "./suggest.js";
-export { ArrivalSpan, arrivalSpanWarning, ARRIVAL_SPAN_MIN_REQUESTS, ARRIVAL_SPAN_MIN_MEAN_GAP_MS } from "./arrival-span.js";
+export { ArrivalSpan, arrivalSpanWarning } from "./arrival-span.js";
 export { checkPdGate, checkPdTopology, handoffLayoutIssues, fullAttentionBlockSize, PD_VLLM_VERSIONS, type PdRole, type PdGateProblem } from "./pd-gate.js";
 export { parseBandwidth, bandwidthSchema } from "./bandwidth.js";
 export { profileJsonSchema, specJsonSchema, PROFILE_SCHEMA_ID, SPEC_SCHEMA_ID, type JsonSchema } from "./json-schema.js";
-export {
-  acceptanceByPosition,
-  expectedTokensPerStep,
-  MAX_SPECULATIVE_TOKENS,
-  SpeculativeConfigSchema,
-  SpeculativeMethodSchema,
-  type SpeculativeConfig,
-  type SpeculativeMethod,
-} from "./speculative.js";
+export { acceptanceByPosition, type SpeculativeConfig, type SpeculativeMethod } from "./speculative.js";

@@ -12,7 +12,7 @@ const count = () => positiveInt().max(2 ** 24, { error: "must be at most 2^24", 
 const layerCount = () => nonNegativeInt().max(4096, { error: "must be at most 4096 layers", abort: true });
 
 /** Multi-head latent attention (DeepSeek V2/V3, Kimi K2, GLM-5): low-rank q and kv projections. */
-export const MlaShapeSchema = z.strictObject({
+const MlaShapeSchema = z.strictObject({
   q_lora_rank: count().optional().describe("Rank of the query down-projection; absent: queries are projected directly (config q_lora_rank null)."),
   kv_lora_rank: count().describe("Rank of the compressed KV latent (config kv_lora_rank); the cache holds it plus the rope part per token."),
   qk_nope_head_dim: count().describe("Per-head query/key dims without rotary embedding."),
@@ -22,7 +22,7 @@ export const MlaShapeSchema = z.strictObject({
 export type MlaShape = z.infer<typeof MlaShapeSchema>;
 
 /** Softmax attention layers (full and sliding-window). */
-export const AttentionShapeSchema = z
+const AttentionShapeSchema = z
   .strictObject({
     layers: layerCount().describe("Softmax-attention layers (full and sliding-window together)."),
     num_heads: count().describe("Query heads (config num_attention_heads)."),
@@ -45,14 +45,14 @@ export const AttentionShapeSchema = z
 export type AttentionShape = z.infer<typeof AttentionShapeSchema>;
 
 /** Layers with a dense gated MLP (gate, up and down projections). */
-export const DenseMlpShapeSchema = z.strictObject({
+const DenseMlpShapeSchema = z.strictObject({
   layers: layerCount().describe("Layers with a dense MLP."),
   intermediate_size: count().describe("MLP width (config intermediate_size)."),
   gated: z.boolean().default(true).describe("Gate, up and down projections (SwiGLU/GeGLU); false: up and down only (Nemotron-H's squared-ReLU MLP)."),
 });
 
 /** Layers with a mixture-of-experts MLP. */
-export const MoeShapeSchema = z
+const MoeShapeSchema = z
   .strictObject({
     layers: layerCount().describe("Layers with routed experts."),
     num_experts: count().describe("Routed experts per MoE layer (num_experts, num_local_experts or n_routed_experts)."),
@@ -63,7 +63,7 @@ export const MoeShapeSchema = z
   .refine((m) => m.num_experts_per_tok <= m.num_experts, { error: "num_experts_per_tok must be at most num_experts", path: ["num_experts_per_tok"] });
 
 /** Linear-attention or state-space mixer layers (Mamba, Mamba-2, Gated DeltaNet, KDA). */
-export const LinearMixerShapeSchema = z.strictObject({
+const LinearMixerShapeSchema = z.strictObject({
   layers: layerCount().describe("Layers whose mixer is linear attention or a state-space model."),
   kind: z.enum(["mamba", "mamba2", "gated_delta_net", "kda", "other"]).describe("The mixer family (informational)."),
   params_per_layer: positiveInt().describe("Linear-projection parameters of one such mixer, whole model (split over TP ranks)."),

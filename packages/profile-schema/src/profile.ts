@@ -3,7 +3,7 @@ import { ModelShapeSchema } from "./model-shape.js";
 import { byteCount, durationMs, nonBlank, nonNegativeInt, positiveInt } from "./primitives.js";
 
 /** How a cache group holds tokens (docs/rules/grouped-pd.md §1). */
-export const CacheGroupKindSchema = z.enum(["full_attention", "sliding_window", "convolution", "state"]);
+const CacheGroupKindSchema = z.enum(["full_attention", "sliding_window", "convolution", "state"]);
 export type CacheGroupKind = z.infer<typeof CacheGroupKindSchema>;
 
 /** Kinds whose blocks are limited to a window of recent tokens. */

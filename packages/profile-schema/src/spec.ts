@@ -26,12 +26,12 @@ const perTokenUs = () => rangedNumber(0, 1e6, "us", { note: "a second per token"
 const spanMs = () => rangedNumber(0, MAX_VIRTUAL_TIME_MS, "ms", { exclusiveMin: true, note: "about 317 years" });
 
 /** A profile given by path (relative to the spec file) or inline. */
-export const ProfileRefSchema = z.union([nonBlank(), ProfileSchema], {
+const ProfileRefSchema = z.union([nonBlank(), ProfileSchema], {
   error: "expected a path to a profile file or an inline profile object",
 });
 
 /** The most workers one pool may have (each is a whole modelled rank). */
-export const MAX_WORKERS_PER_POOL = 1024;
+const MAX_WORKERS_PER_POOL = 1024;
 const workerCount = () => positiveInt().max(MAX_WORKERS_PER_POOL, { error: `must be at most ${MAX_WORKERS_PER_POOL}`, abort: true });
 const PoolSchema = z.strictObject({ workers: workerCount() });
 
@@ -51,7 +51,7 @@ export const TopologySchema = z.discriminatedUnion(
 export type Topology = z.infer<typeof TopologySchema>;
 
 /** Per-role overrides (prefill and decode roles of a disaggregated topology). */
-export const RoleOverrideSchema = z.strictObject({
+const RoleOverrideSchema = z.strictObject({
   engine: EngineOverridesSchema.optional(),
   profile: ProfileRefSchema.optional(),
 });
@@ -237,7 +237,7 @@ export const TimingSchema = z.discriminatedUnion(
 );
 export type Timing = z.infer<typeof TimingSchema>;
 
-export const SyntheticWorkloadSchema = z.strictObject({
+const SyntheticWorkloadSchema = z.strictObject({
   requests: positiveInt()
     .max(MAX_SYNTHETIC_REQUESTS, {
       error: `must be at most ${MAX_SYNTHETIC_REQUESTS} (each request keeps a record in memory until the report is written)`,
@@ -287,7 +287,7 @@ export const WorkloadSchema = z
   });
 export type Workload = z.infer<typeof WorkloadSchema>;
 
-export const SlaSchema = z
+const SlaSchema = z
   .strictObject({
     ttft_ms: spanMs().optional(),
     itl_ms: spanMs().optional(),
@@ -364,7 +364,7 @@ export const RouterSchema = z
  * reaches the engine overhead_ms after its client arrival, so its TTFT and E2E are on the client's
  * clock, as benchmarks measure them; without it they start at the engine.
  */
-export const FrontendSchema = z.strictObject({
+const FrontendSchema = z.strictObject({
   overhead_ms: durationMs().describe(
     "Time from a request's client arrival to the engine (HTTP server, tokenisation, the first token's detokenisation), added to every request's TTFT and E2E, ms; kvsim calibrate can fit it.",
   ),

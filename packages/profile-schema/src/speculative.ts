@@ -2,10 +2,10 @@ import { z } from "zod";
 import { finiteNumber, nonNegativeInt, positiveInt, rangedNumber } from "./primitives.js";
 
 /** The most draft tokens one step may propose per request (vLLM's configs use 1 to about 10). */
-export const MAX_SPECULATIVE_TOKENS = 64;
+const MAX_SPECULATIVE_TOKENS = 64;
 
 /** vLLM's speculative methods kvsim models (`--speculative-config` `method`). */
-export const SpeculativeMethodSchema = z.enum(["mtp", "eagle", "eagle3", "ngram", "draft_model"]);
+const SpeculativeMethodSchema = z.enum(["mtp", "eagle", "eagle3", "ngram", "draft_model"]);
 export type SpeculativeMethod = z.infer<typeof SpeculativeMethodSchema>;
 
 const probability = () => rangedNumber(0, 1, "");
