@@ -1,13 +1,14 @@
 import { sweepThreadsToPrestart } from "./sweep/prestart.js";
+import { pointWorkerEntry } from "./sweep/worker-entry.js";
 
 const argv = process.argv.slice(2);
 // A local grid sweep on several cores starts its worker threads now, so they load while this
-// thread loads the CLI's modules (see sweep/pool.ts); no other command loads the pool's code.
+// thread loads the CLI's modules (see @kvsim/sweep-threads); no other command loads the pool's code.
 const threads = sweepThreadsToPrestart(argv);
-const pool = threads > 0 ? import("./sweep/pool.js") : undefined;
+const pool = threads > 0 ? import("@kvsim/sweep-threads") : undefined;
 void pool?.then(
   (m) => {
-    m.prestartPool(threads);
+    m.prestartThreads(threads, pointWorkerEntry());
   },
   () => undefined, // the sweep reports a broken install when it starts its own pool
 );
@@ -16,7 +17,7 @@ try {
   process.exitCode = await runCli(argv);
 } finally {
   await pool?.then(
-    (m) => m.discardPrestartedPool(),
+    (m) => m.discardPrestartedThreads(),
     () => undefined,
   );
 }

@@ -3,13 +3,12 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Piscina } from "piscina";
 import { parseDocumentText, type Profile } from "@kvsim/profile-schema";
 import { pointTask, runPoint, specWithOverrides, type PointTask, type SweepRow } from "@kvsim/sweep";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { threadExecutor } from "@kvsim/sweep-threads";
 import { localExecutor } from "./executor.js";
-import { fileHost } from "./host.js";
-import { CLAIM_MAIN, WORKER_LOADED, type WorkerTask } from "./worker-protocol.js";
+import { fileHost, knownHash } from "./host.js";
 
 // The golden seed S1 (fixed prefill 10 ms, decode 2 ms): a 4 + 2 token request alone has TTFT 12.
 const PROFILE = { schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 } as Profile;
@@ -103,18 +102,14 @@ describe("the built worker entry (dist/point-worker.js, every dependency bundled
   it("loads, says so, and runs a point as this thread does", { timeout: 120_000 }, async () => {
     const entry = fileURLToPath(new URL("../../dist/point-worker.js", import.meta.url));
     expect(existsSync(entry), "the CLI is built first (npm test builds it)").toBe(true);
-    const pool = new Piscina<WorkerTask, SweepRow | null>({ filename: entry, minThreads: 1, maxThreads: 1 });
+    const pool = threadExecutor({ jobs: 1, worker: entry, hint: (t) => (t.trace === null ? undefined : knownHash(t.trace.path)) });
     try {
-      const loaded = new Promise((resolve) => pool.on("message", resolve));
-      const [row, here] = await Promise.all([pool.run({ task: tasks[3]! }), runPoint(tasks[3]!, fileHost)]);
-      expect(await loaded).toBe(WORKER_LOADED);
-      expect(withoutWall([row!])).toEqual(withoutWall([here]));
-      // A point the main thread took back first (its flag no longer free) is not run there.
-      const claim = new Int32Array(new SharedArrayBuffer(4));
-      Atomics.store(claim, 0, CLAIM_MAIN);
-      expect(await pool.run({ task: tasks[3]!, claim })).toBeNull();
+      await pool.workerLoaded();
+      const [row, here] = await Promise.all([pool.run(tasks[3]!), runPoint(tasks[3]!, fileHost)]);
+      expect(withoutWall([row])).toEqual(withoutWall([here]));
+      expect(pool.counts).toEqual({ inline: 0, worker: 1, takenBack: 0, copied: 0 });
     } finally {
-      await pool.destroy();
+      await pool.close();
     }
   });
 });

@@ -1,5 +1,4 @@
 import type { PointTask } from "@kvsim/sweep";
-import type { KnownHash } from "./host.js";
 
 /**
  * What the main thread hands a worker thread: the task, and (in a local sweep) a shared flag
@@ -10,8 +9,8 @@ import type { KnownHash } from "./host.js";
 export interface WorkerTask {
   readonly task: PointTask;
   readonly claim?: Int32Array;
-  /** The main thread's hash of the task's trace, so a worker on the same machine need not hash it again. */
-  readonly known?: KnownHash;
+  /** What the main thread knows that saves the worker work (the caller's `hint`, e.g. a trace's hash already taken). */
+  readonly hint?: unknown;
 }
 
 export const CLAIM_FREE = 0;
