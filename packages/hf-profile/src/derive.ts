@@ -1,6 +1,8 @@
 import { InputError, validateProfile, VllmVersionSchema, type InputIssue, type ModelShape, type Profile } from "@kvsim/profile-schema";
 import { ConfigReader, isObject, shortJson } from "./config.js";
-import { ARCHITECTURES, dtypeBytes, KNOWN_ARCHITECTURES, optDtype, visionTowerParts, type FamilyName, type ModelDescription } from "./families.js";
+import { visionTowerParts } from "./dense-families.js";
+import { ARCHITECTURES, KNOWN_ARCHITECTURES } from "./families.js";
+import { dtypeBytes, optDtype, type FamilyName, type ModelDescription } from "./family-parts.js";
 import { layoutCache } from "./layout.js";
 
 /** KV cache dtypes as vLLM's `--kv-cache-dtype` spells them. */

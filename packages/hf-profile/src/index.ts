@@ -7,5 +7,6 @@ export {
   type HfProfileOptions,
   type HfProfile,
 } from "./derive.js";
-export { KNOWN_ARCHITECTURES, type FamilyName } from "./families.js";
+export { KNOWN_ARCHITECTURES } from "./families.js";
+export type { FamilyName } from "./family-parts.js";
 export { layoutCache, DEFAULT_BLOCK_SIZE, MLA_BLOCK_SIZE, type LayerCache, type StateMixer, type LayoutOptions, type CacheLayout } from "./layout.js";
