@@ -2,9 +2,9 @@ import type { DecodeRun, Effects, IdTable, StepResult } from "@kvsim/vllm-schedu
 import type { HandoffInput } from "./coordinator.js";
 import { NoProgress } from "./diagnostics.js";
 import type { Placement } from "./placement.js";
-import type { MetricsCollector } from "./report.js";
+import type { MetricsCollector } from "./metrics-collector.js";
 import type { LiveRequest, RequestLedger } from "./request-records.js";
-import type { Sampler } from "./timeseries.js";
+import type { Sampler } from "./sampler.js";
 import type { RankSlot } from "./topology.js";
 
 /** Passes in a row that change nothing before a rank is declared stuck. */

@@ -1,6 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { arrayEntries, ItlSample, PassLog, TokenTrack, weightedRanks } from "./itl.js";
+import { ItlSample, TokenTrack } from "./itl.js";
+import { PassLog } from "./pass-log.js";
+import { arrayEntries, weightedRanks } from "./weighted-ranks.js";
 import { percentileRank } from "./stats.js";
 
 /**

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { arrayEntries, GapHistogram, ItlSample, PassLog, TokenTrack, weightedRanks } from "./itl.js";
+import { GapHistogram } from "./gap-histogram.js";
+import { ItlSample, TokenTrack } from "./itl.js";
+import { PassLog } from "./pass-log.js";
+import { arrayEntries, weightedRanks } from "./weighted-ranks.js";
 
 describe("ItlSample: gaps from pass logs", () => {
   it("two requests on one worker, one skipped a pass: gaps {10, 2} and {2, 8}", () => {

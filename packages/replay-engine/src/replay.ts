@@ -7,8 +7,10 @@ import { EffectApplier, type HandoffFeed } from "./effects.js";
 import { SlaLost, SlaStopWatch, type SlaStop } from "./sla-stop.js";
 import { EventQueue, Phase, Stage } from "./event-queue.js";
 import type { GroupStep, LockstepGroup } from "./lockstep.js";
-import { MetricsCollector, speculativeDecodingReport, type LatencyQuantiles, type ReplayReport, type RequestRecord } from "./report.js";
-import { Sampler, type TimeSeries } from "./timeseries.js";
+import { MetricsCollector } from "./metrics-collector.js";
+import { speculativeDecodingReport, type LatencyQuantiles, type ReplayReport, type RequestRecord } from "./report.js";
+import { Sampler } from "./sampler.js";
+import type { TimeSeries } from "./timeseries.js";
 import { lazyRecords, RequestLedger, type LiveRequest } from "./request-records.js";
 import {
   buildTopology,

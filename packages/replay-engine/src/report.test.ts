@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CANONICAL_KEYS, canonicalReportJson, digestOf, MetricsCollector, withWallTime, type TerminalFacts } from "./report.js";
+import { MetricsCollector, type TerminalFacts } from "./metrics-collector.js";
+import { CANONICAL_KEYS, canonicalReportJson, digestOf, withWallTime } from "./report.js";
 
 const done = (f: Partial<TerminalFacts>): TerminalFacts => ({
   status: "completed",

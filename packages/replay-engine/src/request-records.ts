@@ -1,13 +1,15 @@
 import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
 import { IdTable, type RankRole } from "@kvsim/vllm-scheduler";
 import type { HandoffCoordinator } from "./coordinator.js";
-import { TokenTrack, type PassLog } from "./itl.js";
+import { TokenTrack } from "./itl.js";
+import type { PassLog } from "./pass-log.js";
 import type { Placed, Placement } from "./placement.js";
 import { RecordStore } from "./record-store.js";
-import type { HandoffRecord, MetricsCollector, RequestRecord, RequestStatus } from "./report.js";
+import type { MetricsCollector } from "./metrics-collector.js";
+import type { HandoffRecord, RequestRecord, RequestStatus } from "./report.js";
 import type { ReplayProgress } from "./replay.js";
 import type { RoutingTally } from "./routing-report.js";
-import type { Sampler } from "./timeseries.js";
+import type { Sampler } from "./sampler.js";
 import type { RankSlot, Topology } from "./topology.js";
 import type { NetworkTransfer } from "./transfer-network.js";
 import type { ReplayRequest } from "./workload.js";

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { runReplay, type ReplayResult } from "./replay.js";
-import type { TerminalFacts } from "./report.js";
+import type { TerminalFacts } from "./metrics-collector.js";
 import { SlaStopWatch, type SlaStop } from "./sla-stop.js";
 import { byLength, linearProfile, traceSpec } from "./test-fixtures.js";
 

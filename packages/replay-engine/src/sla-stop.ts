@@ -1,4 +1,4 @@
-import type { TerminalFacts } from "./report.js";
+import type { TerminalFacts } from "./metrics-collector.js";
 import { percentileRank } from "./stats.js";
 
 /** One upper bound on a latency statistic: `p90_ttft_ms <= 2000` is { metric: "ttft", stat: 90, limit: 2000 }. */

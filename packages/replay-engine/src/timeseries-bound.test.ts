@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { MAX_SERIES_VALUES, Sampler, TooManySamples } from "./timeseries.js";
+import { Sampler } from "./sampler.js";
+import { MAX_SERIES_VALUES, TooManySamples } from "./timeseries.js";
 
 /** Issue 38: `--sample-ms 0.001` over a long run asked for 2.27 GB of samples. */
 describe("a fixed sample interval too short for the run", () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { runReplay, type ReplayResult } from "./replay.js";
 import { byLength, glmProfile, linearProfile, traceSpec } from "./test-fixtures.js";
-import { DEFAULT_START_MS, MAX_ADAPTIVE_SAMPLES, Sampler, timeSeriesRecords, timeSeriesTable } from "./timeseries.js";
+import { Sampler } from "./sampler.js";
+import { DEFAULT_START_MS, MAX_ADAPTIVE_SAMPLES, timeSeriesRecords, timeSeriesTable } from "./timeseries.js";
 
 function ok(r: ReplayResult): Extract<ReplayResult, { ok: true }> {
   if (!r.ok) throw new Error(`replay failed: ${r.reason}`);

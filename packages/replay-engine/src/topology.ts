@@ -14,7 +14,7 @@ import {
 import { dummyStepMs, pickDpRank } from "./data-parallel.js";
 import type { TransferPricer } from "./coordinator.js";
 import { Stage } from "./event-queue.js";
-import { PassLog } from "./itl.js";
+import { PassLog } from "./pass-log.js";
 import { LockstepGroup } from "./lockstep.js";
 import { createPlacement, type Placement } from "./placement.js";
 import type { DataParallelPool, DataParallelReport, KvCapacityByRole } from "./report.js";
