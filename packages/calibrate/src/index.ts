@@ -17,7 +17,6 @@ export { mean, percentile } from "./stats.js";
 export {
   fitTiming,
   fitPart,
-  regressionStart,
   replayWith,
   replayTiming,
   linearFloors,
@@ -30,15 +29,13 @@ export {
   COEFFICIENT_NAMES,
   FIT_TARGETS,
   MIN_FIT_REQUESTS,
-  MAX_REGRESSION_CELLS,
-  MAX_REGRESSION_VISITS,
-  regressionGridMs,
   type FitInput,
   type FitResult,
   type LinearCoefficients,
   type ExpertsTerm,
   type ScalarCoefficient,
 } from "./fit.js";
+export { regressionStart, MAX_REGRESSION_CELLS, MAX_REGRESSION_VISITS, regressionGridMs } from "./fit-regression.js";
 export { nelderMead, type NelderMeadOptions, type NelderMeadResult } from "./nelder-mead.js";
 export { nonNegativeLeastSquares } from "./nnls.js";
 export { measuredToTrace, parsePromptTokens, type PromptTokens } from "./trace-from.js";

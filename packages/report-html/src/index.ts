@@ -1,16 +1,5 @@
-export {
-  renderReplayHtml,
-  replayWarnings,
-  binTimeSeries,
-  samplesPerBin,
-  rollingMean,
-  rateWindowBins,
-  MAX_HANDOFF_POINTS,
-  MAX_LISTED_FAILURES,
-  MAX_TIME_BINS,
-  type ReplayHtmlInput,
-  type LatencyQuantiles,
-} from "./replay-page.js";
+export { renderReplayHtml, replayWarnings, MAX_LISTED_FAILURES, type ReplayHtmlInput, type LatencyQuantiles } from "./replay-page.js";
+export { binTimeSeries, samplesPerBin, rollingMean, rateWindowBins, MAX_HANDOFF_POINTS, MAX_TIME_BINS } from "./replay-charts.js";
 export { chooseAxis, LOG_AXIS_SPREAD, MARK_REACH_SPANS, LOG_MARK_REACH, type AxisChoice } from "./axes.js";
 export { CHART_LIBRARY, escapeHtml, scriptJson, formatNumber, type ChartAssets } from "./page.js";
 export { downsampleIndices } from "./downsample.js";
