@@ -1,6 +1,6 @@
 // The families of grouped-query attention: dense (Llama, Mistral, Qwen2/3 and their MoE variants)
 // and the sliding-window hybrids (Gemma 2/3, gpt-oss).
-import { type ConfigReader } from "./config.js";
+import type { ConfigReader } from "./config.js";
 import { denseMlp, gqaAttention, moeMlp } from "./params.js";
 import { type Family, common, gqa, attentionBytes, gqaShape, moeShape, Builder, rotaryDim, readMoe } from "./family-parts.js";
 

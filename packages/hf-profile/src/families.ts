@@ -1,6 +1,6 @@
 // The architectures kvsim derives profiles for: the families, each in the file of its kind
 // (dense-families.ts, mla-families.ts, hybrid-families.ts), built on family-parts.ts.
-import { type Family } from "./family-parts.js";
+import type { Family } from "./family-parts.js";
 import { dense, gemma, gptOss } from "./dense-families.js";
 import { deepseek } from "./mla-families.js";
 import { qwen3Next, nemotronH, jamba, graniteHybrid, falconH1, kimiLinear } from "./hybrid-families.js";

@@ -1,5 +1,5 @@
 // Mamba and linear-attention hybrids: Qwen3-Next, Nemotron-H, Jamba, Granite 4, Falcon-H1, Kimi Linear.
-import { type ConfigReader } from "./config.js";
+import type { ConfigReader } from "./config.js";
 import { denseMlp, gatedDeltaNet, gqaAttention, kimiDeltaAttention, mamba1Mixer, mamba2Mixer, mlaAttention, moeMlp } from "./params.js";
 import {
   type FamilyContext,

@@ -1,6 +1,6 @@
 // Multi-head latent attention: DeepSeek V2/V3, Kimi K2.
 import type { AttentionShape } from "@kvsim/profile-schema";
-import { type ConfigReader } from "./config.js";
+import type { ConfigReader } from "./config.js";
 import { denseMlp, mlaAttention, moeMlp, type MlaDims } from "./params.js";
 import { type FamilyContext, type Family, common, moeShape, Builder } from "./family-parts.js";
 

@@ -3,7 +3,8 @@
  * Mamba-type states, and vLLM's `scheduler_reserve_full_isl` gate.
  */
 import type { PrefixHit } from "@kvsim/kv-pool";
-import type { EffectsBuilder, Req, RankState } from "./rank-state.js";
+import type { EffectsBuilder } from "./effects-builder.js";
+import type { Req, RankState } from "./rank-state.js";
 import type { StepRows } from "./step-rows.js";
 
 /**

@@ -18,7 +18,8 @@
  * idle rank two steps are planned at once (vLLM's batch queue fills before it blocks).
  */
 import type { StepResult } from "./contract.js";
-import { EffectsBuilder, type Req, type RankState } from "./rank-state.js";
+import { EffectsBuilder } from "./effects-builder.js";
+import type { Req, RankState } from "./rank-state.js";
 import { emitSampled, planStep, stepResult, type PlannedStep } from "./step.js";
 
 export class AsyncScheduling {

@@ -6,7 +6,8 @@ import { promptPrefix } from "@kvsim/kv-pool";
 import { tokens } from "@kvsim/profile-schema";
 import { backoffTokens, transferredTokens } from "@kvsim/transfer-rules";
 import type { CommandOutcome, RequestInput } from "./contract.js";
-import { EffectsBuilder, type Handoff, type RankState } from "./rank-state.js";
+import { EffectsBuilder } from "./effects-builder.js";
+import type { Handoff, RankState } from "./rank-state.js";
 
 export const fail = (reason: string): CommandOutcome => ({ ok: false, reason });
 

@@ -21,7 +21,8 @@ import {
 } from "./handoff-commands.js";
 import { RankConfigError, type RankConfigProblem } from "./rank-config.js";
 import { decodeRun, DecodeRunScratch, type DecodeRun, type DecodeRunLimits } from "./decode-run.js";
-import { EffectsBuilder, RankState } from "./rank-state.js";
+import { EffectsBuilder } from "./effects-builder.js";
+import { RankState } from "./rank-state.js";
 import { synchronousStep } from "./step.js";
 import type { SpeculationStats } from "./speculative.js";
 

@@ -6,7 +6,8 @@
  */
 import type { ScheduledWork, StepResult } from "./contract.js";
 import { admitActivated, admitWaiting, alignChunk } from "./admission.js";
-import { EffectsBuilder, type Req, type RankState } from "./rank-state.js";
+import { EffectsBuilder } from "./effects-builder.js";
+import type { Req, RankState } from "./rank-state.js";
 import type { Speculation } from "./speculative.js";
 
 /** A planned and priced step. */
