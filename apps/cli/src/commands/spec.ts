@@ -3,7 +3,7 @@ import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { deploymentFromMeta, deploymentFromServeArgs, specFromVllm, type VllmDeployment } from "@kvsim/calibrate";
 import { gpuDatasheet, parseDocumentText, parseProfile, TraceFormatSchema } from "@kvsim/profile-schema";
 import { checkOutputs, readText, UsageError, writeOutputs, type CliIo } from "../io.js";
-import { specText } from "./calibrate.js";
+import { specText } from "./calibrate-output.js";
 import type { RegisterCommand } from "./index.js";
 
 export interface SpecFromVllmFlags {
