@@ -6,9 +6,10 @@ import type { StdinIo } from "./spec-input.js";
 import { captureIo } from "./test-io.js";
 
 /**
- * What the fuzz suite of the newer commands (commands.fuzz.test.ts) uses: the scale, a run of the
- * CLI in this process, the properties every run must have, and arbitraries that damage a JSON
- * document the way a typo, a bad generator or an attacker would. cli.fuzz.test.ts shares the
+ * What the fuzz suites of the newer commands (commands.fuzz.test.ts, run.fuzz.test.ts) use: the
+ * scale, a run of the CLI in this process, the properties every run must have, arbitraries that
+ * damage a JSON document the way a typo, a bad generator or an attacker would, and the inputs
+ * they start from. cli.fuzz.test.ts shares the
  * scale and the properties; it keeps its own value arbitraries so that its fixed-seed cases stay
  * as they were.
  */
@@ -144,3 +145,22 @@ export function asText(doc: Json, yaml = true): fc.Arbitrary<string> {
     { weight: 1, arbitrary: fc.constant(json.replace(/^\{\n/, () => `{\n "${Object.keys(doc)[0] ?? "a"}": 1,\n`)) },
   );
 }
+
+/** The command suites' profile (./linear.json): TP 1, 1,000 bytes of KV per token. */
+export const LINEAR: Json = { schema_version: 1, model: "test/linear", vllm_version: "0.32.0", tensor_parallel_size: 1, kv_bytes_per_token: 1000 };
+/** The command suites' trace (./trace.jsonl), 24 requests: bursts of 6, 10 ms apart, every 400 ms. */
+export const TRACE = Array.from({ length: 24 }, (_, i) => ({
+  request_id: `q${i}`,
+  arrival_ms: Math.floor(i / 6) * 400 + (i % 6) * 10,
+  input_tokens: 16 + ((i * 37) % 90),
+  output_tokens: 3 + ((i * 5) % 9),
+}));
+/** The command suites' spec over ./linear.json and ./trace.jsonl. */
+export const SPEC: Json = {
+  version: 1,
+  profile: "./linear.json",
+  topology: { kind: "aggregated", workers: 1 },
+  engine: { num_gpu_blocks: 256, block_size: 4, max_num_seqs: 8, max_num_batched_tokens: 256 },
+  timing: { type: "fixed", prefill_ms: 10, decode_ms: 2 },
+  workload: { trace: "./trace.jsonl", format: "kvsim" },
+};
