@@ -1,8 +1,6 @@
 export { runReplay, specProfilePaths, type ReplayInput, type ReplayResult, type ReplayProgress, type StuckRequest } from "./replay.js";
 export {
   specRankConfigs,
-  specProblemPath,
-  specRoles,
   type SpecProblem,
   type SpecProblemPlace,
   type RoleProfiles,
@@ -33,7 +31,6 @@ export {
   type DataParallelWorker,
   type LatencyQuantiles,
   type SpeculativeDecodingReport,
-  speculativeDecodingReport,
 } from "./report.js";
 export {
   IMBALANCE_SHARE_FACTOR,
@@ -66,4 +63,4 @@ export {
   MAX_SERIES_VALUES,
   TooManySamples,
 } from "./timeseries.js";
-export { SlaStopWatch, type SlaStop, type SlaStopTerm } from "./sla-stop.js";
+export type { SlaStop, SlaStopTerm } from "./sla-stop.js";

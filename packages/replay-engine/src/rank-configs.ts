@@ -60,7 +60,7 @@ export interface SpecRankConfigsOptions {
 const TIMING_NEEDS: ReadonlySet<string> = new Set(["profile.forward_pass", "profile.model_shape"]);
 
 /** The roles of the spec's topology, in the order their ranks are built. */
-export function specRoles(spec: Spec): readonly RankRole[] {
+function specRoles(spec: Spec): readonly RankRole[] {
   return spec.topology.kind === "aggregated" ? ["aggregated"] : ["prefill", "decode"];
 }
 

@@ -4,16 +4,16 @@
  */
 
 /** A latency axis turns logarithmic when its largest value is this many times its median (or more). */
-export const LOG_AXIS_SPREAD = 20;
+const LOG_AXIS_SPREAD = 20;
 
 /**
  * A mark stays on a linear axis when it lies within this many data spans of the data; further out,
  * stretching the axis to it would squash the data into a sliver, so the page names it at the edge.
  */
-export const MARK_REACH_SPANS = 1.5;
+const MARK_REACH_SPANS = 1.5;
 
 /** On a log axis, a mark within this factor of the data is kept on the axis. */
-export const LOG_MARK_REACH = 10;
+const LOG_MARK_REACH = 10;
 
 /** An axis for one set of values and the marks drawn on it. */
 export interface AxisChoice {

@@ -17,7 +17,7 @@ export interface SeriesSpec {
 }
 
 /** How an axis shows its values: plain numbers, or bytes (and bytes per second) with decimal units. */
-export type AxisUnit = "bytes" | "bytes/s";
+type AxisUnit = "bytes" | "bytes/s";
 
 /** A chart as the page draws it: x values shared by every series (sorted), labels and marks. */
 export interface ChartSpec {

@@ -26,7 +26,7 @@ export interface CompareHtmlInput {
 }
 
 /** Points per side a CDF is evaluated at (its quantiles; the chart's x is their union). */
-export const COMPARE_CDF_POINTS = 1001;
+const COMPARE_CDF_POINTS = 1001;
 
 /** Nearest-rank quantiles of a sorted sample at `points` evenly spaced levels. */
 function quantiles(sorted: readonly number[], points: number): number[] {
@@ -51,7 +51,7 @@ function cdfAt(sorted: readonly number[], x: number): number {
  * The CDFs of both sides on one x axis: the union of each side's quantiles (at most
  * COMPARE_CDF_POINTS each), each side's exact empirical CDF at those values (null for an empty side).
  */
-export function twoCdfs(measured: readonly number[], simulated: readonly number[]): { x: number[]; measured: (number | null)[]; simulated: (number | null)[] } {
+function twoCdfs(measured: readonly number[], simulated: readonly number[]): { x: number[]; measured: (number | null)[]; simulated: (number | null)[] } {
   const m = [...measured].sort((a, b) => a - b);
   const s = [...simulated].sort((a, b) => a - b);
   const x = [...new Set([...quantiles(m, COMPARE_CDF_POINTS), ...quantiles(s, COMPARE_CDF_POINTS)])].sort((a, b) => a - b);

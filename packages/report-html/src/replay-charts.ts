@@ -5,9 +5,9 @@ import { downsampleIndices, round } from "./downsample.js";
 import { formatNumber } from "./page.js";
 
 /** Handoff points drawn at most (the rest are merged, keeping each run's largest delay). */
-export const MAX_HANDOFF_POINTS = 5000;
+const MAX_HANDOFF_POINTS = 5000;
 /** Points a time-series chart draws at most: samples are merged into bins of 1, 2, 5, 10, 20... samples. */
-export const MAX_TIME_BINS = 150;
+const MAX_TIME_BINS = 150;
 
 /** Samples per bin: the smallest of 1, 2, 5, 10, 20, 50... that keeps at most MAX_TIME_BINS bins. */
 export function samplesPerBin(samples: number, maxBins = MAX_TIME_BINS): number {

@@ -34,7 +34,7 @@ export interface ReplayHtmlInput {
 }
 
 /** Rejected and failed requests listed at most (the reasons table counts them all). */
-export const MAX_LISTED_FAILURES = 200;
+const MAX_LISTED_FAILURES = 200;
 
 /** The summary rows: label, report key (dotted for nested), decimals. */
 const SUMMARY: readonly (readonly [string, string, number])[] = [

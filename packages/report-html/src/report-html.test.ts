@@ -3,22 +3,14 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { ReplayReport, RequestRecord, TimeSeries } from "@kvsim/replay-engine";
 import { describe, expect, it } from "vitest";
-import {
-  binTimeSeries,
-  chooseAxis,
-  downsampleIndices,
-  escapeHtml,
-  formatNumber,
-  rateWindowBins,
-  renderCompareHtml,
-  renderReplayHtml,
-  renderSweepHtml,
-  replayWarnings,
-  rollingMean,
-  samplesPerBin,
-  scriptJson,
-  type ChartSpec,
-} from "./index.js";
+import { chooseAxis } from "./axes.js";
+import type { ChartSpec } from "./client.js";
+import { renderCompareHtml } from "./compare-page.js";
+import { downsampleIndices } from "./downsample.js";
+import { escapeHtml, formatNumber, scriptJson } from "./page.js";
+import { binTimeSeries, rateWindowBins, rollingMean, samplesPerBin } from "./replay-charts.js";
+import { renderReplayHtml, replayWarnings } from "./replay-page.js";
+import { renderSweepHtml } from "./sweep-page.js";
 
 // Tests may read files: the real uPlot, as the CLI inlines it.
 const dist = dirname(createRequire(import.meta.url).resolve("uplot"));

@@ -37,7 +37,7 @@ export interface SweepHtmlInput {
 }
 
 /** Series a chart gets at most when other settings split a swept variable's points. */
-export const MAX_SPLIT_SERIES = 8;
+const MAX_SPLIT_SERIES = 8;
 
 function metric(row: SweepRow, key: string): number | null {
   let v: unknown = row.report;
