@@ -7,7 +7,7 @@
  * that delay (the engine sees the same arrivals, later), so for each candidate the best overhead
  * is the weighted mean of the measured-minus-simulated gaps, floored at 0.
  */
-import { engineSettings, type Profile, type Spec, type Timing, type TraceRecord } from "@kvsim/profile-schema";
+import { engineSettings, resolveGpu, type Profile, type Spec, type Timing, type TraceRecord } from "@kvsim/profile-schema";
 import type { RequestRecord } from "@kvsim/replay-engine";
 import { ROOFLINE_PARAM_NAMES, rooflineParams, rooflineRank, type RooflineParams } from "@kvsim/vllm-scheduler";
 import { compareRuns, type Comparison } from "./compare.js";
@@ -44,6 +44,7 @@ export const ROOFLINE_ADVICE: Readonly<Record<string, string>> = {
   memory_efficiency: "runs at a lower load with long contexts (decode steps then read mostly weights and KV)",
   moe_efficiency: "a run of a mixture-of-experts model",
   link_efficiency: "a run at tensor parallelism 2 or more",
+  pcie_collective_gbps: "a run at tensor or expert parallelism over PCIe (no NVLink)",
   step_overhead_ms: "a run at lower load (few running requests: the per-step cost then dominates TPOT)",
   layer_overhead_us: "a run with short prompts at low load (the mixed step's per-layer cost then shows in TTFT)",
   per_sequence_us: "runs at a lower and a higher load (the per-request cost grows with the batch)",
@@ -105,27 +106,33 @@ export function clientClock(data: CalibrationData): boolean {
   return data.kind === "stages" || data.fit.format === "vllm-bench";
 }
 
-/** The terms no run exercises: experts without an MoE model, the link without TP or EP. */
+/** The terms no run exercises: experts without an MoE model, the link without TP or EP, the PCIe cap without TP or EP over PCIe. */
 function unusedTerms(runs: readonly CalibrationRun[]): Set<string> {
   let moe = false;
   let link = false;
+  let pcie = false;
   for (const r of runs) {
     const p = profileOf(r);
     if (p?.model_shape?.moe !== undefined && p.model_shape.moe.layers > 0) moe = true;
     if (p === undefined) {
-      moe = link = true;
+      moe = link = pcie = true;
       continue;
     }
     try {
-      const rank = rooflineRank(p, engineSettings(r.spec.engine));
-      if (rank.tp > 1 || rank.ep > 1) link = true;
+      const engine = engineSettings(r.spec.engine);
+      const rank = rooflineRank(p, engine);
+      if (rank.tp > 1 || rank.ep > 1) {
+        link = true;
+        if (resolveGpu(engine)?.link.kind !== "nvlink") pcie = true;
+      }
     } catch {
-      link = true;
+      link = pcie = true;
     }
   }
   const out = new Set<string>();
   if (!moe) out.add("moe_efficiency");
   if (!link) out.add("link_efficiency");
+  if (!pcie) out.add("pcie_collective_gbps");
   return out;
 }
 
@@ -351,13 +358,15 @@ export async function fitRoofline(input: RooflineFitInput): Promise<RooflineFitR
         settle: "a run at a load the server sustains (no failed requests)",
       });
   }
+  // The PCIe cap goes unsearched without a PCIe collective, silently: most deployments have none.
   for (const n of unused)
-    warnings.push({
-      kind: "unused",
-      message: `${n} is not exercised by these runs and stays at ${start[n as keyof RooflineParams]}`,
-      settle: ROOFLINE_ADVICE[n]!,
-      terms: [n],
-    });
+    if (n !== "pcie_collective_gbps")
+      warnings.push({
+        kind: "unused",
+        message: `${n} is not exercised by these runs and stays at ${start[n as keyof RooflineParams]}`,
+        settle: ROOFLINE_ADVICE[n]!,
+        terms: [n],
+      });
   warnings.push(...missedTargetWarnings(ownTargets(runFits)));
   // An efficiency the search pushed to its cap of 1: the data ask for more than the GPU's peak, so
   // the roofline overprices that term (the Jacobian there is flat only because of the cap).

@@ -220,7 +220,12 @@ export const TimingSchema = z.discriminatedUnion(
       attention_efficiency: efficiency().describe("Share of peak FLOPs attention kernels reach on prompt rows."),
       memory_efficiency: efficiency().describe("Share of HBM bandwidth reached reading weights, KV and state."),
       moe_efficiency: efficiency().describe("Fused-MoE kernels' efficiency relative to dense GEMMs (divides both their compute and memory time)."),
-      link_efficiency: efficiency().describe("Share of the intra-node link bandwidth TP all-reduces reach."),
+      link_efficiency: efficiency().describe("Share of the intra-node link bandwidth TP all-reduces and expert-parallel exchanges reach."),
+      pcie_collective_gbps: rangedNumber(0, 1e4, "GB/s", { exclusiveMin: true })
+        .optional()
+        .describe(
+          "The bus bandwidth NCCL collectives reach over a PCIe link (GB/s, 10^9 B/s): caps link x link_efficiency on PCIe GPUs (NCCL's PCIe transport, not the link, limits it).",
+        ),
       step_overhead_ms: durationMs().optional().describe("Per step: scheduling, input preparation, sampling, launch (ms)."),
       layer_overhead_us: rangedNumber(0, 1e6, "us")
         .optional()

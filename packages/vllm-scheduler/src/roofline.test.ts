@@ -14,6 +14,7 @@ const BARE: RooflineParams = {
   memory_efficiency: 1,
   moe_efficiency: 1,
   link_efficiency: 1,
+  pcie_collective_gbps: 1000,
   step_overhead_ms: 0,
   layer_overhead_us: 0,
   per_sequence_us: 0,
@@ -174,6 +175,37 @@ describe("roofline: one all-reduce", () => {
   });
 });
 
+describe("roofline: collectives over PCIe", () => {
+  // The same link as GPU's, over PCIe; NCCL's PCIe collectives capped at 0.05 GB/s = 5 x 10^4 B/ms.
+  const PCIE: RooflineGpu = { ...GPU, link: { kind: "pcie", GBps: 0.1, latencyUs: 5 } };
+  const capped = { ...BARE, pcie_collective_gbps: 0.05 };
+  const tp2 = rooflineRank(profileOf(denseShape, 2048, 2), engineSettings({}));
+  const decode16 = load({ tokens: 16, sampled: 16, decodeRows: 16, decodeKvTokens: 16 });
+
+  it("a TP all-reduce over PCIe moves at most pcie_collective_gbps", () => {
+    // 32,768 B (16 tokens x 1,024 x 2 B, ring factor 1) over 5 x 10^4 B/ms = 0.65536 ms, + 5 µs; two a layer
+    expect(rooflineBreakdown(tp2, PCIE, capped, decode16).communication).toBeCloseTo(2 * (0.005 + 0.65536), 12);
+  });
+
+  it("the cap binds only below link x link_efficiency, and never on NVLink", () => {
+    // 0.1 GB/s x 0.4 = 0.04 GB/s is below the cap of 0.05: 32,768 B over 4 x 10^4 B/ms = 0.8192 ms
+    expect(rooflineBreakdown(tp2, PCIE, { ...capped, link_efficiency: 0.4 }, decode16).communication).toBeCloseTo(2 * (0.005 + 0.8192), 12);
+    // NVLink (or a link of no kind): the full 10^5 B/ms, 0.32768 ms
+    const nvlink: RooflineGpu = { ...GPU, link: { kind: "nvlink", GBps: 0.1, latencyUs: 5 } };
+    expect(rooflineBreakdown(tp2, nvlink, capped, decode16).communication).toBeCloseTo(2 * (0.005 + 0.32768), 12);
+    expect(rooflineBreakdown(tp2, GPU, capped, decode16).communication).toBeCloseTo(2 * (0.005 + 0.32768), 12);
+  });
+
+  it("expert parallelism over PCIe: every MoE layer gathers every rank's tokens and scatters them back", () => {
+    const moeShape = { ...denseShape, mlp: undefined, moe: { layers: 1, num_experts: 64, num_experts_per_tok: 4, expert_intermediate_size: 512 } };
+    const ep2 = rooflineRank(profileOf(moeShape, 2048), engineSettings({ data_parallel_size: 2, enable_expert_parallel: true }));
+    // EP 2 (DP 2 x TP 1): the exchange carries 16 tokens x 2 ranks x 1,024 x 2 B = 65,536 B, of which
+    // (EP - 1) / EP = 1/2 crosses the link: 32,768 B over 5 x 10^4 B/ms = 0.65536 ms, + 5 µs; a
+    // gather and a scatter per MoE layer; no TP all-reduce
+    expect(rooflineBreakdown(ep2, PCIE, capped, decode16).communication).toBeCloseTo(2 * (0.005 + 0.65536), 12);
+  });
+});
+
 describe("RooflineTiming", () => {
   const timing = new RooflineTiming(dense, GPU, { ...BARE, step_overhead_ms: 1, per_sequence_us: 7 });
   it("prices a decode-only step exactly as its fast path", () => {
@@ -196,18 +228,23 @@ describe("RooflineTiming", () => {
         grow: fc.nat(),
         moeLayers: fc.integer({ min: 0, max: 1 }),
         tp: fc.constantFrom(1, 2, 4),
+        ep: fc.boolean(),
+        pcie: fc.boolean(),
       }),
     ],
     { seed: 20261206, numRuns: 300 },
-  )("step time never falls when a step gains a token or a row", ({ prompts, decodes, grow, moeLayers, tp }) => {
+  )("step time never falls when a step gains a token or a row", ({ prompts, decodes, grow, moeLayers, tp, ep, pcie }) => {
     const shape: ModelShape = ModelShapeSchema.parse({
       ...denseShape,
       num_layers: 1,
       mlp: moeLayers === 1 ? undefined : denseShape.mlp,
       moe: moeLayers === 1 ? { layers: 1, num_experts: 64, num_experts_per_tok: 4, expert_intermediate_size: 512 } : undefined,
     });
-    const t = new RooflineTiming(rooflineRank(profileOf(shape, 4096, tp), engineSettings({})), GPU, {
+    const engine = engineSettings(ep ? { data_parallel_size: 2, enable_expert_parallel: true } : {});
+    const gpu: RooflineGpu = pcie ? { ...GPU, link: { kind: "pcie", GBps: 0.1, latencyUs: 5 } } : GPU;
+    const t = new RooflineTiming(rooflineRank(profileOf(shape, 4096, tp), engine), gpu, {
       ...BARE,
+      pcie_collective_gbps: 0.05,
       compute_efficiency: 0.6,
       memory_efficiency: 0.8,
       step_overhead_ms: 1,

@@ -33,8 +33,8 @@ export interface RooflineGpu {
   readonly fp8Tflops: number | undefined;
   /** HBM bandwidth, GB/s (10^9 B/s). */
   readonly hbmGBps: number;
-  /** The intra-node link per GPU and direction. */
-  readonly link: { readonly GBps: number; readonly latencyUs: number };
+  /** The intra-node link per GPU and direction (`kind` absent: NVLink-like, no PCIe collective cap). */
+  readonly link: { readonly kind?: "nvlink" | "pcie"; readonly GBps: number; readonly latencyUs: number };
 }
 
 /** The roofline's efficiencies and overheads. */
@@ -49,6 +49,11 @@ export interface RooflineParams {
   readonly moe_efficiency: number;
   /** Share of the link's bandwidth all-reduces reach. */
   readonly link_efficiency: number;
+  /**
+   * The bus bandwidth NCCL's collectives reach over a PCIe link, GB/s (10^9 B/s): a cap on the
+   * link's bandwidth x link_efficiency. NCCL's PCIe transport, not the link's rate, limits it.
+   */
+  readonly pcie_collective_gbps: number;
   /** Per step, ms. */
   readonly step_overhead_ms: number;
   /** Per decoder layer of a step with prompt rows, µs. */
@@ -63,6 +68,7 @@ export const ROOFLINE_PARAM_NAMES: readonly (keyof RooflineParams)[] = [
   "memory_efficiency",
   "moe_efficiency",
   "link_efficiency",
+  "pcie_collective_gbps",
   "step_overhead_ms",
   "layer_overhead_us",
   "per_sequence_us",
@@ -78,6 +84,7 @@ export const ROOFLINE_DEFAULTS: RooflineParams = {
   memory_efficiency: 0.82,
   moe_efficiency: 1,
   link_efficiency: 0.7,
+  pcie_collective_gbps: 10,
   step_overhead_ms: 2.8,
   layer_overhead_us: 20,
   per_sequence_us: 8,
@@ -203,6 +210,21 @@ export interface RooflineBreakdown {
 
 const max = (a: number, b: number) => (a > b ? a : b);
 
+/**
+ * The bytes per ms a collective moves over the intra-node link: its bandwidth x link_efficiency,
+ * and over PCIe at most `pcie_collective_gbps`. Why the cap: vLLM's collectives over PCIe are
+ * NCCL's (its custom all-reduce needs NVLink), and NCCL's PCIe transport (a few channels copying
+ * through a staging buffer, via host memory without peer-to-peer) reaches a bus bandwidth of about
+ * 10-15 GB/s on the 0.5-8 MB messages of a step's exchange whether the link is Gen4 (32 GB/s per
+ * direction) or Gen5 (64 GB/s): public nccl-tests runs (see ROOFLINE_DEFAULTS_PROVENANCE). It
+ * matters for expert parallelism over PCIe, where every MoE layer all-gathers the tokens of every
+ * data-parallel rank and reduce-scatters the experts' output (vLLM's default all2all backend).
+ */
+function linkBytesPerMs(gpu: RooflineGpu, p: RooflineParams): number {
+  const share = gpu.link.GBps * p.link_efficiency;
+  return (gpu.link.kind === "pcie" ? Math.min(share, p.pcie_collective_gbps) : share) * 1e6;
+}
+
 /** The per-layer launch overhead a step with prompt rows pays (piecewise CUDA graphs), ms. */
 const layerOverheadMs = (shape: ModelShape, p: RooflineParams): number => (p.layer_overhead_us * shape.num_layers) / 1000;
 
@@ -258,7 +280,7 @@ export function rooflineBreakdown(r: RooflineRank, gpu: RooflineGpu, p: Roofline
 
   // TP: two all-reduces of the step's hidden states per layer (after the mixer and after the MLP).
   // EP: the tokens of every data-parallel rank are gathered to the experts and scattered back.
-  const link = gpu.link.GBps * 1e6 * p.link_efficiency; // bytes per ms
+  const link = linkBytesPerMs(gpu, p);
   const latencyMs = gpu.link.latencyUs / 1000;
   let communication = 0;
   const hiddenBytes = 2 * s.hidden_size;

@@ -124,6 +124,7 @@ describe("verification as each model prices it", () => {
       memory_efficiency: 1,
       moe_efficiency: 1,
       link_efficiency: 1,
+      pcie_collective_gbps: 1000,
       step_overhead_ms: 0,
       layer_overhead_us: 0,
       per_sequence_us: 0,

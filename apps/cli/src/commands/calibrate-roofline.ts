@@ -31,6 +31,7 @@ const ROOFLINE_UNITS: Readonly<Record<string, string>> = {
   memory_efficiency: "share of HBM bandwidth",
   moe_efficiency: "fused-MoE kernels relative to dense GEMMs",
   link_efficiency: "share of the intra-node link",
+  pcie_collective_gbps: "GB/s NCCL reaches over PCIe",
   step_overhead_ms: "ms per step",
   layer_overhead_us: "µs per layer of a step with prompt rows",
   per_sequence_us: "µs per scheduled row",
