@@ -5,7 +5,7 @@
 // Usage (after a build):
 //   node tooling/scripts/roofline-fit.mjs --vllm-runs <dir> --h100-runs <dir> [--fit] [--loo]
 //        [--stage-seconds S] [--evaluations N] [--params <json>] [--markdown]
-//        [--loo-only] [--loo-by model|gpu|model,gpu] [--loo-evaluations N] [--free a,b,...]
+//        [--loo-only] [--loo-by model|gpu|model,gpu] [--loo-values <substrings>] [--loo-evaluations N] [--free a,b,...]
 // --vllm-runs: folders of per-request vLLM runs (requests.jsonl + meta.json, as in ../shared/data/vllm-runs)
 // --h100-runs: stage summaries (as in ../shared/data/h100-runs: engine, workload, stages, model_config)
 // Without --fit, replays every run zero-shot with the shipped defaults (or --params) and prints the
@@ -298,7 +298,7 @@ for (const n of NAMES) if (!ALL.includes(n)) throw new Error(`--free: unknown pa
 const EFFICIENCY = new Set(ALL.filter((n) => n.endsWith("efficiency")));
 // The client-side overhead (HTTP server, tokenisation, detokenisation) of the stage runs, whose TTFT
 // is the client's: fitted with the rest, reported beside the defaults.
-const DEFAULTS = { ...ROOFLINE_DEFAULTS, frontend_ms: 4.4 };
+const DEFAULTS = { ...ROOFLINE_DEFAULTS, frontend_ms: 3.37 };
 
 const fromTheta = (theta, base) => ({
   ...base,
@@ -371,7 +371,8 @@ try {
     );
   if (flag("--loo")) {
     for (const key of opt("--loo-by", "model,gpu").split(",")) {
-      for (const v of [...new Set(cases.map((c) => c[key]))]) {
+      const only = opt("--loo-values")?.split(",");
+      for (const v of [...new Set(cases.map((c) => c[key]))].filter((x) => only === undefined || only.some((o) => x.includes(o)))) {
         const held = cases.filter((c) => c[key] === v);
         const rest = cases.filter((c) => c[key] !== v);
         if (rest.length === 0) continue;

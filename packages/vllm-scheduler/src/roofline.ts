@@ -81,11 +81,11 @@ export const ROOFLINE_PARAM_NAMES: readonly (keyof RooflineParams)[] = [
 export const ROOFLINE_DEFAULTS: RooflineParams = {
   compute_efficiency: 1,
   attention_efficiency: 0.5,
-  memory_efficiency: 0.82,
+  memory_efficiency: 0.808,
   moe_efficiency: 1,
   link_efficiency: 0.7,
   pcie_collective_gbps: 10,
-  step_overhead_ms: 2.8,
+  step_overhead_ms: 2.79,
   layer_overhead_us: 20,
   per_sequence_us: 8,
 };
@@ -93,7 +93,10 @@ export const ROOFLINE_DEFAULTS: RooflineParams = {
 export const ROOFLINE_DEFAULTS_PROVENANCE =
   "fitted 2026-12-06 by tooling/scripts/roofline-fit.mjs (Nelder-Mead over compute, memory and MoE efficiency, the step overhead and the client front end) on ten real vLLM runs: " +
   "Llama-3.1-8B on an RTX 4090 and Qwen3-30B-A3B on 2 x RTX PRO 6000 (per-request, engine clock), Llama-2-7B (TP 1) and Mixtral-8x7B (TP 2) on H100 SXM (stage summaries, client clock); " +
-  "attention, link, per-layer and per-row terms held at physical guesses the runs cannot tell apart. compute_efficiency and moe_efficiency reached their bound of 1 (see the README's fidelity table)";
+  "attention, link, per-layer and per-row terms held at physical guesses the runs cannot tell apart. compute_efficiency and moe_efficiency reached their bound of 1 (see the README's fidelity table). " +
+  "pcie_collective_gbps is held, not fitted, at what public nccl-tests runs on PCIe GPUs measure for 0.5-4 MiB collectives: bus bandwidths of 8-12 GB/s on RTX 4090s with peer-to-peer over Gen4 " +
+  "(tinygrad/open-gpu-kernel-modules pull request 22: all_reduce_perf 8.4 GB/s at 512 KiB, 10.3 at 1 MiB, 12.3 at 4 MiB) and 9-16 GB/s on another PCIe node (gardenlinux/gardenlinux issue 4556); " +
+  "the Qwen3-30B-A3B run, the one run it moves, is matched best (TPOT and TTFT) near 9 GB/s with the other terms at their defaults";
 
 /** vLLM's default CUDA graph capture sizes: 1, 2, 4, every 8 from 8 to 248, every 16 from 256 to 512. */
 const DEFAULT_CAPTURE_SIZES: readonly number[] = [
