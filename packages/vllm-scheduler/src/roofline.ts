@@ -215,13 +215,15 @@ const max = (a: number, b: number) => (a > b ? a : b);
 
 /**
  * The bytes per ms a collective moves over the intra-node link: its bandwidth x link_efficiency,
- * and over PCIe at most `pcie_collective_gbps`. Why the cap: vLLM's collectives over PCIe are
- * NCCL's (its custom all-reduce needs NVLink), and NCCL's PCIe transport (a few channels copying
- * through a staging buffer, via host memory without peer-to-peer) reaches a bus bandwidth of about
- * 10-15 GB/s on the 0.5-8 MB messages of a step's exchange whether the link is Gen4 (32 GB/s per
- * direction) or Gen5 (64 GB/s): public nccl-tests runs (see ROOFLINE_DEFAULTS_PROVENANCE). It
- * matters for expert parallelism over PCIe, where every MoE layer all-gathers the tokens of every
- * data-parallel rank and reduce-scatters the experts' output (vLLM's default all2all backend).
+ * and over PCIe at most `pcie_collective_gbps`. Why the cap: vLLM's expert-parallel all-gathers
+ * and reduce-scatters are NCCL's (its custom all-reduce serves only TP all-reduces, and over PCIe
+ * only two GPUs with peer-to-peer), and NCCL's PCIe transport (a few channels copying through a
+ * staging buffer, via host memory without peer-to-peer) reaches a bus bandwidth of about 8-16 GB/s
+ * on the 0.5-4 MiB messages of a step's exchange, whether the link is Gen4 (32 GB/s per direction)
+ * or Gen5 (64 GB/s): public nccl-tests runs (see ROOFLINE_DEFAULTS_PROVENANCE). It matters for
+ * expert parallelism over PCIe, where every MoE layer all-gathers the tokens of every data-parallel
+ * rank and reduce-scatters the experts' output (vLLM's default all2all backend). TP all-reduces
+ * over PCIe take the same cap (an approximation for two GPUs with peer-to-peer).
  */
 function linkBytesPerMs(gpu: RooflineGpu, p: RooflineParams): number {
   const share = gpu.link.GBps * p.link_efficiency;
