@@ -230,6 +230,34 @@ describe("kvsim calibrate with the roofline", () => {
     expect(await runCli(["replay", "--spec", out], captureIo())).toBe(0);
   });
 
+  it("searches pcie_collective_gbps only for a run with TP over a PCIe link, and keeps it silently otherwise", async () => {
+    writeFileSync(
+      path("shaped-tp2.json"),
+      JSON.stringify({
+        schema_version: 1,
+        model: "test/llama-shape",
+        vllm_version: "0.32.0",
+        tensor_parallel_size: 2,
+        kv_bytes_per_token: 262144,
+        model_shape: LLAMA_SHAPE,
+      }),
+    );
+    const fitted = async (gpu: string) => {
+      const spec = { ...rooflineSpec({ type: "roofline" }), profile: "./shaped-tp2.json", engine: { ...rooflineSpec({}).engine, gpu } };
+      writeFileSync(path(`tp2-${gpu}.yaml`), JSON.stringify(spec));
+      const io = captureIo();
+      const argv = ["calibrate", "--spec", path(`tp2-${gpu}.yaml`), "--measured", path("roofline-measured.jsonl"), "--out", path("out", `tp2-${gpu}.yaml`)];
+      expect(await runCli([...argv, "--max-evaluations", "3", "--format", "json"], io), io.stderr).toBe(0);
+      const r = JSON.parse(io.stdout) as { fitted: string[]; warnings: { kind: string; terms?: string[] }[] };
+      expect(r.warnings.filter((w) => w.terms?.includes("pcie_collective_gbps") === true && w.kind === "unused")).toEqual([]);
+      return r.fitted;
+    };
+    expect(await fitted("RTX-PRO-6000")).toContain("pcie_collective_gbps");
+    const nvlink = await fitted("H100-80GB");
+    expect(nvlink).toContain("link_efficiency");
+    expect(nvlink).not.toContain("pcie_collective_gbps");
+  });
+
   it("fits several runs together, each with its own spec, and writes one spec per --out", async () => {
     const io = captureIo();
     const outs = [path("out", "multi-a.yaml"), path("out", "multi-b.yaml")];
