@@ -1,5 +1,4 @@
-import type { CacheGroup } from "@kvsim/profile-schema";
-import { cdiv, isMambaTypeGroup, prefillCheckpointBlocks } from "@kvsim/profile-schema";
+import { cdiv } from "@kvsim/profile-schema";
 import { BlockPool, NULL_BLOCK, type PoolOps } from "./block-pool.js";
 import type {
   AllocateRequest,
@@ -15,7 +14,8 @@ import type {
   PrefixHit,
   PromptTokens,
 } from "./contract.js";
-import { emptyLists, FRESH, FullAttentionManager, MambaManager, SingleBlockStateManager, WindowManager, type SingleTypeManager } from "./managers.js";
+import { emptyLists, FRESH, type SingleTypeManager } from "./single-type-manager.js";
+import { checkCount, hitAlignment, hitTypes, managerFor, type HitType } from "./group-managers.js";
 import { asPromptImpl, type PromptBase } from "./prompt-tokens.js";
 import type { BlockHashView } from "./hashing.js";
 import { Sequence } from "./sequence.js";
@@ -57,26 +57,10 @@ interface StepPlan {
   checkpoints: boolean;
 }
 
-/** Groups of identical spec, searched together (vLLM merges them into one type). */
-interface HitType {
-  readonly manager: SingleTypeManager;
-  readonly groups: number[];
-  readonly fullAttention: boolean;
-}
-
 /** True when a reservation plan holds a hit block (an entry above NULL_BLOCK; FRESH is below it). */
 function holdsHitBlock(plan: readonly number[]): boolean {
   for (const b of plan) if (b > NULL_BLOCK) return true;
   return false;
-}
-
-function gcd(a: number, b: number): number {
-  while (b !== 0) [a, b] = [b, a % b];
-  return a;
-}
-
-function checkCount(name: string, v: number, min: number): void {
-  if (!Number.isSafeInteger(v) || v < min) throw rangeFailure("{0} must be an integer >= {1}, got {2}", name, min, v);
 }
 
 /** Internals for tests of this package (not exported from the barrel). */
@@ -117,26 +101,9 @@ export class KvCacheManager implements KvCacheManagerApi {
     });
     this.pool = this.createPool(numPages, groups.length, options.collectEvents === true, linked);
     internals.set(this, this.pool);
-    this.managers = groups.map((g, i) => this.managerFor(g, i, options.vllmVersion));
-
-    const types: HitType[] = [];
-    const byKey = new Map<string, HitType>();
-    for (const m of this.managers) {
-      if (m.hitTypeKey === undefined) continue;
-      const t = byKey.get(m.hitTypeKey);
-      // Surviving mutants: KP-90 (MUTANTS.md).
-      if (t !== undefined) t.groups.push(m.groupIndex);
-      else {
-        // Stryker disable next-line ConditionalExpression: KP-91
-        const nt = { manager: m, groups: [m.groupIndex], fullAttention: m.kind === "full_attention" };
-        byKey.set(m.hitTypeKey, nt);
-        types.push(nt);
-      }
-    }
-    // Full attention first (its hit set is downward-closed), otherwise group order.
-    // Stryker disable next-line MethodExpression: KP-92
-    this.types = [...types.filter((t) => t.fullAttention), ...types.filter((t) => !t.fullAttention)];
-    this.alignment = this.types.reduce((a, t) => (a / gcd(a, t.manager.blockSize)) * t.manager.blockSize, 1);
+    this.managers = groups.map((g, i) => managerFor(this.pool, g, i, this.caching, options.vllmVersion));
+    this.types = hitTypes(this.managers);
+    this.alignment = hitAlignment(this.types);
     // Stryker disable next-line ConditionalExpression: KP-93
     this.simpleHybrid = this.types.length === 2 && this.types[0]!.fullAttention;
     this.fullAttentionIndex = this.managers.findIndex((m) => m.kind === "full_attention");
@@ -151,23 +118,6 @@ export class KvCacheManager implements KvCacheManagerApi {
   /** The pool of pages (tests substitute a straightforward reference to compare results). */
   protected createPool(numPages: number, numGroups: number, collectEvents: boolean, linkedGroups: readonly boolean[]): PoolOps {
     return new BlockPool(numPages, numGroups, collectEvents, linkedGroups);
-  }
-
-  private managerFor(g: CacheGroup, i: number, vllmVersion: string): SingleTypeManager {
-    checkCount(`groups[${i}].block_size_tokens`, g.block_size_tokens, 1);
-    switch (g.kind) {
-      case "full_attention":
-        return new FullAttentionManager(this.pool, i, g, this.caching && g.prefix_cacheable !== false);
-      case "sliding_window":
-      case "convolution":
-        return new WindowManager(this.pool, i, g, this.caching && g.prefix_cacheable !== false);
-      case "state":
-        // Without prefix caching a Mamba-type state is vLLM's "none" mode: one block, never cached.
-        if (isMambaTypeGroup(g) && this.caching) {
-          return new MambaManager(this.pool, i, g, prefillCheckpointBlocks(g, vllmVersion, this.caching));
-        }
-        return new SingleBlockStateManager(this.pool, i, g);
-    }
   }
 
   createSequence(id: string, prompt: PromptTokens, outputTokenIds?: OutputTokenIds): KvSequence {

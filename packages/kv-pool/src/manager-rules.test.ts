@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BlockPool } from "./block-pool.js";
-import { FullAttentionManager } from "./managers.js";
+import { FullAttentionManager } from "./full-attention-manager.js";
 import { GroupState } from "./sequence.js";
 import { admit, group, manager, range, seqOf, setTable } from "./test-helpers.js";
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { BlockPool, NULL_BLOCK } from "./block-pool.js";
-import { MambaManager, SingleBlockStateManager, WindowManager } from "./managers.js";
+import { MambaManager } from "./mamba-manager.js";
+import { SingleBlockStateManager } from "./single-block-state-manager.js";
+import { WindowManager } from "./window-manager.js";
 import { GroupState, type BlockHashView } from "./sequence.js";
 import { group, setTable } from "./test-helpers.js";
 import { tableEntries } from "./block-table.js";
