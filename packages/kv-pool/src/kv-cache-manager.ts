@@ -92,7 +92,7 @@ export class KvCacheManager implements KvCacheManagerApi {
     if (groups.length === 0) throw new RangeError("a pool needs at least one cache group");
     checkCount("numPages", numPages, 2);
     this.caching = options.enablePrefixCaching;
-    // Full-attention groups cache in runs that hits walk from block 0 (block-pool.ts).
+    // Full-attention groups cache in runs that hits walk from block 0 (prefix-index.ts).
     // Surviving mutants: KP-88 (MUTANTS.md).
     const linked = groups.map((g) => {
       // Stryker disable next-line ConditionalExpression,EqualityOperator,BooleanLiteral: KP-89
