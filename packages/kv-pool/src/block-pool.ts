@@ -171,18 +171,16 @@ export class BlockPool {
     // Records may have grown while popping: read the array here.
     const r = this.records.words;
     const at = id * STRIDE;
-    if (r[at + META] !== 0) this.evictFree(id);
+    const meta = r[at + META]!;
+    if (meta !== 0) {
+      const group = (meta & GROUP_MASK) - 1;
+      this.freeHashed--;
+      this.cachedOf[group]!--;
+      this.evictKey(id, group);
+    }
     // Stryker disable next-line ArithmeticOperator: KP-35
     r[at + REF] = 1;
     r[at + OWNER] = owner;
-  }
-
-  /** Evicts a free cached block's key (the counters of free cached blocks go down). */
-  private evictFree(id: number): void {
-    const group = (this.records.words[id * STRIDE + META]! & GROUP_MASK) - 1;
-    this.freeHashed--;
-    this.cachedOf[group]!--;
-    this.evictKey(id, group);
   }
 
   /** Evicts a cached block's key; a `removed` event when its last copy goes. */
@@ -328,8 +326,11 @@ export class BlockPool {
     const copies: number[] = [];
     for (let id = this.cachedBlock(group, hash); id !== NULL_BLOCK; id = this.index.nextCopy(id)) copies.push(id);
     for (const id of copies) {
-      if (this.queue.has(id)) this.evictFree(id);
-      else this.evictKey(id, group);
+      if (this.queue.has(id)) {
+        this.freeHashed--;
+        this.cachedOf[group]!--;
+      }
+      this.evictKey(id, group);
     }
   }
 
