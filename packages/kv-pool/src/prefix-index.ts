@@ -220,9 +220,10 @@ export class PrefixIndex {
     // The common case first, kept small so that V8 inlines it into the pool's take loop (a call
     // per evicted block measured 2-4% more CPU per request on the aggregated replay bench): the
     // key's only copy, reached through a run link (a key with copies is in the table), whose link
-    // (if any) names no block that depends on it. evictGeneral does exactly this then.
+    // names no block that depends on it (no link is block 0, whose META is 0). evictGeneral does
+    // exactly this then.
     // Surviving mutants: KP-161 (MUTANTS.md).
-    if ((meta & (FIRST | IN_TABLE)) === FIRST && (child === 0 || (r[child * STRIDE + META]! & (FIRST | IN_TABLE)) !== FIRST)) {
+    if ((meta & (FIRST | IN_TABLE)) === FIRST && (r[child * STRIDE + META]! & (FIRST | IN_TABLE)) !== FIRST) {
       r[at + META] = 0;
       r[at + CHILD] = 0;
       return true;
