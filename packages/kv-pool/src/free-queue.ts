@@ -115,17 +115,15 @@ export class FreeQueue {
    */
   popInto(n: number, out: Int32Array, start: number): void {
     let k = start + this.front.popInto(n, out, start);
-    let left = n - (k - start);
-    if (left === 0) return;
     // Blocks never taken yet, in id order; they get records here (block records only grow).
-    const fresh = Math.min(left, this.numPages - this.untouchedFrom);
-    if (fresh > 0) {
-      const from = this.untouchedFrom;
-      this.records.reach(from + fresh - 1);
-      this.untouchedFrom = from + fresh;
-      for (let id = from; id < from + fresh; id++) out[k++] = id;
-      left -= fresh;
-    }
+    const from = this.untouchedFrom;
+    const fresh = Math.min(n - (k - start), this.numPages - from);
+    this.records.reach(from + fresh - 1);
+    this.untouchedFrom = from + fresh;
+    for (let id = from; id < from + fresh; id++) out[k++] = id;
+    const left = n - (k - start);
+    // (A shortcut: with nothing left, the calls below would pop nothing.)
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: KP-162
     if (left > 0) {
       // The back ring's entries are cached blocks spread over the records: load their QPOS
       // words together first (see FreeQueueRing.prefetch).
