@@ -4,7 +4,6 @@ export { RankConfigError, type RankConfigProblem } from "./rank-config.js";
 export {
   createTimingModel,
   paddedBatchSize,
-  expertShareTouched,
   type TimingModel,
   type StepBatch,
   type StepTiming,
@@ -17,7 +16,6 @@ export {
   ROOFLINE_DEFAULTS,
   ROOFLINE_DEFAULTS_PROVENANCE,
   ROOFLINE_PARAM_NAMES,
-  RooflineTiming,
   rooflineBreakdown,
   rooflineRank,
   rooflineParams,
@@ -48,5 +46,5 @@ export type {
   ScheduledWork,
   StepResult,
 } from "./contract.js";
-export { Speculation, acceptanceDraw, addSpeculationStats, type SpeculationStats } from "./speculative.js";
-export { SpeculativeTiming, DEFAULT_NGRAM_CPU_US_PER_ROW } from "./speculative-timing.js";
+export { Speculation, addSpeculationStats, type SpeculationStats } from "./speculative.js";
+export { SpeculativeTiming } from "./speculative-timing.js";

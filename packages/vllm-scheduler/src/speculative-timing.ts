@@ -19,7 +19,7 @@ import { newBatch, type MutableBatch } from "./step-rows.js";
 import type { StepBatch, StepTiming, TimingModel } from "./timing-model.js";
 
 /** n-gram lookup time per decoding row and step when the spec gives none, µs. */
-export const DEFAULT_NGRAM_CPU_US_PER_ROW = 10;
+const DEFAULT_NGRAM_CPU_US_PER_ROW = 10;
 
 /** A timing model that can price one pass of a draft head from the model's shape (the roofline). */
 interface DraftHeadPricer {

@@ -65,7 +65,7 @@ function fmix32(x: number): number {
  * the request whose id hashes to `idHash`: two rounds of murmur3's finaliser over the inputs mixed
  * with odd constants (the golden ratio's, as token-ids.ts does), then the 32 bits over 2^32.
  */
-export function acceptanceDraw(seed: number, idHash: number, index: number, position: number): number {
+function acceptanceDraw(seed: number, idHash: number, index: number, position: number): number {
   const a = fmix32((idHash ^ Math.imul(index + 1, 0x9e3779b1)) >>> 0);
   const b = fmix32((a ^ seed ^ Math.imul(position + 1, 0x7feb352d)) >>> 0);
   return b / 4294967296;
