@@ -7,8 +7,8 @@ import { mean, percentile } from "./stats.js";
 
 export type CompareMetric = "ttft" | "tpot" | "itl" | "e2e";
 export type CompareStat = "mean" | "median" | "p90" | "p99";
-export const COMPARE_METRICS: readonly CompareMetric[] = ["ttft", "tpot", "itl", "e2e"];
-export const COMPARE_STATS: readonly CompareStat[] = ["mean", "median", "p90", "p99"];
+const COMPARE_METRICS: readonly CompareMetric[] = ["ttft", "tpot", "itl", "e2e"];
+const COMPARE_STATS: readonly CompareStat[] = ["mean", "median", "p90", "p99"];
 
 /** Which measured requests are compared. */
 export type CompareSelection =

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { identifiabilityWarnings, missedTargetWarnings, symmetricEigen } from "./index.js";
+import { identifiabilityWarnings, missedTargetWarnings, symmetricEigen } from "./fit-diagnostics.js";
 
 describe("symmetricEigen", () => {
   it("finds the eigenvalues and vectors of a 2 x 2 matrix derived by hand", () => {

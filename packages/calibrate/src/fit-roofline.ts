@@ -35,10 +35,10 @@ export interface CalibrationRun {
 }
 
 /** The front end's overhead as a fitted term (its name in results and warnings). */
-export const FRONTEND_TERM = "frontend.overhead_ms";
+const FRONTEND_TERM = "frontend.overhead_ms";
 
 /** What data pins each term down (for warnings). */
-export const ROOFLINE_ADVICE: Readonly<Record<string, string>> = {
+const ROOFLINE_ADVICE: Readonly<Record<string, string>> = {
   compute_efficiency: "a run with long prompts at low load (prefill GEMMs then dominate TTFT)",
   attention_efficiency: "a run with long prompts (several thousand tokens: prefill attention grows with the square of the length)",
   memory_efficiency: "runs at a lower load with long contexts (decode steps then read mostly weights and KV)",
@@ -102,7 +102,7 @@ function profileOf(run: CalibrationRun): Profile | undefined {
 }
 
 /** Whether a run's TTFT is on the client's clock (what the front end's overhead adds to). */
-export function clientClock(data: CalibrationData): boolean {
+function clientClock(data: CalibrationData): boolean {
   return data.kind === "stages" || data.fit.format === "vllm-bench";
 }
 
@@ -241,7 +241,7 @@ function capOf(d: CalibrationData): number {
 }
 
 /** The roofline's own-target rows (TPOT and TTFT means of each fit part) for the missed-target check. */
-export function ownTargets(runs: readonly RunFit[]): OwnTargets[] {
+function ownTargets(runs: readonly RunFit[]): OwnTargets[] {
   const rows: OwnTargets[] = [];
   for (const r of runs) {
     if (r.comparison !== undefined) {

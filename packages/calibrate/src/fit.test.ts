@@ -8,7 +8,6 @@ import {
   fitPart,
   fitTiming,
   nelderMead,
-  nonNegativeLeastSquares,
   replayWith,
   simulatedRun,
   clockStartFor,
@@ -16,6 +15,7 @@ import {
   type ScalarCoefficient,
   type MeasuredRun,
 } from "./index.js";
+import { nonNegativeLeastSquares } from "./nnls.js";
 
 describe("nonNegativeLeastSquares", () => {
   it("solves an exact system and clamps a coefficient the data wants negative to 0", () => {

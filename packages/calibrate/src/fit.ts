@@ -48,7 +48,7 @@ export const COEFFICIENT_NAMES: readonly ScalarCoefficient[] = [
 ];
 
 /** Fewest measured requests `fitTiming` fits on. */
-export const MIN_FIT_REQUESTS = 10;
+const MIN_FIT_REQUESTS = 10;
 
 /** The fit part of a measured run: its first `fraction` of requests by arrival (at least one). */
 export function fitPart(run: MeasuredRun, fraction: number): MeasuredRun {
@@ -225,7 +225,7 @@ function floored(c: LinearCoefficients, f: LinearFloors | undefined): LinearCoef
 }
 
 /** What data pins down each of the linear fit's scale factors (for warnings). */
-export const LINEAR_ADVICE: Readonly<Record<string, string>> = {
+const LINEAR_ADVICE: Readonly<Record<string, string>> = {
   "decode scale (step_ms, per_sequence_ms)": "runs at a lower and a higher load (the per-step and per-sequence costs then separate from the KV term)",
   "prompt scale (per_prompt_token_us, per_cached_token_us, prompt_step_ms)": "a run with short prompts and one with long prompts at low load",
   "kv scale (per_kv_token_us)": "a run with longer contexts (long prompts or outputs: the KV read per step then changes)",
@@ -256,7 +256,7 @@ function scaled(c: LinearCoefficients, decode: number, prompt: number, kv: numbe
 }
 
 /** Rounds to 4 significant digits, so written specs read well and refits are stable. */
-export function roundCoefficients(c: LinearCoefficients): LinearCoefficients {
+function roundCoefficients(c: LinearCoefficients): LinearCoefficients {
   const r = (v: number) => (v === 0 ? 0 : Number(v.toPrecision(4)));
   return {
     step_ms: r(c.step_ms),

@@ -1,17 +1,7 @@
 import { InputError } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
-import {
-  compareRuns,
-  measuredToTrace,
-  MAX_REGRESSION_CELLS,
-  MAX_REGRESSION_VISITS,
-  parseMeasured,
-  parsePromptTokens,
-  regressionGridMs,
-  regressionStart,
-  type MeasuredRequest,
-  type MeasuredRun,
-} from "./index.js";
+import { compareRuns, measuredToTrace, parseMeasured, parsePromptTokens, regressionStart, type MeasuredRequest, type MeasuredRun } from "./index.js";
+import { MAX_REGRESSION_CELLS, MAX_REGRESSION_VISITS, regressionGridMs } from "./fit-regression.js";
 
 /** Issue 38: measured files a fuzzer made, each refused naming file, line and field, or run in bounded time and memory. */
 function issue(fn: () => unknown): string {

@@ -33,10 +33,10 @@ export function chatTemplateTokens(run: StageRun): number {
 }
 
 /** The output tokens each request of a stage asks for: its measured mean output length, rounded (at least 1). */
-export const stageOutputTokens = (run: StageRun, stage: number): number => Math.max(1, Math.round(run.stages[stage]!.outputLen.mean));
+const stageOutputTokens = (run: StageRun, stage: number): number => Math.max(1, Math.round(run.stages[stage]!.outputLen.mean));
 
 /** The request id of the j-th request of a stage, and back. */
-export const stageRequestId = (stage: number, j: number): string => `stage${stage}-${j}`;
+const stageRequestId = (stage: number, j: number): string => `stage${stage}-${j}`;
 const STAGE_ID = /^stage(\d+)-\d+$/;
 
 /** A small seeded generator (xorshift32 over a seed spread by an odd multiplier): uint32 draws. */
