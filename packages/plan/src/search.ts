@@ -1,5 +1,6 @@
 import { MIN_RATE_PER_S, type Spec } from "@kvsim/profile-schema";
 import {
+  mapLimit,
   meetsSla,
   metricValue,
   roundRate,
@@ -151,20 +152,6 @@ export async function ladderSearch(
     else hi = mid;
   }
   return { answer: ladder.rate(lo), failing: ladder.rate(hi) };
-}
-
-/** Runs `fn` over `items`, at most `limit` at once; results in input order. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const lanes = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  });
-  await Promise.all(lanes);
-  return out;
 }
 
 /** One candidate's replays at given rates, each rate replayed once. */

@@ -41,6 +41,7 @@ export {
 export { inlineExecutor, type PointExecutor } from "./executor.js";
 export {
   runSweep,
+  mapLimit,
   gpuCount,
   rateVariable,
   SearchSetupError,
