@@ -51,6 +51,7 @@ describe("estimateCapacity", () => {
         { metric: "p99_itl_ms", op: "<=", value: 60 },
         { metric: "mean_tpot_ms", op: "<=", value: 40 },
         { metric: "goodput_rps", op: ">=", value: 2 },
+        { metric: "std_tpot_ms", op: "<=", value: 1 }, // a spread, not a per-token bound
       ]),
     ).toBe(40);
     expect(decodeLimitMs([{ metric: "p90_ttft_ms", op: "<=", value: 1 }])).toBeUndefined();

@@ -1,5 +1,5 @@
 import type { RoleRankConfig } from "@kvsim/replay-engine";
-import type { SlaTerm } from "@kvsim/sweep";
+import { latencyStat, type SlaTerm } from "@kvsim/sweep";
 import { createTimingModel, type StepBatch, type TimingModel } from "@kvsim/vllm-scheduler";
 import type { Deployment } from "./space.js";
 import type { WorkloadStats } from "./workload.js";
@@ -22,7 +22,8 @@ export interface CapacityEstimate {
 export function decodeLimitMs(sla: readonly SlaTerm[]): number | undefined {
   let limit: number | undefined;
   for (const t of sla) {
-    if (t.op !== "<=" || !/^(?:mean|median|p\d+(?:\.\d+)?)_(?:tpot|itl)_ms$|^(?:tpot|itl)_ms$/.test(t.metric)) continue;
+    const l = latencyStat(t.metric);
+    if (t.op !== "<=" || l === undefined || (l.latency !== "tpot" && l.latency !== "itl") || l.stat === "std") continue;
     limit = limit === undefined ? t.value : Math.min(limit, t.value);
   }
   return limit;

@@ -1,5 +1,5 @@
 import type { Sla } from "@kvsim/profile-schema";
-import { metricValue, type SlaTerm } from "@kvsim/sweep";
+import { latencyStat, metricValue, type SlaTerm } from "@kvsim/sweep";
 import type { Refusal } from "./candidates.js";
 import type { CandidateOutcome, PlanGoal } from "./search.js";
 import type { PlanTopology } from "./space.js";
@@ -186,9 +186,10 @@ export function goodputSla(terms: readonly SlaTerm[]): Sla | undefined {
   const out: { ttft_ms?: number; itl_ms?: number; e2e_ms?: number } = {};
   for (const t of terms) {
     if (t.op !== "<=" || !(t.value > 0)) continue;
-    const m = /_(ttft|tpot|itl|e2e|e2el)_ms$/.exec(t.metric)?.[1];
-    if (m === undefined) continue;
-    const key = m === "ttft" ? "ttft_ms" : m === "tpot" || m === "itl" ? "itl_ms" : "e2e_ms";
+    const l = latencyStat(t.metric);
+    // A bound on a spread (std_*) says nothing of one request's latency.
+    if (l === undefined || l.stat === "std") continue;
+    const key = l.latency === "ttft" ? "ttft_ms" : l.latency === "e2e" ? "e2e_ms" : "itl_ms";
     out[key] = Math.min(out[key] ?? Number.POSITIVE_INFINITY, t.value);
   }
   return Object.keys(out).length === 0 ? undefined : out;

@@ -24,7 +24,19 @@ export {
 } from "./grid.js";
 export { okRow, badRow, rowsTable, type SweepRow, type PointStatus, type PointReport, type Cell } from "./rows.js";
 export { pointTask, runPoint, type PointTask, type PointHost, type TraceRef } from "./point.js";
-export { parseSla, meetsSla, metricValue, formatSla, slaPercentiles, slaStop, REPORT_METRICS, SlaSyntaxError, type SlaTerm } from "./sla.js";
+export {
+  parseSla,
+  meetsSla,
+  metricValue,
+  formatSla,
+  slaPercentiles,
+  slaStop,
+  latencyStat,
+  type LatencyStat,
+  REPORT_METRICS,
+  SlaSyntaxError,
+  type SlaTerm,
+} from "./sla.js";
 export {
   findMaxRate,
   findMinAggregatedWorkers,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseSla, slaStop } from "./sla.js";
+import { latencyStat, parseSla, slaStop } from "./sla.js";
 
 describe("slaStop", () => {
   it("watches the upper bounds on latency means and percentiles, and every request completing", () => {
@@ -14,5 +14,15 @@ describe("slaStop", () => {
         { metric: "e2e", stat: 99.9, limit: 20000 },
       ],
     });
+  });
+});
+
+describe("latencyStat", () => {
+  it("reads the latency and statistic a metric names", () => {
+    expect(latencyStat("p90_ttft_ms")).toEqual({ latency: "ttft", stat: 90 });
+    expect(latencyStat("p99.9_e2el_ms")).toEqual({ latency: "e2e", stat: 99.9 });
+    expect(latencyStat("median_tpot_ms")).toEqual({ latency: "tpot", stat: 50 });
+    expect(latencyStat("std_itl_ms")).toEqual({ latency: "itl", stat: "std" });
+    expect(latencyStat("goodput_rps")).toBeUndefined();
   });
 });

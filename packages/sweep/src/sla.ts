@@ -13,18 +13,35 @@ export const REPORT_METRICS: readonly string[] = CANONICAL_KEYS.flatMap((k): rea
 /** vLLM's benchmark names the report also carries (`vllm bench serve`). */
 const VLLM_NAMES = ["duration", "completed", "failed", "request_throughput", "request_goodput", "output_throughput", "total_token_throughput"];
 /** `median_ttft_ms`, `std_itl_ms`, `mean_e2el_ms`, and any percentile: `p95_ttft_ms`, `p99.9_e2el_ms`. */
-const DERIVED = /^(?:(?:mean|median|std)_(?:ttft|tpot|itl|e2e|e2el)_ms|p(\d+(?:\.\d+)?)_(?:ttft|tpot|itl|e2e|e2el)_ms)$/;
+const LATENCY = /^(?:(mean|median|std)|p(\d+(?:\.\d+)?))_(ttft|tpot|itl|e2e|e2el)_ms$/;
+
+/** A latency statistic a metric names: its latency (`e2el` is `e2e`) and its statistic (`median` is 50). */
+export interface LatencyStat {
+  readonly latency: "ttft" | "tpot" | "itl" | "e2e";
+  readonly stat: number | "mean" | "std";
+}
+
+/** `p90_ttft_ms` is { latency: "ttft", stat: 90 }, `median_e2el_ms` { latency: "e2e", stat: 50 }; undefined for other metrics. */
+export function latencyStat(metric: string): LatencyStat | undefined {
+  const m = LATENCY.exec(metric);
+  if (m === null) return undefined;
+  const [, named, p, latency] = m;
+  return {
+    latency: latency === "e2el" ? "e2e" : (latency as LatencyStat["latency"]),
+    stat: named === undefined ? Number(p) : named === "median" ? 50 : (named as "mean" | "std"),
+  };
+}
 
 /** Whether a name is a numeric metric of the report an SLA may bound. */
 function isReportMetric(name: string): boolean {
-  return REPORT_METRICS.includes(name) || VLLM_NAMES.includes(name) || DERIVED.test(name);
+  return REPORT_METRICS.includes(name) || VLLM_NAMES.includes(name) || LATENCY.test(name);
 }
 
 /** Percentiles an SLA names beyond the report's own p50, p90 and p99 (the replay must be asked for them). */
 export function slaPercentiles(terms: readonly SlaTerm[]): number[] {
   const out = new Set<number>();
   for (const t of terms) {
-    const p = DERIVED.exec(t.metric)?.[1];
+    const p = LATENCY.exec(t.metric)?.[2];
     if (p !== undefined && !["50", "90", "99"].includes(p) && Number(p) <= 100) out.add(Number(p));
   }
   return [...out].sort((a, b) => a - b);
@@ -88,24 +105,19 @@ export function meetsSla(report: PointReport | null, terms: readonly SlaTerm[]):
 /** `p90_ttft_ms<=2000, p99_itl_ms<=50` */
 export const formatSla = (terms: readonly SlaTerm[]): string => terms.map((t) => `${t.metric}${t.op}${t.value}`).join(", ");
 
-/** `p90_ttft_ms`, `mean_tpot_ms`, `median_e2el_ms`: the latency statistics a replay can watch. */
-const WATCHABLE = /^(?:(mean)|(median)|p(\d+(?:\.\d+)?))_(ttft|tpot|e2e|e2el)_ms$/;
-
 /**
  * What a replay may watch to stop once the SLA is lost (`PointTask.stop`): every `<=` bound on a
  * mean or percentile of TTFT, TPOT or E2E, and every request completing (meetsSla asks it). Other
- * terms (ITL, throughput, `>=` bounds) are judged at the end as before. `total` must not be below
- * the workload's request count (a larger one only stops later).
+ * terms (ITL, spreads, throughput, `>=` bounds) are judged at the end as before. `total` must not
+ * be below the workload's request count (a larger one only stops later).
  */
 export function slaStop(terms: readonly SlaTerm[], total: number): SlaStop {
   const watched: SlaStopTerm[] = [];
   for (const t of terms) {
-    const m = WATCHABLE.exec(t.metric);
-    if (m === null || t.op !== "<=") continue;
-    const [, mean, median, p, metric] = m;
-    const stat = mean !== undefined ? "mean" : median !== undefined ? 50 : Number(p);
-    if (stat !== "mean" && !(stat > 0 && stat <= 100)) continue;
-    watched.push({ metric: metric === "e2el" ? "e2e" : (metric as "ttft" | "tpot" | "e2e"), stat, limit: t.value });
+    const l = latencyStat(t.metric);
+    if (l === undefined || t.op !== "<=" || l.latency === "itl" || l.stat === "std") continue;
+    if (l.stat !== "mean" && !(l.stat > 0 && l.stat <= 100)) continue;
+    watched.push({ metric: l.latency, stat: l.stat, limit: t.value });
   }
   return { total, terms: watched, allComplete: true };
 }
