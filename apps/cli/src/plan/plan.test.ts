@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { PlanRow } from "@kvsim/plan";
@@ -172,6 +172,19 @@ describe("kvsim plan", () => {
     const r = await run(...argv);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(message);
+  });
+
+  it("refuses --write-specs over an existing spec before anything runs, and a --write-specs that is a file", async () => {
+    mkdirSync(path("specs"));
+    writeFileSync(path("specs/2.yaml"), "mine\n");
+    const r = await run(...base(), "--write-specs", path("specs"), "--out", path("never.jsonl"));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`${path("specs/2.yaml")} already exists; pass --force to overwrite it`);
+    expect(existsSync(path("never.jsonl"))).toBe(false);
+    expect(readFileSync(path("specs/2.yaml"), "utf8")).toBe("mine\n");
+    const f = await run(...base(), "--write-specs", path("trace.jsonl"));
+    expect(f.code).toBe(2);
+    expect(f.stderr).toContain("is not a folder");
   });
 
   it("names the model file and line of a broken config", async () => {

@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import { profileFromHfConfig, KV_CACHE_DTYPES, type KvCacheDtype } from "@kvsim/hf-profile";
@@ -279,6 +279,13 @@ const STATUS_WORDS: Readonly<Record<string, string>> = {
   infeasible: "cannot meet the SLA at any load (a lone decode step is over the TPOT limit)",
 };
 
+/** `<dir>/1.yaml` ... `<dir>/<top>.yaml` when `dir` exists (a path that is no folder is refused), to check before the run. */
+function specPaths(dir: string | undefined, top: number): string[] {
+  if (dir === undefined || !existsSync(dir)) return [];
+  if (!statSync(dir).isDirectory()) throw new UsageError(`--write-specs ${dir} is not a folder`);
+  return Array.from({ length: top }, (_, i) => join(dir, `${i + 1}.yaml`));
+}
+
 /** Writes `<rank>.yaml` per top candidate (its profiles beside it, under profiles/), each a spec kvsim replay runs as is at its rate. */
 function specFiles(dir: string, result: PlanResult, stats: WorkloadStats, top: number): { path: string; text: string; flag: string }[] {
   const files: { path: string; text: string; flag: string }[] = [];
@@ -321,6 +328,8 @@ export async function planCommand(io: StdinIo, opts: PlanOptions): Promise<numbe
     [
       { flag: "--out", path: opts.out },
       { flag: "--html", path: opts.html },
+      // The specs --write-specs would write, where the folder already exists (else it is made after the run).
+      ...specPaths(opts.writeSpecs, o.top).map((path) => ({ flag: "--write-specs", path })),
     ],
     opts.force,
   );
