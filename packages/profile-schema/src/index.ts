@@ -153,5 +153,6 @@ export {
 export { ArrivalSpan, arrivalSpanWarning } from "./arrival-span.js";
 export { checkPdGate, checkPdTopology, handoffLayoutIssues, fullAttentionBlockSize, PD_VLLM_VERSIONS, type PdRole, type PdGateProblem } from "./pd-gate.js";
 export { parseBandwidth, bandwidthSchema } from "./bandwidth.js";
+export { parseByteSize, KvOffloadSchema, MAX_OFFLOAD_TIERS, type KvOffload, type OffloadTier } from "./kv-offload.js";
 export { profileJsonSchema, specJsonSchema, PROFILE_SCHEMA_ID, SPEC_SCHEMA_ID, type JsonSchema } from "./json-schema.js";
 export { acceptanceByPosition, type SpeculativeConfig, type SpeculativeMethod } from "./speculative.js";

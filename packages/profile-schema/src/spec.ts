@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { bandwidthSchema } from "./bandwidth.js";
 import { EngineOverridesSchema } from "./engine.js";
+import { KvOffloadSchema } from "./kv-offload.js";
 import {
   MAX_BANDWIDTH_GBPS,
   MAX_DURATION_MS,
@@ -54,6 +55,7 @@ export type Topology = z.infer<typeof TopologySchema>;
 const RoleOverrideSchema = z.strictObject({
   engine: EngineOverridesSchema.optional(),
   profile: ProfileRefSchema.optional(),
+  kv_offload: KvOffloadSchema.optional().describe("This role's offload tiers instead of the spec's kv_offload (the whole section)."),
 });
 
 export const TransferModeSchema = z.enum(["full_prompt", "destination_missing"]);
@@ -389,6 +391,9 @@ export const SpecSchema = z
     engine: EngineOverridesSchema.default({}).describe("vLLM settings for every rank; prefill and decode may override them."),
     prefill: RoleOverrideSchema.optional().describe("Disaggregated: engine and profile overrides of the prefill role."),
     decode: RoleOverrideSchema.optional().describe("Disaggregated: engine and profile overrides of the decode role."),
+    kv_offload: KvOffloadSchema.optional().describe(
+      "KV cache offloading: tiers (host memory, disk) below every worker's GPU pool; absent: the GPU pool only. prefill and decode may override it.",
+    ),
     kv_transfer: KvTransferSchema.prefault({ mode: "destination_missing", fallback_latency_ms: 0 }).describe("How P/D handoffs are priced."),
     timing: TimingSchema.describe(
       "Step timing: fixed, polynomial, profile (the profile's forward_pass tables), linear (fitted by kvsim calibrate) or roofline (the profile's model_shape on the engine's GPU).",

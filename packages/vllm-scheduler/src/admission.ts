@@ -4,6 +4,7 @@
  */
 import type { PrefixHit } from "@kvsim/kv-pool";
 import type { EffectsBuilder } from "./effects-builder.js";
+import { startLoad } from "./offload-loads.js";
 import type { Req, RankState } from "./rank-state.js";
 import type { StepRows } from "./step-rows.js";
 
@@ -47,7 +48,13 @@ function wholeSequenceFits(state: RankState, req: Req, hit: PrefixHit): boolean 
 
 /** Admits the activated destination at the head: its one-token row. False stops the waiting pass. */
 export function admitActivated(state: RankState, req: Req, fx: EffectsBuilder, rows: StepRows): boolean {
-  let n = Math.min(req.seq.numTokens - req.computed, rows.budget);
+  const rest = req.seq.numTokens - req.computed;
+  // A request whose prefix loaded from an offload tier goes on with its prompt as a waiting one would.
+  // (A P/D destination has one token to compute: neither rule can bind it.)
+  const threshold = state.engine.long_prefill_token_threshold;
+  let n = threshold > 0 && rest > threshold ? threshold : rest;
+  if (!state.engine.enable_chunked_prefill && n > rows.budget) return false;
+  n = Math.min(n, rows.budget);
   n = alignChunk(state, req, req.computed, n);
   // Stryker disable next-line ConditionalExpression,EqualityOperator,BooleanLiteral: VS-04
   if (n <= 0) return false;
@@ -62,17 +69,29 @@ export function admitActivated(state: RankState, req: Req, fx: EffectsBuilder, r
   state.activatedLive--;
   req.phase = "running";
   state.running.push(req);
-  fx.admission({ requestId: req.id, reusedTokens: req.handoff?.hitTokens ?? 0, resumed: false });
+  fx.admission({ requestId: req.id, reusedTokens: req.loadedTokens > 0 ? req.loadedTokens : (req.handoff?.hitTokens ?? 0), resumed: req.preemptions > 0 });
   rows.record(req, req.computed, n);
   return true;
 }
 
 /** Tries to admit the waiting head (docs/rules/vllm-scheduling.md §1.2 step 3). */
-export function admitWaiting(state: RankState, req: Req, fx: EffectsBuilder, rows: StepRows): "admitted" | "rejected" | "stop" {
+export function admitWaiting(state: RankState, req: Req, fx: EffectsBuilder, rows: StepRows, nowMs: number): "admitted" | "rejected" | "stop" | "loading" {
   const engine = state.engine;
   const budget = rows.budget;
   // A waiting request has computed nothing (new, or preempted: recompute): look up the prefix cache.
   const hit: PrefixHit = state.pool.findPrefixHit(req.seq);
+  const offload = state.offload;
+  // Past the GPU hit, the offload tiers (vLLM asks its connector before the budget checks); at most
+  // max_num_seqs loads at once, as vLLM's offloading connector defers more.
+  if (offload !== undefined && state.loading.length < engine.max_num_seqs) {
+    const tierHit = offload.lookup(req.prompt, hit.tokens, req.seq.numTokens - 1, nowMs);
+    if (tierHit !== undefined) {
+      if (startLoad(state, req, tierHit, fx, nowMs)) return "loading";
+      // The pool cannot hold the hit's blocks now. In an idle, empty pool it never will: the
+      // plain path below then finds whether the request can run at all.
+      if (!isIdle(state)) return "stop";
+    }
+  }
   const full = req.seq.numTokens - hit.tokens;
   let n = full;
   const threshold = engine.long_prefill_token_threshold;

@@ -18,6 +18,7 @@
  * idle rank two steps are planned at once (vLLM's batch queue fills before it blocks).
  */
 import type { StepResult } from "./contract.js";
+import { settleLoads } from "./offload-loads.js";
 import { EffectsBuilder } from "./effects-builder.js";
 import type { Req, RankState } from "./rank-state.js";
 import { emitSampled, planStep, stepResult, type PlannedStep } from "./step.js";
@@ -38,6 +39,7 @@ export class AsyncScheduling {
   step(nowMs: number): StepResult | undefined {
     const state = this.state;
     this.releaseFinished();
+    settleLoads(state, nowMs);
     const fx = new EffectsBuilder();
     let current = this.next;
     this.next = undefined;

@@ -4,6 +4,7 @@
  * against these.
  */
 import type { KvEvent, PromptTokens } from "@kvsim/kv-pool";
+import type { KvOffload } from "@kvsim/kv-offload";
 import type { EngineSettings, Profile, Timing, TransferMode } from "@kvsim/profile-schema";
 import type { TransferTerms } from "@kvsim/transfer-rules";
 
@@ -18,6 +19,11 @@ export interface RankConfig {
   readonly kvTransfer?: { readonly mode: TransferMode; readonly bandwidthGbps?: number };
   /** Collect KV events into step and command effects. */
   readonly collectKvEvents?: boolean;
+  /**
+   * Offload tiers below the pool (kv-offload's KvOffload, built for this rank's cache groups; its
+   * tiers may be shared with other ranks). Absent: the GPU pool only.
+   */
+  readonly offload?: KvOffload;
 }
 
 export interface RequestInput {
@@ -76,6 +82,22 @@ export interface Admission {
   readonly resumed: boolean;
 }
 
+/** A request started loading prefix blocks from the offload tiers (it waits for them, as vLLM's WAITING_FOR_REMOTE_KVS). */
+export interface OffloadLoadStarted {
+  readonly requestId: string;
+  /** Its GPU prefix hit, tokens. */
+  readonly gpuHitTokens: number;
+  /** Tokens it holds computed once the load is done (the GPU hit plus the tiers' part). */
+  readonly tokens: number;
+  /** Per tier (the spec's order), the prompt tokens it serves. */
+  readonly tokensPerTier: readonly number[];
+  /** Per tier, the bytes it loads (one TP rank's). */
+  readonly bytesPerTier: readonly number[];
+  readonly startMs: number;
+  /** When the last byte is in the GPU pool: the request's prefill goes on from then. */
+  readonly doneMs: number;
+}
+
 export interface RankMetrics {
   readonly running: number;
   readonly waiting: number;
@@ -93,6 +115,8 @@ export interface Effects {
   /** Requests that produced their last token (or ended without one) and left the rank. */
   readonly finished: readonly { readonly requestId: string }[];
   readonly lifecycle: readonly LifecycleFact[];
+  /** Loads from the offload tiers started (empty without tiers). */
+  readonly offloadLoads: readonly OffloadLoadStarted[];
   readonly kvEvents: readonly KvEvent[];
   readonly metrics: RankMetrics;
 }

@@ -22,6 +22,7 @@
  * ranks, when KV events are collected (they are reported per step), or when a pending destination
  * reservation would be retried after a step.
  */
+import { nextLoadDoneMs, settleLoads } from "./offload-loads.js";
 import type { RankMetrics } from "./contract.js";
 import type { Req, RankState } from "./rank-state.js";
 import { newBatch, type MutableBatch } from "./step-rows.js";
@@ -146,6 +147,13 @@ function recordPages(
 export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: number, limits: DecodeRunLimits): DecodeRun | undefined {
   // Speculative decoding emits a varying number of tokens per step: the step path runs it.
   if (state.role === "prefill" || state.collectKvEvents || state.speculation !== undefined) return undefined;
+  if (state.offload !== undefined) {
+    // Loads done by now join the activated queue first (the step path admits them); a run stops
+    // before the next load is done.
+    settleLoads(state, nowMs);
+    const loadDone = nextLoadDoneMs(state);
+    if (loadDone < limits.startBeforeMs) limits = { ...limits, startBeforeMs: loadDone };
+  }
   if (state.waitingLive > 0 || state.activatedLive > 0 || state.finishingCount > 0) return undefined;
   const running = state.running;
   const n = running.length;

@@ -1,6 +1,6 @@
 // The effects of one step or command as they are collected (contract.ts's `Effects` when built).
 import type { KvEvent } from "@kvsim/kv-pool";
-import type { Admission, Effects, LifecycleFact, RankMetrics, TokenEmitted } from "./contract.js";
+import type { Admission, Effects, LifecycleFact, OffloadLoadStarted, RankMetrics, TokenEmitted } from "./contract.js";
 
 /** The empty list every effect list starts as (see EffectsBuilder); never written. */
 const NONE: never[] = [];
@@ -24,6 +24,7 @@ export class EffectsBuilder {
   rejections: { readonly requestId: string; readonly reason: string }[] = NONE;
   finished: { readonly requestId: string }[] = NONE;
   lifecycle: LifecycleFact[] = NONE;
+  offloadLoads: OffloadLoadStarted[] = NONE;
 
   token(t: TokenEmitted): void {
     this.tokens = append(this.tokens, t);
@@ -49,6 +50,10 @@ export class EffectsBuilder {
     this.lifecycle = append(this.lifecycle, f);
   }
 
+  offloadLoad(l: OffloadLoadStarted): void {
+    this.offloadLoads = append(this.offloadLoads, l);
+  }
+
   get empty(): boolean {
     // Surviving mutants: VS-49 (MUTANTS.md).
     return (
@@ -57,7 +62,8 @@ export class EffectsBuilder {
       this.preemptions.length === 0 &&
       this.rejections.length === 0 &&
       this.finished.length === 0 &&
-      this.lifecycle.length === 0
+      this.lifecycle.length === 0 &&
+      this.offloadLoads.length === 0
     );
   }
 
@@ -69,6 +75,7 @@ export class EffectsBuilder {
       rejections: this.rejections,
       finished: this.finished,
       lifecycle: this.lifecycle,
+      offloadLoads: this.offloadLoads,
       kvEvents,
       metrics,
     };

@@ -38,6 +38,7 @@ export type {
   Command,
   CommandType,
   LifecycleFact,
+  OffloadLoadStarted,
   TokenEmitted,
   Admission,
   RankMetrics,

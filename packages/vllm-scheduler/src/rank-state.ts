@@ -21,6 +21,7 @@ import {
   type Profile,
 } from "@kvsim/profile-schema";
 import { sourceTerms, type SourceTermsOptions } from "@kvsim/transfer-rules";
+import type { KvOffload, OffloadLoad } from "@kvsim/kv-offload";
 import type { RankConfig, RankMetrics, RankRole } from "./contract.js";
 import { Deque } from "./deque.js";
 import { IdTable } from "./id-table.js";
@@ -47,6 +48,8 @@ export type Phase =
   | "reserved_destination"
   /** A finished source holding its blocks until release or cancel. */
   | "held"
+  /** Holding reserved blocks while its prefix loads from an offload tier (vLLM's WAITING_FOR_REMOTE_KVS). */
+  | "loading"
   /** Left the rank; stale queue entries of it are skipped. */
   | "gone";
 
@@ -72,6 +75,12 @@ export interface Handoff {
 export interface Req {
   readonly id: string;
   readonly seq: KvSequence;
+  /** Its prompt (the offload tiers look its blocks up). */
+  readonly prompt: PromptTokens;
+  /** A load from the offload tiers, from its start until its request is admitted or leaves. */
+  load: OffloadLoad | undefined;
+  /** Tokens it held computed when its load finished (the GPU hit plus the tiers' part), for its admission; 0 otherwise. */
+  loadedTokens: number;
   /** Prompt tokens on this rank (a grouped source's prompt is already truncated by the backoff). */
   readonly promptTokens: number;
   readonly maxOutputTokens: number;
@@ -141,16 +150,24 @@ export class RankState {
   readonly stepRows = new StepRows();
   /** Speculative decoding (engine.speculative_config), on decode and aggregated ranks; undefined when off. */
   readonly speculation: Speculation | undefined;
+  /** Offload tiers below the pool (config.offload); undefined without. */
+  readonly offload: KvOffload | undefined;
+  /** Requests loading from the offload tiers (phase "loading"), in the order their loads started. */
+  readonly loading: Req[] = [];
+  /** KV events of commands, fed to the offload tiers at the next step (a command carries no time). */
+  private commandEvents: KvEvent[] = [];
 
   constructor(config: RankConfig) {
     this.groups = poolGroupsForProfile(config.profile, config.engine);
     this.collectKvEvents = config.collectKvEvents ?? false;
+    this.offload = config.offload;
     this.pool = new KvCacheManager({
       numPages: config.engine.num_gpu_blocks,
       groups: this.groups,
       enablePrefixCaching: config.engine.enable_prefix_caching,
       vllmVersion: config.profile.vllm_version,
-      collectEvents: this.collectKvEvents,
+      // The offload tiers are fed by the pool's events.
+      collectEvents: this.collectKvEvents || this.offload !== undefined,
     });
     this.chunking = this.pool.prefillChunking;
     this.alignBlock = this.chunking === "any" ? undefined : mambaBlockSize(this.groups);
@@ -184,7 +201,7 @@ export class RankState {
   }
 
   waitingCount(): number {
-    return this.waitingLive + this.activatedLive + this.pendingLive + this.reservedCount;
+    return this.waitingLive + this.activatedLive + this.pendingLive + this.reservedCount + this.loading.length;
   }
 
   metrics(): RankMetrics {
@@ -192,8 +209,28 @@ export class RankState {
     return { running: this.running.length, waiting: this.waitingCount(), pagesUsed: m.usedPages, pagesFree: m.freePages, usage: m.usage };
   }
 
-  takeEvents(): readonly KvEvent[] {
-    return this.collectKvEvents ? this.pool.takeEvents() : NO_EVENTS;
+  /**
+   * The pool's KV events since the last call, for the effects when the rank reports them. With
+   * offload tiers they feed the tiers too: at `atMs` (a step's end, when its blocks exist), or,
+   * for a command (no time), at the next step's start (`flushCommandEvents`).
+   */
+  takeEvents(atMs?: number): readonly KvEvent[] {
+    const offload = this.offload;
+    if (offload === undefined) return this.collectKvEvents ? this.pool.takeEvents() : NO_EVENTS;
+    const events = this.pool.takeEvents();
+    if (events.length > 0) {
+      if (atMs === undefined) for (const e of events) this.commandEvents.push(e);
+      else offload.onGpuEvents(events, atMs);
+    }
+    return this.collectKvEvents ? events : NO_EVENTS;
+  }
+
+  /** Feeds the offload tiers the KV events commands left, at `atMs`. */
+  flushCommandEvents(atMs: number): void {
+    if (this.commandEvents.length === 0) return;
+    const events = this.commandEvents;
+    this.commandEvents = [];
+    this.offload!.onGpuEvents(events, atMs);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -205,6 +242,9 @@ export class RankState {
       id,
       // Output k is sampled token k: its id is computed when its block is hashed, never stored.
       seq: this.pool.createSequence(id, prompt, (k) => tokenIdFromHash(idHash, k)),
+      prompt,
+      load: undefined,
+      loadedTokens: 0,
       promptTokens: prompt.length,
       maxOutputTokens,
       computed: 0,
@@ -285,6 +325,10 @@ export class RankState {
         break;
       case "held":
         break;
+      case "loading":
+        this.endLoad(req);
+        this.loading.splice(this.loading.indexOf(req), 1);
+        break;
       case "finishing":
         if (req.freed) {
           // A preemption already freed it and took it off the running list; its step is in flight.
@@ -330,6 +374,13 @@ export class RankState {
     // Surviving mutants: VS-54 (MUTANTS.md).
     if (i < 0) throw new Error(`running request ${req.id} is not in the running list`);
     this.running.splice(i, 1);
+  }
+
+  /** A request's offload load is over (loaded, or its request left): its tier blocks may be evicted again. */
+  endLoad(req: Req): void {
+    if (req.load === undefined) return;
+    this.offload!.release(req.load);
+    req.load = undefined;
   }
 
   forget(req: Req): void {

@@ -23,6 +23,7 @@ import { RankConfigError, type RankConfigProblem } from "./rank-config.js";
 import { decodeRun, DecodeRunScratch, type DecodeRun, type DecodeRunLimits } from "./decode-run.js";
 import { EffectsBuilder } from "./effects-builder.js";
 import { RankState } from "./rank-state.js";
+import { nextLoadDoneMs } from "./offload-loads.js";
 import { synchronousStep } from "./step.js";
 import type { SpeculationStats } from "./speculative.js";
 
@@ -55,6 +56,14 @@ export class Rank {
   /** True when a step could schedule something now or later without a command (running or waiting requests). */
   hasWork(): boolean {
     return this.state.hasSchedulableWork() || this.async?.pending === true;
+  }
+
+  /**
+   * When a load from the offload tiers in flight is done (Infinity when none is): the rank has work
+   * from then without a command, so its driver steps it again then.
+   */
+  nextWakeMs(): number {
+    return nextLoadDoneMs(this.state);
   }
 
   /** True when the rank holds nothing: no request, no held source, no pending or reserved destination. */

@@ -7,6 +7,7 @@
 import type { ScheduledWork, StepResult } from "./contract.js";
 import { admitActivated, admitWaiting, alignChunk } from "./admission.js";
 import { EffectsBuilder } from "./effects-builder.js";
+import { settleLoads } from "./offload-loads.js";
 import type { Req, RankState } from "./rank-state.js";
 import type { Speculation } from "./speculative.js";
 
@@ -137,7 +138,7 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
     if (state.peekPendingDestination() !== undefined) break;
     const req = state.peekLive(state.waiting, "waiting");
     if (req === undefined) break;
-    const outcome = admitWaiting(state, req, fx, rows);
+    const outcome = admitWaiting(state, req, fx, rows, nowMs);
     if (outcome === "stop") break;
   }
 
@@ -257,7 +258,7 @@ export function stepResult(state: RankState, startMs: number, plan: PlannedStep 
     scheduledTokens: plan?.scheduledTokens ?? 0,
     scheduled: plan?.work ?? [],
     clampedTimingQueries: plan?.clamped ?? 0,
-    effects: fx.build(state.takeEvents(), state.metrics()),
+    effects: fx.build(state.takeEvents(end), state.metrics()),
   };
 }
 
@@ -266,6 +267,7 @@ export function stepResult(state: RankState, startMs: number, plan: PlannedStep 
  * end of the step, finished requests freed) before anything else happens on the rank.
  */
 export function synchronousStep(state: RankState, nowMs: number): StepResult | undefined {
+  settleLoads(state, nowMs);
   // Surviving mutants: VS-72 (MUTANTS.md).
   if (!state.hasSchedulableWork()) return undefined;
   const fx = new EffectsBuilder();

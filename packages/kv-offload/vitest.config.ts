@@ -1,0 +1,3 @@
+import { packageVitestConfig } from "../../tooling/vitest.shared.js";
+
+export default packageVitestConfig("kv-offload");

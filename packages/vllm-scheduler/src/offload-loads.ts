@@ -1,0 +1,72 @@
+/**
+ * Loads from the offload tiers (kv-offload): a waiting request whose prefix continues past its GPU
+ * hit into the tiers reserves the blocks the hit fills (the per-group rules of a P/D destination,
+ * docs/rules/grouped-pd.md §4), starts the load and leaves the waiting queue without a running slot
+ * or token budget, as vLLM's WAITING_FOR_REMOTE_KVS; once the load is done it is served from the
+ * activated queue like a P/D destination, its prefill going on from the loaded tokens.
+ */
+import type { OffloadHit } from "@kvsim/kv-offload";
+import type { EffectsBuilder } from "./effects-builder.js";
+import type { Req, RankState } from "./rank-state.js";
+
+/**
+ * Starts loading `hit` for the waiting head `req` at `nowMs`. False, changing nothing, when the pool
+ * cannot hold the hit's blocks now.
+ */
+export function startLoad(state: RankState, req: Req, hit: OffloadHit, fx: EffectsBuilder, nowMs: number): boolean {
+  const res = state.pool.reserveDestination(req.seq, hit.tokens);
+  if (res === undefined) return false;
+  if (res.hitTokens !== hit.gpuHitTokens) throw new Error(`request ${req.id}: GPU hit ${res.hitTokens} at reservation, ${hit.gpuHitTokens} at lookup`);
+  const load = state.offload!.load(hit, nowMs);
+  state.waiting.popFront();
+  state.waitingLive--;
+  req.phase = "loading";
+  req.load = load;
+  state.loading.push(req);
+  fx.offloadLoad({
+    requestId: req.id,
+    gpuHitTokens: hit.gpuHitTokens,
+    tokens: hit.tokens,
+    tokensPerTier: hit.tokensPerTier,
+    bytesPerTier: hit.bytesPerTier,
+    startMs: nowMs,
+    doneMs: load.doneMs,
+  });
+  return true;
+}
+
+/**
+ * Loads done by `nowMs` (in the order they started): their blocks become the request's, computed and
+ * cache-visible, and the request joins the activated queue. Also feeds the tiers the KV events
+ * commands left since the last step.
+ */
+export function settleLoads(state: RankState, nowMs: number): void {
+  if (state.offload === undefined) return;
+  state.flushCommandEvents(nowMs);
+  const loading = state.loading;
+  if (loading.length === 0) return;
+  let w = 0;
+  for (const req of loading) {
+    const load = req.load!;
+    if (load.doneMs > nowMs) {
+      loading[w++] = req;
+      continue;
+    }
+    const tokens = load.hit.tokens;
+    state.endLoad(req);
+    state.pool.activateDestination(req.seq, tokens);
+    req.computed = tokens;
+    req.loadedTokens = tokens;
+    req.phase = "activated";
+    state.activated.pushBack(req);
+    state.activatedLive++;
+  }
+  loading.length = w;
+}
+
+/** When the earliest load in flight is done (Infinity when none is). */
+export function nextLoadDoneMs(state: RankState): number {
+  let t = Infinity;
+  for (const req of state.loading) t = Math.min(t, req.load!.doneMs);
+  return t;
+}
