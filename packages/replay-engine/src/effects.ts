@@ -5,6 +5,7 @@ import type { Placement } from "./placement.js";
 import type { MetricsCollector } from "./metrics-collector.js";
 import type { LiveRequest, RequestLedger } from "./request-records.js";
 import type { Sampler } from "./sampler.js";
+import type { OffloadTiers } from "./offload-tiers.js";
 import type { RankSlot } from "./topology.js";
 
 /** Passes in a row that change nothing before a rank is declared stuck. */
@@ -25,6 +26,7 @@ export class EffectApplier {
     private readonly sampler: Sampler | undefined,
     private readonly entryPlacement: Placement,
     private readonly handoffs: HandoffFeed,
+    private readonly offload: OffloadTiers | undefined,
   ) {
     this.live = ledger.live;
   }
@@ -59,7 +61,7 @@ export class EffectApplier {
     const e = step.effects;
     const changed =
       step.scheduledTokens > 0 ||
-      e.tokens.length + e.admissions.length + e.preemptions.length + e.rejections.length + e.finished.length + e.lifecycle.length > 0;
+      e.tokens.length + e.admissions.length + e.preemptions.length + e.rejections.length + e.finished.length + e.lifecycle.length + e.offloadLoads.length > 0;
     w.idlePasses = changed ? 0 : w.idlePasses + 1;
     if (w.idlePasses >= MAX_IDLE_PASSES) {
       throw new NoProgress(`${w.label} ran ${MAX_IDLE_PASSES} passes in a row that changed nothing`);
@@ -79,6 +81,14 @@ export class EffectApplier {
       if (w.role === "decode") continue;
       live.admittedMs ??= admittedAt;
       live.reused = Math.max(live.reused, a.reusedTokens);
+    }
+    for (const l of e.offloadLoads) {
+      this.offload?.onLoad(l);
+      const live = this.live.get(l.requestId);
+      if (live === undefined) continue;
+      const served = (live.offloadTokens ??= new Array<number>(l.tokensPerTier.length).fill(0));
+      for (let t = 0; t < served.length; t++) served[t]! += l.tokensPerTier[t]!;
+      live.offloadLoadMs += l.doneMs - l.startMs;
     }
     for (const p of e.preemptions) {
       this.collector.onPreemption();

@@ -31,7 +31,9 @@ export {
   type DataParallelWorker,
   type LatencyQuantiles,
   type SpeculativeDecodingReport,
+  type OffloadRecord,
 } from "./report.js";
+export type { KvOffloadReport, KvOffloadTierReport } from "./offload-tiers.js";
 export {
   IMBALANCE_SHARE_FACTOR,
   IDLE_SHARE_FACTOR,

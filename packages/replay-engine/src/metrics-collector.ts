@@ -1,4 +1,5 @@
 // The report's metrics accumulated over terminal requests (metric definitions of docs/rules/replay.md §5.1).
+import type { KvOffloadReport } from "./offload-tiers.js";
 import type { Sla } from "@kvsim/profile-schema";
 import { SaturationMonitor } from "./saturation.js";
 import type { SlaStopWatch } from "./sla-stop.js";
@@ -119,6 +120,8 @@ export class MetricsCollector {
   routing: RoutingReport | undefined;
   /** Set by the replay at the end when a rank speculated. */
   speculative: SpeculativeDecodingReport | undefined;
+  /** The offload tiers' section, when the spec has tiers (set before `report`). */
+  kvOffload: KvOffloadReport | undefined;
 
   /** With a shared network: its delays replace the mean delay, and its NIC load joins the report. */
   attachNetwork(network: { handoffStats(): NetworkHandoffStats; report(durationMs: number): NetworkReport }): void {
@@ -299,6 +302,7 @@ export class MetricsCollector {
       ...(this.dataParallel === undefined ? {} : { data_parallel: this.dataParallel }),
       ...(this.routing === undefined ? {} : { routing: this.routing }),
       ...(this.speculative === undefined ? {} : { speculative_decoding: this.speculative }),
+      ...(this.kvOffload === undefined ? {} : { kv_offload: this.kvOffload }),
       rejection_reasons: this.rejections.list(),
       failure_reasons: this.failures.list(),
       saturation: this.saturation.check(),

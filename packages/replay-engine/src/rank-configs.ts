@@ -10,6 +10,7 @@ import {
   type Spec,
 } from "@kvsim/profile-schema";
 import { checkRankConfig, type RankConfig, type RankConfigProblem, type RankRole } from "@kvsim/vllm-scheduler";
+import { offloadProblems } from "./offload-tiers.js";
 
 /**
  * The one place a spec and its profiles become each role's rank configuration, and the one list of
@@ -112,6 +113,9 @@ export function specRankConfigs(spec: Spec, profiles: RoleProfiles, options: Spe
       continue;
     }
     const config = rankConfig(spec, role, profile, resolved.settings);
+    const offload = offloadProblems(spec, role, profile, resolved.settings);
+    for (const o of offload)
+      problems.push({ at: o.inProfile ? { in: "profile", role, path: o.path.join(".") } : { in: "spec", path: o.path }, message: o.message });
     const refused = checkRank(config);
     for (const p of refused) {
       if (TIMING_NEEDS.has(p.path)) {
@@ -125,7 +129,7 @@ export function specRankConfigs(spec: Spec, profiles: RoleProfiles, options: Spe
       else if (p.path.startsWith("profile.")) problems.push({ at: { in: "profile", role, path: p.path.slice("profile.".length) }, message });
       // Anything else is a P/D gate path, reported above.
     }
-    if (refused.length === 0) configs.push({ role, config, capacity: resolved.capacity });
+    if (refused.length === 0 && offload.length === 0) configs.push({ role, config, capacity: resolved.capacity });
   }
   return { configs, problems };
 }

@@ -95,6 +95,8 @@ type QueuedPayload =
   | { readonly kind: "pass"; readonly slot: RankSlot; readonly step: StepResult }
   | { readonly kind: "run"; readonly slot: RankSlot; readonly run: DecodeRun }
   | { readonly kind: "transfer"; readonly live: LiveRequest }
+  /** A rank's offload load lands: it may admit the request. */
+  | { readonly kind: "wake"; readonly slot: RankSlot }
   | GroupStep;
 
 /** The run cannot go on for a reason of its inputs that only the run could find (not a bug). */
@@ -179,7 +181,7 @@ class ReplayEngine implements HandoffFeed {
     const progressEvery = Math.max(1, input.progressEvery ?? 256);
     this.ledger = new RequestLedger(this.collector, this.sampler, t, input.onProgress, progressEvery);
     this.live = this.ledger.live;
-    this.effects = new EffectApplier(this.ledger, this.collector, this.sampler, t.entryPlacement, this);
+    this.effects = new EffectApplier(this.ledger, this.collector, this.sampler, t.entryPlacement, this, t.offload);
   }
 
   async run(): Promise<ReplayResult> {
@@ -196,6 +198,7 @@ class ReplayEngine implements HandoffFeed {
             if (p.kind === "pass") this.effects.completePass(p.slot, p.step, this.now, undefined);
             else if (p.kind === "run") this.effects.completeRun(p.slot, p.run);
             else if (p.kind === "group") this.completeGroupStep(p);
+            else if (p.kind === "wake") this.wake(p.slot);
             else this.transferDone(p.live);
           }
           if (this.network?.nextTimeMs() === this.now) {
@@ -250,6 +253,7 @@ class ReplayEngine implements HandoffFeed {
     this.collector.dataParallel = dataParallelReport(this.topology);
     this.collector.routing = routingReport(this.spec.router.policy, this.topology);
     this.collector.speculative = speculativeDecodingReport(speculationStats(this.topology));
+    this.collector.kvOffload = this.topology.offload?.report();
     const report = this.collector.report();
     const quantiles = this.quantilePoints === undefined ? undefined : this.collector.quantiles(this.quantilePoints);
     this.sampler?.finish(stoppedAtCap ? cap! : this.now);
@@ -286,6 +290,20 @@ class ReplayEngine implements HandoffFeed {
     const next = r.done === true ? undefined : r.value;
     this.nextArrivalMs = next === undefined ? Infinity : next.arrivalMs + this.frontendMs;
     return next;
+  }
+
+  /** A queued wake-up of a rank is due (stale ones only mark it changed, which costs one step() call). */
+  private wake(w: RankSlot): void {
+    if (w.wakeAtMs === this.now) w.wakeAtMs = Infinity;
+    w.dirty = true;
+  }
+
+  /** Queues a wake-up for when the rank's next offload load lands, unless one is queued for then. */
+  private scheduleWake(w: RankSlot): void {
+    const t = w.rank.nextWakeMs();
+    if (t === Infinity || t === w.wakeAtMs) return;
+    w.wakeAtMs = t;
+    this.queue.push(t, Phase.passCompletion, w.stage, w.order, { kind: "wake", slot: w });
   }
 
   /** A handoff's last byte arrived. */
@@ -341,6 +359,7 @@ class ReplayEngine implements HandoffFeed {
       throw new Error(`${w.label} planned a pass ending at ${step.endMs} ms, before now (${this.now} ms)`);
     }
     if (step !== undefined) this.sampler?.onPass(w.sampleIndex, step.scheduledTokens, step.durationMs);
+    if (this.topology.offload !== undefined) this.scheduleWake(w);
     return step;
   }
 
@@ -356,6 +375,7 @@ class ReplayEngine implements HandoffFeed {
         startBeforeMs: horizon,
         endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS),
       });
+      if (this.topology.offload !== undefined) this.scheduleWake(w);
       if (run !== undefined) {
         w.busy = true;
         w.passEndMs = run.endMs;

@@ -4,6 +4,7 @@ import type { KvCapacity, TransferMode } from "@kvsim/profile-schema";
 import type { SaturationCheck } from "./saturation.js";
 import type { SpeculationStats } from "@kvsim/vllm-scheduler";
 import type { RoutingReport } from "./routing-report.js";
+import type { KvOffloadReport } from "./offload-tiers.js";
 
 /** Latency quantiles for CDF plots: each metric's values at p = 100 k / (n - 1), k = 0..n-1. */
 export interface LatencyQuantiles {
@@ -75,6 +76,14 @@ export interface RequestRecord {
   /** When a role has data_parallel_size > 1: the data-parallel rank within each worker, by role (those roles only). */
   readonly dp_ranks?: { readonly aggregated?: number; readonly prefill?: number; readonly decode?: number };
   readonly handoff?: HandoffRecord;
+  /** With offload tiers, when it loaded from them: the prompt tokens each tier (by name) served, and its loads' time (start to last byte). */
+  readonly offload?: OffloadRecord;
+}
+
+/** What the offload tiers served one request. */
+export interface OffloadRecord {
+  readonly tokens: Readonly<Record<string, number>>;
+  readonly load_ms: number;
 }
 
 /** One worker of a data-parallel pool: where its front end placed requests and, in lockstep, how its ranks stepped. */
@@ -182,6 +191,8 @@ export interface ReplayReport extends VllmSummaryKeys, PercentileKeys {
   readonly data_parallel?: DataParallelReport;
   /** How the routers spread the requests: per pool, requests and computed prompt tokens per worker, and an imbalance warning (not in the digest). */
   readonly routing?: RoutingReport;
+  /** Present when the spec has offload tiers (kv_offload): per tier its loads, tokens served, bytes moved and held, and the loads' delays (not in the digest). */
+  readonly kv_offload?: KvOffloadReport;
   /** Present when a rank speculates (engine.speculative_config): drafts and acceptance, as vLLM's spec-decode metrics (not in the digest). */
   readonly speculative_decoding?: SpeculativeDecodingReport;
   /** SHA-256 (hex) of the canonical report: the keys of CANONICAL_KEYS, sorted. */

@@ -1,3 +1,4 @@
+import type { OffloadTiers } from "./offload-tiers.js";
 import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
 import { IdTable, type RankRole } from "@kvsim/vllm-scheduler";
 import type { HandoffCoordinator } from "./coordinator.js";
@@ -6,7 +7,7 @@ import type { PassLog } from "./pass-log.js";
 import type { Placed, Placement } from "./placement.js";
 import { RecordStore } from "./record-store.js";
 import type { MetricsCollector } from "./metrics-collector.js";
-import type { HandoffRecord, RequestRecord, RequestStatus } from "./report.js";
+import type { HandoffRecord, OffloadRecord, RequestRecord, RequestStatus } from "./report.js";
 import type { ReplayProgress } from "./replay.js";
 import type { RoutingTally } from "./routing-report.js";
 import type { Sampler } from "./sampler.js";
@@ -43,6 +44,9 @@ export interface LiveRequest {
   transfer?: NetworkTransfer;
   /** A rejection reason reported by the prefill rank, kept for the terminal record. */
   rejected: string | undefined;
+  /** With offload tiers: the prompt tokens each tier served it (tiers' order), and how long its loads took. */
+  offloadTokens: number[] | undefined;
+  offloadLoadMs: number;
 }
 
 /**
@@ -60,6 +64,7 @@ export class RequestLedger {
   private readonly entryTally: RoutingTally;
   private readonly disaggregated: boolean;
   private readonly dpRoles: ReadonlySet<RankRole>;
+  private readonly offload: OffloadTiers | undefined;
 
   constructor(
     private readonly collector: MetricsCollector,
@@ -73,6 +78,7 @@ export class RequestLedger {
     this.entryTally = topology.entryTally;
     this.disaggregated = topology.disaggregated;
     this.dpRoles = topology.dpRoles;
+    this.offload = topology.offload;
     this.nextProgress = progressEvery;
   }
 
@@ -97,6 +103,8 @@ export class RequestLedger {
       decodeHitTokens: undefined,
       handoff: undefined,
       rejected: undefined,
+      offloadTokens: undefined,
+      offloadLoadMs: 0,
     };
     this.live.set(req.id, live);
     return live;
@@ -162,11 +170,20 @@ export class RequestLedger {
       gaps: completed ? live.track : undefined,
       ...(reason === undefined ? {} : { reason }),
     });
-    this.records.add(req.index, terminalRecord(live, status, reason, this.disaggregated, this.dpRoles));
+    const record = terminalRecord(live, status, reason, this.disaggregated, this.dpRoles);
+    this.records.add(req.index, live.offloadTokens === undefined ? record : { ...record, offload: this.offloadRecord(live, live.offloadTokens) });
     if (this.onProgress !== undefined && this.collector.terminalCount >= this.nextProgress) {
       this.nextProgress += this.progressEvery;
       this.onProgress({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: nowMs });
     }
+  }
+
+  /** The tokens each tier served a request (by tier name) and how long its loads took. */
+  private offloadRecord(live: LiveRequest, served: readonly number[]): OffloadRecord {
+    const names = this.offload!.tierNames(live.entry!.role);
+    const tokens: Record<string, number> = {};
+    served.forEach((n, i) => (tokens[names[i]!] = n));
+    return { tokens, load_ms: live.offloadLoadMs };
   }
 
   /** Tokens the live requests emitted (what a cutoff leaves in flight). */

@@ -22,6 +22,7 @@ import { RoutingTally, type RoutingReport } from "./routing-report.js";
 import { specProblemPath, specRankConfigs } from "./rank-configs.js";
 import type { WorkerProbe } from "./timeseries.js";
 import { placeOnNodes, TransferNetwork } from "./transfer-network.js";
+import { OffloadTiers } from "./offload-tiers.js";
 
 /** A rank as the replay drives it: one data-parallel rank of a spec worker (the worker itself when D = 1). */
 export interface RankSlot {
@@ -47,6 +48,8 @@ export interface RankSlot {
   passEndMs: number;
   /** Something changed since its last step() returned undefined. */
   dirty: boolean;
+  /** When a wake-up is queued for it (an offload load landing), Infinity when none is. */
+  wakeAtMs: number;
   /** Consecutive passes that changed nothing (a livelock guard). */
   idlePasses: number;
   metrics: RankMetrics | undefined;
@@ -88,6 +91,8 @@ export interface Topology<T> {
   readonly network: TransferNetwork<T> | undefined;
   /** Each role's KV capacity, when the rank configurations report one. */
   readonly capacity: KvCapacityByRole | undefined;
+  /** The KV offload tiers (spec.kv_offload), when some role has them. */
+  readonly offload: OffloadTiers | undefined;
 }
 
 function resolveProfile(ref: Spec["profile"], profiles: ReadonlyMap<string, Profile> | undefined, role: string): Profile {
@@ -106,10 +111,12 @@ export function buildTopology<T>(spec: Spec, specFile: string, profiles: Readonl
   const entryPool: SpecWorker[] = [];
   const decodePool: SpecWorker[] = [];
 
+  const offloadTiers = new OffloadTiers(spec);
   const addRank = (config: RankConfig, stage: Stage, id: number, dp: number, group: LockstepGroup | undefined): RankSlot => {
     let rank: Rank;
     try {
-      rank = new Rank(config);
+      const offload = offloadTiers.forRank(config, id);
+      rank = new Rank(offload === undefined ? config : { ...config, offload });
     } catch (e) {
       if (e instanceof RankConfigError) {
         throw new InputError(
@@ -137,6 +144,7 @@ export function buildTopology<T>(spec: Spec, specFile: string, profiles: Readonl
       busy: false,
       passEndMs: 0,
       dirty: false,
+      wakeAtMs: Infinity,
       idlePasses: 0,
       metrics: undefined,
       passLog: new PassLog(),
@@ -223,6 +231,7 @@ export function buildTopology<T>(spec: Spec, specFile: string, profiles: Readonl
     price,
     network,
     capacity: Object.keys(capacity).length > 0 ? capacity : undefined,
+    offload: offloadTiers.any ? offloadTiers : undefined,
   };
 }
 
