@@ -147,6 +147,26 @@ export function formatReportTable(report: ReplayReport, run: RunSummary, percent
       `${sd.method}, ${sd.num_speculative_tokens} draft tokens: mean acceptance length ${num(sd.mean_acceptance_length, 3)}, per position ${sd.acceptance_per_position.map((a) => num(a, 3)).join(" / ")}; ${int(sd.num_accepted_tokens)} of ${int(sd.num_draft_tokens)} draft tokens accepted`,
     ]);
   }
+  const off = report.kv_offload;
+  if (off !== undefined) {
+    const gib = (b: number) => `${(b / GIB).toFixed(2)} GiB`;
+    for (const t of off.tiers) {
+      const notes: string[] = [];
+      if (t.blocks_dropped > 0)
+        notes.push(`${int(t.blocks_dropped)} blocks dropped: every block it held was being read or still being stored (write bandwidth too low?)`);
+      if (t.loads === 0) notes.push("never read");
+      rows.push([
+        `offload ${t.name}${t.role === undefined ? "" : ` (${t.role})`}`,
+        `${int(t.loads)} loads, ${int(t.tokens_served)} tokens served, ${gib(t.bytes_loaded)} loaded, ${gib(t.bytes_stored)} stored (${t.store}), ${int(t.blocks_evicted)} blocks evicted; peak ${gib(t.peak_bytes)} of ${gib(t.capacity_bytes)} x ${int(t.instances)} ${t.shared === "node" ? "node" : "rank"}${t.instances === 1 ? "" : "s"}${notes.length === 0 ? "" : `; ${notes.join("; ")}`}`,
+      ]);
+    }
+    rows.push([
+      "offload loads",
+      off.loads === 0
+        ? "none: no prompt continued past its GPU hit into a tier"
+        : `${int(off.loads)} loads, ${int(off.tokens_served)} tokens (${num((off.tokens_served / Math.max(1, report.total_input_tokens)) * 100, 1)} % of completed input), delay mean ${num(off.mean_load_ms ?? 0, 3)} ms, p90 ${num(off.p90_load_ms ?? 0, 3)} ms`,
+    ]);
+  }
   if (report.goodput_rps !== undefined && report.goodput_requests !== undefined) {
     rows.push(["goodput (SLA)", `${num(report.goodput_rps)} req/s (${int(report.goodput_requests)} requests met it)`]);
   }
