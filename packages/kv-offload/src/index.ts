@@ -1,2 +1,2 @@
-export { TierStore, TierEntry, tierConfigs, type TierConfig, type TierCounters, type EvictedBlock } from "./tier-store.js";
-export { KvOffload, type OffloadHit, type OffloadLoad } from "./offload.js";
+export { TierStore, tierConfigs, type TierConfig, type TierCounters, type TierEntry, type EvictedSink } from "./tier-store.js";
+export { KvOffload, LookupMemo, type OffloadHit, type OffloadLoad, type OffloadKeySource } from "./offload.js";

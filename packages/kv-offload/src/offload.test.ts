@@ -1,8 +1,8 @@
-import { createPromptTokens, type KvEvent, type PromptTokens } from "@kvsim/kv-pool";
+import { createPromptTokens, KvCacheManager, type PromptTokens } from "@kvsim/kv-pool";
 import type { CacheGroup } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
-import { KvOffload } from "./offload.js";
-import { TierStore, type EvictedBlock, type TierConfig } from "./tier-store.js";
+import { KvOffload, LookupMemo } from "./offload.js";
+import { TierStore, type TierConfig } from "./tier-store.js";
 
 const tier = (over: Partial<TierConfig> = {}): TierStore =>
   new TierStore({ name: "cpu", capacityBytes: 1e9, readBytesPerMs: 400, writeBytesPerMs: 4000, latencyMs: 0.5, store: "write_through", ...over });
@@ -22,12 +22,29 @@ function prompt(n: number, seed = 1): PromptTokens {
   return createPromptTokens(t);
 }
 
-/** A stored event of blocks [from, to) of `p` in group `g`. */
-function stored(p: PromptTokens, g: number, blockSize: number, from: number, to: number): KvEvent {
-  const hashes = p.blockHashes(blockSize);
-  const blocks = [];
-  for (let i = from; i < to; i++) blocks.push({ blockHash: hashes[i]!, tokensHash: 0n });
-  return { type: "stored", groupIndex: g, parentHash: from === 0 ? null : hashes[from - 1]!, blocks };
+/** An offload over `tiers` for `groups`, its keys read from a pool of those groups. */
+function offload(tiers: TierStore[], groups: CacheGroup[], caching = true): KvOffload {
+  const off = new KvOffload(tiers, groups, caching);
+  off.attach(new KvCacheManager({ numPages: 2, groups, enablePrefixCaching: true, vllmVersion: "0.32.0" }));
+  return off;
+}
+
+/** The GPU pool cached blocks [from, to) of `p` in group `g` at `atMs`. */
+function cache(off: KvOffload, p: PromptTokens, g: number, blockSize: number, from: number, to: number, atMs: number): void {
+  const view = new KvCacheManager({ numPages: 2, groups: [full(1, blockSize)], enablePrefixCaching: true, vllmVersion: "0.32.0" }).lookupKeys(p, blockSize);
+  const keys = new Int32Array(2 * (to - from));
+  for (let i = from; i < to; i++) {
+    keys[2 * (i - from)] = view.blockHi(i);
+    keys[2 * (i - from) + 1] = view.blockLo(i);
+  }
+  off.clockMs = atMs;
+  off.cached(g, keys, to - from);
+}
+
+/** The halves of block i's key. */
+function key(p: PromptTokens, blockSize: number, i: number): [number, number] {
+  const view = new KvCacheManager({ numPages: 2, groups: [full(1, blockSize)], enablePrefixCaching: true, vllmVersion: "0.32.0" }).lookupKeys(p, blockSize);
+  return [view.blockHi(i), view.blockLo(i)];
 }
 
 describe("a linear model's tier hit", () => {
@@ -35,9 +52,9 @@ describe("a linear model's tier hit", () => {
   // block, one after another; loads at 400 B/ms take 1 ms a block, after a 0.5 ms latency.
   it("continues the GPU hit with the blocks the tier holds, and the load takes latency + bytes / read bandwidth", () => {
     const cpu = tier();
-    const off = new KvOffload([cpu], [full(400)], true);
+    const off = offload([cpu], [full(400)], true);
     const p = prompt(17); // four whole blocks and one token
-    off.onGpuEvents([stored(p, 0, 4, 0, 4)], 0);
+    cache(off, p, 0, 4, 0, 4, 0);
     // Ready at 0.1, 0.2, 0.3 and 0.4 ms.
     expect([...cpu.entries()].map((e) => e.readyAtMs)).toEqual([0.1, 0.2, 0.30000000000000004, 0.4]);
     // At 1 ms, with the first block on the GPU: blocks 1-3 from the tier, up to 16 tokens (17 - 1 rounded down to blocks).
@@ -51,9 +68,9 @@ describe("a linear model's tier hit", () => {
   });
 
   it("does not see a block whose store has not completed", () => {
-    const off = new KvOffload([tier()], [full(400)], true);
+    const off = offload([tier()], [full(400)], true);
     const p = prompt(17);
-    off.onGpuEvents([stored(p, 0, 4, 0, 4)], 0);
+    cache(off, p, 0, 4, 0, 4, 0);
     // At 0.25 ms blocks 0 and 1 are stored, block 2 (ready at 0.3) is not: a hit of blocks 0-1.
     expect(off.lookup(p, 0, 16, 0.25)?.tokens).toBe(8);
     expect(off.lookup(p, 8, 16, 0.25)).toBeUndefined();
@@ -61,14 +78,34 @@ describe("a linear model's tier hit", () => {
 
   it("adds nothing past the GPU hit, at the prompt's last token, or with prefix caching off", () => {
     const p = prompt(16);
-    const on = new KvOffload([tier()], [full(400)], true);
-    on.onGpuEvents([stored(p, 0, 4, 0, 4)], 0);
+    const on = offload([tier()], [full(400)], true);
+    cache(on, p, 0, 4, 0, 4, 0);
     // 16 tokens: at most 15 may be hit, so 12 (three blocks).
     expect(on.lookup(p, 0, 15, 1)?.tokens).toBe(12);
     expect(on.lookup(p, 12, 15, 1)).toBeUndefined();
-    const off = new KvOffload([tier()], [full(400)], false);
-    off.onGpuEvents([stored(p, 0, 4, 0, 4)], 0);
+    const off = offload([tier()], [full(400)], false);
+    cache(off, p, 0, 4, 0, 4, 0);
     expect(off.lookup(p, 0, 15, 1)).toBeUndefined();
+  });
+
+  it("a retried lookup resumes its scan, and starts over once a tier evicted a block", () => {
+    // Room for three 400-byte blocks.
+    const cpu = tier({ capacityBytes: 1200 });
+    const off = offload([cpu], [full(400)], true);
+    const p = prompt(17);
+    const memo = new LookupMemo();
+    cache(off, p, 0, 4, 0, 2, 0);
+    expect(off.lookup(p, 0, 16, 1, memo)?.tokens).toBe(8);
+    expect([memo.gpuHitTokens, memo.fullEnd]).toEqual([0, 8]);
+    // Block 2 arrives: the retried lookup goes on from 8 and finds 12.
+    cache(off, p, 0, 4, 2, 3, 1);
+    expect(off.lookup(p, 0, 16, 2, memo)?.tokens).toBe(12);
+    // Another prompt's block evicts block 0 (the least recently used): the memo no longer holds and
+    // the scan starts over: nothing from block 0.
+    cache(off, prompt(8, 2), 0, 4, 0, 1, 3);
+    expect(cpu.counters.blocksEvicted).toBe(1);
+    expect(off.lookup(p, 0, 16, 4, memo)).toBeUndefined();
+    expect(memo.fullEnd).toBe(0);
   });
 
   it("queues loads on the read channel in arrival order; the latency overlaps", () => {
@@ -81,49 +118,52 @@ describe("a linear model's tier hit", () => {
 });
 
 describe("LRU within capacity", () => {
-  // Three 100-byte blocks fit; stores at 100 B/ms take 1 ms each.
+  // Three 100-byte blocks fit; stores at 100 B/ms take 1 ms each. Keys (group 0, hi 0, lo n).
   const small = () => new TierStore({ name: "cpu", capacityBytes: 300, readBytesPerMs: 100, writeBytesPerMs: 100, latencyMs: 0, store: "write_through" });
+  const evictedInto = (out: number[]) => (_g: number, _hi: number, lo: number) => void out.push(lo);
 
   it("evicts the least recently used block; a touched block stays", () => {
     const t = small();
-    for (const h of [1n, 2n, 3n]) t.store(0, h, 100, 0, undefined);
-    const out: EvictedBlock[] = [];
+    for (const k of [1, 2, 3]) t.store(0, 0, k, 100, 0, undefined);
+    const out: number[] = [];
     // At 5 ms every store is done (1, 2, 3 ms): storing 4 evicts 1, the oldest.
-    t.store(0, 4n, 100, 5, out);
-    expect(out.map((e) => e.hash)).toEqual([1n]);
+    t.store(0, 0, 4, 100, 5, evictedInto(out));
+    expect(out).toEqual([1]);
     // 2 is used again, so storing 5 evicts 3.
-    t.touch(t.get(0, 2n)!);
-    out.length = 0;
-    t.store(0, 5n, 100, 6, out);
-    expect(out.map((e) => e.hash)).toEqual([3n]);
-    expect([...t.entries()].map((e) => e.hash)).toEqual([4n, 2n, 5n]);
+    t.touch(t.find(0, 0, 2));
+    t.store(0, 0, 5, 100, 6, evictedInto(out));
+    expect(out).toEqual([1, 3]);
+    expect([...t.entries()].map((e) => e.lo)).toEqual([4, 2, 5]);
     expect(t.usedBytes).toBe(300);
     expect(t.counters.blocksEvicted).toBe(2);
+    expect(t.find(0, 0, 1)).toBe(-1);
   });
 
   it("never evicts a pinned block or one still being stored: the new block is dropped", () => {
     const t = small();
-    for (const h of [1n, 2n, 3n]) t.store(0, h, 100, 0, undefined);
+    for (const k of [1, 2, 3]) t.store(0, 0, k, 100, 0, undefined);
     // At 2.5 ms block 3 is still being stored (ready at 3); pin 1 and 2: nothing can go.
-    t.pin(t.get(0, 1n)!);
-    t.pin(t.get(0, 2n)!);
-    expect(t.store(0, 4n, 100, 2.5, undefined)).toBe(false);
+    t.pin(t.find(0, 0, 1));
+    t.pin(t.find(0, 0, 2));
+    expect(t.store(0, 0, 4, 100, 2.5, undefined)).toBe(false);
     expect(t.counters.blocksDropped).toBe(1);
-    t.unpin(t.get(0, 2n)!);
-    expect(t.store(0, 4n, 100, 2.5, undefined)).toBe(true);
-    expect(t.get(0, 2n)).toBeUndefined();
+    t.unpin(t.find(0, 0, 2));
+    expect(t.store(0, 0, 4, 100, 2.5, undefined)).toBe(true);
+    expect(t.find(0, 0, 2)).toBe(-1);
     expect(() => {
-      t.unpin(t.get(0, 3n)!);
+      t.unpin(t.find(0, 0, 3));
     }).toThrow(/unpinned more often/);
   });
 
-  it("a block already held is not stored twice", () => {
+  it("a block already held is not stored twice; another group's block under the same key is another block", () => {
     const t = small();
-    expect(t.store(0, 1n, 100, 0, undefined)).toBe(true);
-    expect(t.store(0, 1n, 100, 0, undefined)).toBe(false);
+    expect(t.store(0, 7, 1, 100, 0, undefined)).toBe(true);
+    expect(t.store(0, 7, 1, 100, 0, undefined)).toBe(false);
     expect(t.counters.blocksStored).toBe(1);
-    // Another group's block under the same hash is another block.
-    expect(t.store(1, 1n, 100, 0, undefined)).toBe(true);
+    expect(t.store(1, 7, 1, 100, 0, undefined)).toBe(true);
+    // Same low half, another high half: another block.
+    expect(t.store(0, 8, 1, 100, 0, undefined)).toBe(true);
+    expect(t.blocks).toBe(3);
   });
 });
 
@@ -132,12 +172,12 @@ describe("tiers in order", () => {
     // cpu holds two 400-byte blocks; disk keeps what cpu evicts.
     const cpu = tier({ capacityBytes: 800 });
     const disk = tier({ name: "disk", store: "on_evict", readBytesPerMs: 40, latencyMs: 1 });
-    const off = new KvOffload([cpu, disk], [full(400)], true);
+    const off = offload([cpu, disk], [full(400)], true);
     const p = prompt(13);
     // Stored at 0, 1 and 2 ms (each store takes 0.1 ms): the third evicts block 0 into disk.
-    off.onGpuEvents([stored(p, 0, 4, 0, 1)], 0);
-    off.onGpuEvents([stored(p, 0, 4, 1, 2)], 1);
-    off.onGpuEvents([stored(p, 0, 4, 2, 3)], 2);
+    cache(off, p, 0, 4, 0, 1, 0);
+    cache(off, p, 0, 4, 1, 2, 1);
+    cache(off, p, 0, 4, 2, 3, 2);
     expect([...cpu.entries()].length).toBe(2);
     expect([...disk.entries()].length).toBe(1);
     const hit = off.lookup(p, 0, 12, 10)!;
@@ -150,11 +190,12 @@ describe("tiers in order", () => {
 
   it("the first tier keeping evictions takes the GPU pool's removed blocks", () => {
     const cpu = tier({ store: "on_evict" });
-    const off = new KvOffload([cpu], [full(400)], true);
+    const off = offload([cpu], [full(400)], true);
     const p = prompt(9);
-    off.onGpuEvents([stored(p, 0, 4, 0, 2)], 0);
+    cache(off, p, 0, 4, 0, 2, 0);
     expect(cpu.blocks).toBe(0);
-    off.onGpuEvents([{ type: "removed", groupIndex: 0, blockHashes: p.blockHashes(4).slice(0, 2) }], 3);
+    off.clockMs = 3;
+    for (const i of [0, 1]) off.evicted(0, ...key(p, 4, i));
     expect(cpu.blocks).toBe(2);
     expect(off.lookup(p, 0, 8, 4)?.tokens).toBe(8);
   });
@@ -171,10 +212,13 @@ describe("a hybrid model's tier hit", () => {
 
   function setup() {
     const cpu = tier({ writeBytesPerMs: 1e9 });
-    const off = new KvOffload([cpu], groups, true);
+    const off = offload([cpu], groups, true);
     const p = prompt(33); // eight whole blocks
     // Full attention and window blocks 0-7; states only at 16 and 24 tokens (blocks 3 and 5).
-    off.onGpuEvents([stored(p, 0, 4, 0, 8), stored(p, 1, 4, 0, 8), stored(p, 2, 4, 3, 4), stored(p, 2, 4, 5, 6)], 0);
+    cache(off, p, 0, 4, 0, 8, 0);
+    cache(off, p, 1, 4, 0, 8, 0);
+    cache(off, p, 2, 4, 3, 4, 0);
+    cache(off, p, 2, 4, 5, 6, 0);
     return { off, p, cpu };
   }
 
@@ -201,8 +245,12 @@ describe("a hybrid model's tier hit", () => {
     // Without window block 4 the hit cannot end at 24 (it needs 4 and 5) and 20 has no state; 16
     // (state block 3; window blocks from floor((16 - 6 + 1) / 4) = 2: 2 and 3) holds.
     const p = prompt(33);
-    const off = new KvOffload([tier({ writeBytesPerMs: 1e9 })], groups, true);
-    off.onGpuEvents([stored(p, 0, 4, 0, 8), stored(p, 1, 4, 0, 4), stored(p, 1, 4, 5, 8), stored(p, 2, 4, 3, 4), stored(p, 2, 4, 5, 6)], 0);
+    const off = offload([tier({ writeBytesPerMs: 1e9 })], groups, true);
+    cache(off, p, 0, 4, 0, 8, 0);
+    cache(off, p, 1, 4, 0, 4, 0);
+    cache(off, p, 1, 4, 5, 8, 0);
+    cache(off, p, 2, 4, 3, 4, 0);
+    cache(off, p, 2, 4, 5, 6, 0);
     const hit = off.lookup(p, 0, 32, 1)!;
     expect(hit.tokens).toBe(16);
     expect(hit.bytesPerTier).toEqual([400 + 100 + 1000]);

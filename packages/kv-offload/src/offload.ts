@@ -5,9 +5,9 @@
  * missing full-attention blocks, the in-window blocks of window groups, the running state of a
  * Mamba-type group.
  */
-import type { KvEvent, PromptTokens } from "@kvsim/kv-pool";
+import type { BlockKeyView, BlockListener, PromptTokens } from "@kvsim/kv-pool";
 import type { CacheGroup } from "@kvsim/profile-schema";
-import type { EvictedBlock, TierEntry, TierStore } from "./tier-store.js";
+import type { EvictedSink, TierStore } from "./tier-store.js";
 
 /** How one cache group constrains and feeds a tier hit. */
 interface GroupRule {
@@ -15,6 +15,11 @@ interface GroupRule {
   readonly blockSize: number;
   readonly window: number;
   readonly bytesPerBlock: number;
+}
+
+/** The pool a KvOffload looks keys up in (kv-pool's KvCacheManager). */
+export interface OffloadKeySource {
+  lookupKeys(prompt: PromptTokens, blockSize: number): BlockKeyView;
 }
 
 /** A hit in the tiers past the GPU hit, found by `lookup`; `load` starts it. */
@@ -27,8 +32,8 @@ export interface OffloadHit {
   readonly tokensPerTier: readonly number[];
   /** Per tier, the bytes it loads (one TP rank's). */
   readonly bytesPerTier: readonly number[];
-  /** The blocks loaded, and which tier each comes from. */
-  readonly entries: readonly TierEntry[];
+  /** The blocks loaded: their slots in their tiers, and which tier each comes from. */
+  readonly slots: readonly number[];
   readonly tierOf: readonly number[];
 }
 
@@ -40,20 +45,48 @@ export interface OffloadLoad {
   readonly doneMs: number;
 }
 
+/**
+ * What the last lookup for a request found, so the next one (its admission retried on a later
+ * step) resumes the full-attention scan where it stopped: the blocks before were all held then,
+ * and none left a tier since when no tier evicted anything (a block only leaves by eviction).
+ */
+export class LookupMemo {
+  gpuHitTokens = -1;
+  evictions = -1;
+  fullEnd = 0;
+  /** The hit found, kept while no tier stored or evicted a block and none had a store in flight: it is then the same hit. */
+  hit: OffloadHit | undefined = undefined;
+  stores = -1;
+}
+
 function gcd(a: number, b: number): number {
   while (b !== 0) [a, b] = [b, a % b];
   return a;
 }
 
-/** The offload tiers of one rank, in order below its GPU pool (a tier may be shared with other ranks). */
-export class KvOffload {
+/**
+ * The offload tiers of one rank, in order below its GPU pool (a tier may be shared with other
+ * ranks). It is the pool's BlockListener: pass it as `blockListener` when creating the pool, then
+ * `attach` the pool, whose keys lookups read. The caller sets `clockMs` to the time the pool's
+ * changes happen at (a step's start for its evictions, its end for the blocks it computes).
+ */
+export class KvOffload implements BlockListener {
   private readonly rules: readonly GroupRule[];
   /** Hits are whole multiples of this (the lcm of the constraining groups' block sizes). */
   private readonly unit: number;
   /** False when no hit can ever be served (a non-caching attention group, or prefix caching off). */
   private readonly possible: boolean;
-  private readonly evicted: EvictedBlock[] = [];
-
+  private keys: OffloadKeySource | undefined;
+  /** When the pool's changes being told now happen. */
+  clockMs = 0;
+  /** Set while the pool caches blocks just loaded from the tiers: they are not stored again (vLLM's connector resumes storing after them). */
+  muted = false;
+  /** The tier `find` found its block in. */
+  private foundTier = -1;
+  /** Per tier, the sink its evictions go to (the next tier when it keeps evictions). */
+  private readonly sinks: (EvictedSink | undefined)[];
+  /** The tiers that keep every block the GPU pool caches. */
+  private readonly writeThrough: readonly number[];
   /**
    * `groups`: the rank pool's cache groups (kv-pool's poolGroupsForProfile), each with its
    * `transfer_bytes_per_block` (one TP rank's bytes of one block). `prefixCaching`: the engine's.
@@ -70,6 +103,7 @@ export class KvOffload {
     for (const g of groups) {
       const bytes = g.transfer_bytes_per_block;
       if (bytes === undefined) throw new RangeError(`cache group ${g.name} has no transfer_bytes_per_block: offloading needs each group's bytes per block`);
+      if (bytes > 0x7fffffff) throw new RangeError(`cache group ${g.name}: ${bytes} bytes per block; an offload tier holds blocks of at most 2^31 - 1 bytes`);
       let kind: GroupRule["kind"];
       if (g.kind === "full_attention") kind = "full";
       else if (g.kind === "sliding_window" || g.kind === "convolution") kind = "window";
@@ -88,38 +122,34 @@ export class KvOffload {
     this.rules = rules;
     this.unit = unit;
     this.possible = possible && rules.some((r) => r.kind !== "none");
+    this.writeThrough = tiers.flatMap((t, i) => (t.config.store === "write_through" ? [i] : []));
+    this.sinks = tiers.map((_, i) => {
+      const below = tiers[i + 1];
+      if (below?.config.store !== "on_evict") return undefined;
+      return (group: number, hi: number, lo: number, bytes: number) => this.storeAt(i + 1, group, hi, lo, bytes);
+    });
   }
 
-  /**
-   * What the GPU pool stored and removed at `atMs`: stored blocks go to write-through tiers,
-   * removed ones to the first tier if it keeps evictions; each tier's evictions go on to the tier
-   * below it if that one keeps evictions.
-   */
-  onGpuEvents(events: readonly KvEvent[], atMs: number): void {
-    for (const ev of events) {
-      const rule = this.rules[ev.groupIndex];
-      if (rule === undefined) throw new RangeError(`KV event for cache group ${ev.groupIndex}, which the rank does not have`);
-      if (ev.type === "stored") {
-        for (let t = 0; t < this.tiers.length; t++) {
-          if (this.tiers[t]!.config.store !== "write_through") continue;
-          for (const b of ev.blocks) this.storeAt(t, ev.groupIndex, b.blockHash, rule.bytesPerBlock, atMs);
-        }
-      } else if (this.tiers[0]!.config.store === "on_evict") {
-        for (const h of ev.blockHashes) this.storeAt(0, ev.groupIndex, h, rule.bytesPerBlock, atMs);
-      }
-    }
+  /** The pool whose keys lookups read (the pool this offload listens to). */
+  attach(keys: OffloadKeySource): void {
+    this.keys = keys;
   }
 
-  private storeAt(t: number, group: number, hash: bigint, bytes: number, atMs: number): void {
-    const tier = this.tiers[t]!;
-    const below = this.tiers[t + 1];
-    const chain = below?.config.store === "on_evict";
-    const evicted = this.evicted;
-    evicted.length = 0;
-    tier.store(group, hash, bytes, atMs, chain ? evicted : undefined);
-    if (!chain || evicted.length === 0) return;
-    const moved = evicted.splice(0, evicted.length);
-    for (const e of moved) this.storeAt(t + 1, e.group, e.hash, e.bytes, atMs);
+  /** BlockListener: the GPU pool cached blocks; write-through tiers keep them (one already held is marked used). */
+  cached(group: number, keys: Int32Array, count: number): void {
+    const wt = this.writeThrough;
+    if (wt.length === 0 || this.muted) return;
+    const bytes = this.rules[group]!.bytesPerBlock;
+    for (const t of wt) for (let i = 0; i < count; i++) this.storeAt(t, group, keys[2 * i]!, keys[2 * i + 1]!, bytes);
+  }
+
+  /** BlockListener: the GPU pool evicted a key's last copy; the first tier keeps it if it keeps evictions. */
+  evicted(group: number, hi: number, lo: number): void {
+    if (this.tiers[0]!.config.store === "on_evict") this.storeAt(0, group, hi, lo, this.rules[group]!.bytesPerBlock);
+  }
+
+  private storeAt(t: number, group: number, hi: number, lo: number, bytes: number): void {
+    this.tiers[t]!.store(group, hi, lo, bytes, this.clockMs, this.sinks[t]);
   }
 
   /**
@@ -130,29 +160,52 @@ export class KvOffload {
    * end: every full-attention block, the in-window blocks of window groups, the state at its end
    * for a Mamba-type group (vLLM's hybrid fixed point). Changes nothing.
    */
-  lookup(prompt: PromptTokens, gpuHitTokens: number, maxTokens: number, nowMs: number): OffloadHit | undefined {
+  lookup(prompt: PromptTokens, gpuHitTokens: number, maxTokens: number, nowMs: number, memo?: LookupMemo): OffloadHit | undefined {
     if (!this.possible) return undefined;
+    const keys = this.keys;
+    if (keys === undefined) throw new Error("an offload looks keys up in its pool: attach() it first");
     const unit = this.unit;
     const limit = Math.floor(Math.min(maxTokens, prompt.length) / unit) * unit;
     if (limit <= gpuHitTokens) return undefined;
     // Full attention: the blocks after the GPU hit must all be held, without a gap.
+    let evictions = 0;
+    let stores = 0;
+    let storesDone = 0;
+    for (const t of this.tiers) {
+      evictions += t.counters.blocksEvicted;
+      stores += t.counters.blocksStored;
+      storesDone = Math.max(storesDone, t.storesDoneAtMs);
+    }
+    const valid = memo !== undefined && memo.gpuHitTokens === gpuHitTokens && memo.evictions === evictions;
+    // Nothing stored, evicted or completing since the memo's hit was found: the same hit.
+    if (valid && memo.stores === stores && memo.hit !== undefined) return memo.hit;
+    const resume = valid ? Math.min(memo.fullEnd, limit) : gpuHitTokens;
     let end = limit;
     for (let g = 0; g < this.rules.length; g++) {
       const r = this.rules[g]!;
       if (r.kind !== "full") continue;
-      const hashes = prompt.blockHashes(r.blockSize);
+      const view = keys.lookupKeys(prompt, r.blockSize);
       const last = end / r.blockSize;
-      for (let i = gpuHitTokens / r.blockSize; i < last; i++) {
-        if (this.find(g, hashes[i]!, nowMs) < 0) {
+      for (let i = resume / r.blockSize; i < last; i++) {
+        if (this.find(g, view, i, nowMs) < 0) {
           end = i * r.blockSize;
           break;
         }
       }
     }
-    for (let l = Math.floor(end / unit) * unit; l > gpuHitTokens; l -= unit) {
-      if (this.holdsEnd(prompt, gpuHitTokens, l, nowMs)) return this.collect(prompt, gpuHitTokens, l, nowMs);
+    let found: OffloadHit | undefined;
+    for (let l = Math.floor(end / unit) * unit; l > gpuHitTokens && found === undefined; l -= unit) {
+      if (this.holdsEnd(keys, prompt, gpuHitTokens, l, nowMs)) found = this.collect(keys, prompt, gpuHitTokens, l, nowMs);
     }
-    return undefined;
+    if (memo !== undefined) {
+      memo.gpuHitTokens = gpuHitTokens;
+      memo.evictions = evictions;
+      memo.fullEnd = end;
+      // Kept only when no store was in flight: a block completing later could change the hit.
+      memo.hit = storesDone <= nowMs ? found : undefined;
+      memo.stores = stores;
+    }
+    return found;
   }
 
   /** The blocks a hit ending at `l` needs, by group: [first, end) indices. */
@@ -172,22 +225,22 @@ export class KvOffload {
   }
 
   /** Window and state groups hold what a hit ending at `l` needs (full attention was checked). */
-  private holdsEnd(prompt: PromptTokens, gpuHitTokens: number, l: number, nowMs: number): boolean {
+  private holdsEnd(keys: OffloadKeySource, prompt: PromptTokens, gpuHitTokens: number, l: number, nowMs: number): boolean {
     for (let g = 0; g < this.rules.length; g++) {
       const r = this.rules[g]!;
       if (r.kind !== "window" && r.kind !== "state") continue;
-      const hashes = prompt.blockHashes(r.blockSize);
+      const view = keys.lookupKeys(prompt, r.blockSize);
       const [from, to] = this.needed(r, gpuHitTokens, l);
-      for (let i = from; i < to; i++) if (this.find(g, hashes[i]!, nowMs) < 0) return false;
+      for (let i = from; i < to; i++) if (this.find(g, view, i, nowMs) < 0) return false;
     }
     return true;
   }
 
-  private collect(prompt: PromptTokens, gpuHitTokens: number, l: number, nowMs: number): OffloadHit {
+  private collect(keys: OffloadKeySource, prompt: PromptTokens, gpuHitTokens: number, l: number, nowMs: number): OffloadHit {
     const n = this.tiers.length;
     const tokensPerTier = new Array<number>(n).fill(0);
     const bytesPerTier = new Array<number>(n).fill(0);
-    const entries: TierEntry[] = [];
+    const slots: number[] = [];
     const tierOf: number[] = [];
     let tokenGroup = -1;
     for (let g = 0; g < this.rules.length; g++) {
@@ -199,23 +252,31 @@ export class KvOffload {
     for (let g = 0; g < this.rules.length; g++) {
       const r = this.rules[g]!;
       if (r.kind === "none") continue;
-      const hashes = prompt.blockHashes(r.blockSize);
+      const view = keys.lookupKeys(prompt, r.blockSize);
       const [from, to] = this.needed(r, gpuHitTokens, l);
       for (let i = from; i < to; i++) {
-        const t = this.find(g, hashes[i]!, nowMs);
-        entries.push(this.tiers[t]!.ready(g, hashes[i]!, nowMs)!);
+        slots.push(this.find(g, view, i, nowMs));
+        const t = this.foundTier;
         tierOf.push(t);
         bytesPerTier[t]! += r.bytesPerBlock;
         if (g === tokenGroup && r.kind === "full") tokensPerTier[t]! += r.blockSize;
         else if (g === tokenGroup && i === to - 1) tokensPerTier[t]! += l - gpuHitTokens;
       }
     }
-    return { gpuHitTokens, tokens: l, tokensPerTier, bytesPerTier, entries, tierOf };
+    return { gpuHitTokens, tokens: l, tokensPerTier, bytesPerTier, slots, tierOf };
   }
 
-  /** The first tier holding (group, hash) ready at `nowMs`, or -1. */
-  private find(group: number, hash: bigint, nowMs: number): number {
-    for (let t = 0; t < this.tiers.length; t++) if (this.tiers[t]!.ready(group, hash, nowMs) !== undefined) return t;
+  /** The slot of block `i` of `view` in `group` in the first tier holding it ready at `nowMs` (that tier in `foundTier`), or -1. */
+  private find(group: number, view: BlockKeyView, i: number, nowMs: number): number {
+    const hi = view.blockHi(i);
+    const lo = view.blockLo(i);
+    for (let t = 0; t < this.tiers.length; t++) {
+      const s = this.tiers[t]!.ready(group, hi, lo, nowMs);
+      if (s >= 0) {
+        this.foundTier = t;
+        return s;
+      }
+    }
     return -1;
   }
 
@@ -237,8 +298,8 @@ export class KvOffload {
       c.bytesLoaded += bytes;
       c.tokensServed += tokens;
     }
-    for (let i = 0; i < hit.entries.length; i++) {
-      const e = hit.entries[i]!;
+    for (let i = 0; i < hit.slots.length; i++) {
+      const e = hit.slots[i]!;
       const tier = this.tiers[hit.tierOf[i]!]!;
       tier.pin(e);
       tier.touch(e);
@@ -250,6 +311,6 @@ export class KvOffload {
   /** The load finished (or its request left): its blocks may be evicted again. */
   release(load: OffloadLoad): void {
     const hit = load.hit;
-    for (let i = 0; i < hit.entries.length; i++) this.tiers[hit.tierOf[i]!]!.unpin(hit.entries[i]!);
+    for (let i = 0; i < hit.slots.length; i++) this.tiers[hit.tierOf[i]!]!.unpin(hit.slots[i]!);
   }
 }

@@ -1,9 +1,13 @@
 /**
- * One offload tier (host memory, disk): the blocks it holds under their (group, hash) keys, LRU by
- * last use, within a byte capacity, and the two channels that time its traffic (loads into the
- * GPU pool share the read bandwidth, stores the write bandwidth, each in arrival order).
+ * One offload tier (host memory, disk): the blocks it holds under their (cache group, key) keys,
+ * LRU by last use, within a byte capacity, and the two channels that time its traffic (loads into
+ * the GPU pool share the read bandwidth, stores the write bandwidth, each in arrival order).
+ *
+ * Keys are the GPU pool's own (kv-pool's BlockListener: 64-bit keys as int32 halves). The blocks
+ * live in typed arrays indexed by a slot, found through kv-pool's BlockHashTable: a store or a
+ * lookup allocates nothing and reads no BigInt (a replay stores millions of blocks).
  */
-import type { BlockHash } from "@kvsim/kv-pool";
+import { BlockHashTable } from "@kvsim/kv-pool";
 import type { KvOffload } from "@kvsim/profile-schema";
 
 /** A tier as one rank sees it: its share of the tier's capacity, and its bandwidths in bytes per ms. */
@@ -38,28 +42,18 @@ export function tierConfigs(offload: KvOffload, tensorParallelSize: number): Tie
   }));
 }
 
-/** One block a tier holds. */
-export class TierEntry {
-  /** Neighbours in the LRU list (least recently used first). */
-  prev: TierEntry | undefined = undefined;
-  next: TierEntry | undefined = undefined;
-  /** Loads in flight that read it: it cannot be evicted meanwhile. */
-  pins = 0;
+/** Where a tier puts the blocks it lets go (the tier below, when it keeps evictions). */
+export type EvictedSink = (group: number, hi: number, lo: number, bytes: number) => void;
 
-  constructor(
-    readonly group: number,
-    readonly hash: BlockHash,
-    readonly bytes: number,
-    /** When its store completes: before then a lookup does not see it and it cannot be evicted. */
-    readonly readyAtMs: number,
-  ) {}
-}
-
-/** A block a tier let go to make room, for the tier below (on_evict). */
-export interface EvictedBlock {
+/** A block a tier holds, for tests and checks (`TierStore.entries`). */
+export interface TierEntry {
+  readonly slot: number;
   readonly group: number;
-  readonly hash: BlockHash;
+  readonly hi: number;
+  readonly lo: number;
   readonly bytes: number;
+  readonly readyAtMs: number;
+  readonly pins: number;
 }
 
 /** A tier's counters over the replay. */
@@ -78,15 +72,40 @@ export interface TierCounters {
   peakUsedBytes: number;
 }
 
+const NONE = -1;
+/** Int32 words per slot (see TierStore.words); the completion time is the float64 at 5 slot + 4. */
+const STRIDE = 10;
+const GROUP = 0;
+const HI = 1;
+const LO = 2;
+const PINS = 3;
+const PREV = 4;
+const NEXT = 5;
+const BYTES = 6;
+/** The most blocks one tier may hold (kv-pool's hash table bound). */
+const MAX_BLOCKS = 2 ** 27;
+
 export class TierStore {
-  private readonly maps: Map<BlockHash, TierEntry>[] = [];
-  /** Least recently used end of the LRU list, and the most recently used end. */
-  private head: TierEntry | undefined = undefined;
-  private tail: TierEntry | undefined = undefined;
+  private readonly table = new BlockHashTable(MAX_BLOCKS, { grow: true });
+  /**
+   * Slot s is int32 words [10s, 10s + 10): group, high half, low half, pins (loads reading it),
+   * LRU previous, LRU next, bytes, unused, then its store's completion time as the float64 at
+   * [5s + 4] of the same buffer. One slot is one cache line: a store or lookup of a block in a
+   * tier of millions costs one memory miss for its fields, not one per field.
+   */
+  private words = new Int32Array(16 * STRIDE);
+  private times = new Float64Array(this.words.buffer);
+  /** Slots never used are [used, capacity); freed ones are stacked in `freeSlots`. */
+  private usedSlots = 0;
+  private freeSlots: number[] = [];
+  /** The least recently used end of the LRU list, and the most recently used end. */
+  private head = NONE;
+  private tail = NONE;
   private used = 0;
   private count = 0;
   private writeFreeAtMs = 0;
   private readFreeAtMs = 0;
+  private readonly victims: number[] = [];
   readonly counters: TierCounters = {
     blocksStored: 0,
     bytesStored: 0,
@@ -110,36 +129,41 @@ export class TierStore {
     return this.used;
   }
 
+  /** When the last store queued completes (every block held is ready from then). */
+  get storesDoneAtMs(): number {
+    return this.writeFreeAtMs;
+  }
+
   /** Blocks held, stores still in flight included. */
   get blocks(): number {
     return this.count;
   }
 
-  /** The block stored under (group, hash), ready or not. */
-  get(group: number, hash: BlockHash): TierEntry | undefined {
-    return this.maps[group]?.get(hash);
+  /** The slot holding (group, hi, lo), ready or not; -1 when the tier does not hold it. */
+  find(group: number, hi: number, lo: number): number {
+    return this.table.get(group, hi, lo);
   }
 
-  /** The block stored under (group, hash) if its store completed by `nowMs`. */
-  ready(group: number, hash: BlockHash, nowMs: number): TierEntry | undefined {
-    const e = this.maps[group]?.get(hash);
-    return e !== undefined && e.readyAtMs <= nowMs ? e : undefined;
+  /** The slot holding (group, hi, lo) if its store completed by `nowMs`; else -1. */
+  ready(group: number, hi: number, lo: number, nowMs: number): number {
+    const s = this.table.get(group, hi, lo);
+    return s >= 0 && this.times[5 * s + 4]! <= nowMs ? s : NONE;
+  }
+
+  /** A held block's bytes. */
+  slotBytes(slot: number): number {
+    return this.words[STRIDE * slot + BYTES]!;
   }
 
   /**
    * Stores a block from `atMs` on the write channel (after the stores before it); a block already
    * held is only marked used. Makes room by evicting least recently used blocks that are neither
-   * pinned nor still being stored, appending them to `evicted`. Returns false when the block is
+   * pinned nor still being stored, handing them to `evicted`. Returns false when the block is
    * already held or cannot be made room for (then it is dropped and counted).
    */
-  store(group: number, hash: BlockHash, bytes: number, atMs: number, evicted: EvictedBlock[] | undefined): boolean {
-    let map = this.maps[group];
-    if (map === undefined) {
-      while (this.maps.length <= group) this.maps.push(new Map());
-      map = this.maps[group]!;
-    }
-    const have = map.get(hash);
-    if (have !== undefined) {
+  store(group: number, hi: number, lo: number, bytes: number, atMs: number, evicted: EvictedSink | undefined): boolean {
+    const have = this.table.get(group, hi, lo);
+    if (have >= 0) {
       this.touch(have);
       return false;
     }
@@ -150,9 +174,17 @@ export class TierStore {
     const start = Math.max(atMs, this.writeFreeAtMs);
     const end = start + bytes / this.config.writeBytesPerMs;
     this.writeFreeAtMs = end;
-    const e = new TierEntry(group, hash, bytes, end);
-    map.set(hash, e);
-    this.link(e);
+    const s = this.newSlot();
+    const w = this.words;
+    const at = STRIDE * s;
+    w[at + GROUP] = group;
+    w[at + HI] = hi;
+    w[at + LO] = lo;
+    w[at + PINS] = 0;
+    w[at + BYTES] = bytes;
+    this.times[5 * s + 4] = end;
+    this.table.putIfAbsent(group, hi, lo, s);
+    this.link(s);
     this.used += bytes;
     this.count++;
     const c = this.counters;
@@ -162,20 +194,21 @@ export class TierStore {
     return true;
   }
 
-  /** Marks a block most recently used. */
-  touch(e: TierEntry): void {
-    if (this.tail === e) return;
-    this.unlink(e);
-    this.link(e);
+  /** Marks a held block most recently used. */
+  touch(slot: number): void {
+    if (this.tail === slot) return;
+    this.unlink(slot);
+    this.link(slot);
   }
 
-  pin(e: TierEntry): void {
-    e.pins++;
+  pin(slot: number): void {
+    this.words[STRIDE * slot + PINS]!++;
   }
 
-  unpin(e: TierEntry): void {
-    if (e.pins <= 0) throw new Error(`tier ${this.config.name}: a block unpinned more often than pinned`);
-    e.pins--;
+  unpin(slot: number): void {
+    const at = STRIDE * slot + PINS;
+    if (this.words[at]! <= 0) throw new Error(`tier ${this.config.name}: a block unpinned more often than pinned`);
+    this.words[at]!--;
   }
 
   /**
@@ -191,47 +224,74 @@ export class TierStore {
 
   /** Every held block in LRU order (least recently used first), for tests and checks. */
   *entries(): IterableIterator<TierEntry> {
-    for (let e = this.head; e !== undefined; e = e.next) yield e;
+    const w = this.words;
+    for (let s = this.head; s !== NONE; s = w[STRIDE * s + NEXT]!) {
+      const at = STRIDE * s;
+      yield { slot: s, group: w[at + GROUP]!, hi: w[at + HI]!, lo: w[at + LO]!, bytes: w[at + BYTES]!, readyAtMs: this.times[5 * s + 4]!, pins: w[at + PINS]! };
+    }
   }
 
-  private makeRoom(bytes: number, atMs: number, evicted: EvictedBlock[] | undefined): boolean {
+  private makeRoom(bytes: number, atMs: number, evicted: EvictedSink | undefined): boolean {
     const cap = this.config.capacityBytes;
     if (this.used + bytes <= cap) return true;
     // Evictable: neither pinned by a load nor still being stored. Walk from the LRU end; count
     // first, so a store that cannot fit evicts nothing.
     let free = cap - this.used;
-    const victims: TierEntry[] = [];
-    for (let e = this.head; e !== undefined && free < bytes; e = e.next) {
-      if (e.pins > 0 || e.readyAtMs > atMs) continue;
-      victims.push(e);
-      free += e.bytes;
+    const victims = this.victims;
+    victims.length = 0;
+    const w = this.words;
+    for (let s = this.head; s !== NONE && free < bytes; s = w[STRIDE * s + NEXT]!) {
+      if (w[STRIDE * s + PINS]! > 0 || this.times[5 * s + 4]! > atMs) continue;
+      victims.push(s);
+      free += w[STRIDE * s + BYTES]!;
     }
     if (free < bytes) return false;
-    for (const e of victims) {
-      this.unlink(e);
-      this.maps[e.group]!.delete(e.hash);
-      this.used -= e.bytes;
+    for (const s of victims) {
+      const at = STRIDE * s;
+      const g = w[at + GROUP]!;
+      const h = w[at + HI]!;
+      const l = w[at + LO]!;
+      const b = w[at + BYTES]!;
+      this.unlink(s);
+      this.table.delete(g, h, l);
+      this.freeSlots.push(s);
+      this.used -= b;
       this.count--;
       this.counters.blocksEvicted++;
-      evicted?.push({ group: e.group, hash: e.hash, bytes: e.bytes });
+      evicted?.(g, h, l, b);
     }
     return true;
   }
 
-  private link(e: TierEntry): void {
-    e.prev = this.tail;
-    e.next = undefined;
-    if (this.tail === undefined) this.head = e;
-    else this.tail.next = e;
-    this.tail = e;
+  private newSlot(): number {
+    const reused = this.freeSlots.pop();
+    if (reused !== undefined) return reused;
+    const s = this.usedSlots++;
+    if (STRIDE * (s + 1) > this.words.length) {
+      const grown = new Int32Array(2 * this.words.length);
+      grown.set(this.words);
+      this.words = grown;
+      this.times = new Float64Array(grown.buffer);
+    }
+    return s;
   }
 
-  private unlink(e: TierEntry): void {
-    if (e.prev === undefined) this.head = e.next;
-    else e.prev.next = e.next;
-    if (e.next === undefined) this.tail = e.prev;
-    else e.next.prev = e.prev;
-    e.prev = undefined;
-    e.next = undefined;
+  private link(s: number): void {
+    const w = this.words;
+    w[STRIDE * s + PREV] = this.tail;
+    w[STRIDE * s + NEXT] = NONE;
+    if (this.tail === NONE) this.head = s;
+    else w[STRIDE * this.tail + NEXT] = s;
+    this.tail = s;
+  }
+
+  private unlink(s: number): void {
+    const w = this.words;
+    const p = w[STRIDE * s + PREV]!;
+    const n = w[STRIDE * s + NEXT]!;
+    if (p === NONE) this.head = n;
+    else w[STRIDE * p + NEXT] = n;
+    if (n === NONE) this.tail = p;
+    else w[STRIDE * n + PREV] = p;
   }
 }

@@ -2,9 +2,19 @@ import type { CacheGroup } from "@kvsim/profile-schema";
 import { cdiv } from "@kvsim/profile-schema";
 import { NULL_BLOCK, type PoolOps, type StoredBlock } from "./block-pool.js";
 import { blockHashHi, blockHashLo, PackedHashView, type BlockHashView } from "./hashing.js";
+import type { BlockListener } from "./contract.js";
 import type { GroupState } from "./sequence.js";
 import { pushBlock, reserveBlocks } from "./block-table.js";
 import { FRESH, KeyScratch, NONE, reversedReal, type SingleTypeManager } from "./single-type-manager.js";
+
+const oneKey = new Int32Array(2);
+
+/** Tells a listener of one cached block. */
+export function tellCached(listener: BlockListener, group: number, hi: number, lo: number): void {
+  oneKey[0] = hi;
+  oneKey[1] = lo;
+  listener.cached(group, oneKey, 1);
+}
 
 /** Caches table entries [numCached, computed / B): consecutive new keys form one `stored` run. */
 function cacheFullBlocks(
@@ -28,6 +38,7 @@ function cacheFullBlocks(
     const keys = scratch.forBlocks(numFull - state.numCached);
     hashes.blockKeysInto(state.numCached, numFull, keys);
     pool.cacheTableRun(state, state.numCached, numFull, groupIndex, keys);
+    pool.listener?.cached(groupIndex, keys, numFull - state.numCached);
     state.numCached = numFull;
     return;
   }
@@ -47,7 +58,11 @@ function cacheFullBlocks(
     // A duplicate copy (cacheBlockKey false) stores nothing and ends the run (manager-caching-and-hits.test.ts).
     // Stryker disable next-line ConditionalExpression: KP-128
     const parent = i === 0 ? NULL_BLOCK : state.blocks[i - 1]!;
-    if (pool.cacheBlockKey(b, groupIndex, blockHashHi(hashes, i), blockHashLo(hashes, i), parent) && pool.collectsEvents) {
+    const hi = blockHashHi(hashes, i);
+    const lo = blockHashLo(hashes, i);
+    const first = pool.cacheBlockKey(b, groupIndex, hi, lo, parent);
+    if (pool.listener !== undefined) tellCached(pool.listener, groupIndex, hi, lo);
+    if (first && pool.collectsEvents) {
       if (run === undefined) {
         run = [];
         runStart = i;

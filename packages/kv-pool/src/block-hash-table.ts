@@ -59,7 +59,12 @@ export class BlockHashTable {
       if (old[at + VALUE]! < 0) continue;
       let slot = this.homeSlot(old[at + GROUP]!, old[at + LO]!);
       while (w[4 * slot + VALUE]! >= 0) slot = (slot + 1) & this.mask;
-      w.set(old.subarray(at, at + 4), 4 * slot);
+      // Four words copied one by one: a subarray per entry was garbage for millions of keys.
+      const to = 4 * slot;
+      w[to + GROUP] = old[at + GROUP]!;
+      w[to + HI] = old[at + HI]!;
+      w[to + LO] = old[at + LO]!;
+      w[to + VALUE] = old[at + VALUE]!;
     }
   }
 

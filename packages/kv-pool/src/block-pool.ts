@@ -1,4 +1,4 @@
-import type { BlockHash, KvEvent, PoolMetrics } from "./contract.js";
+import type { BlockHash, BlockListener, KvEvent, PoolMetrics } from "./contract.js";
 import { hashHi, hashLo, joinHash } from "./hash-halves.js";
 import { failure } from "./errors.js";
 import { reserveBlocks, type BlockTable } from "./block-table.js";
@@ -38,6 +38,7 @@ export type PoolOps = Pick<
   | "uncache"
   | "emitStored"
   | "collectsEvents"
+  | "listener"
   | "takeEvents"
   | "metrics"
   | "freeQueueOrder"
@@ -68,6 +69,8 @@ export class BlockPool {
   private readonly usedOf: Int32Array;
   private readonly cachedOf: Int32Array;
   private readonly events: KvEvent[] | undefined;
+  /** Told of cached blocks (by the managers) and evicted keys (here); set by the manager. */
+  listener: BlockListener | undefined = undefined;
   /** Where prefetches leave what they read (kept so the reads are not optimised away). */
   private sink = 0;
 
@@ -185,10 +188,13 @@ export class BlockPool {
 
   /** Evicts a cached block's key; a `removed` event when its last copy goes. */
   private evictKey(id: number, group: number): void {
-    if (this.index.evict(id) && this.events !== undefined) {
+    if (this.index.evict(id) && (this.events !== undefined || this.listener !== undefined)) {
       // The index keeps the evicted block's hash halves in its record.
       const r = this.records.words;
-      this.emitRemoved(group, r[id * STRIDE + HI]!, r[id * STRIDE + LO]!);
+      const hi = r[id * STRIDE + HI]!;
+      const lo = r[id * STRIDE + LO]!;
+      if (this.events !== undefined) this.emitRemoved(group, hi, lo);
+      this.listener?.evicted(group, hi, lo);
     }
   }
 

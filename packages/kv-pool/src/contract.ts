@@ -29,6 +29,30 @@ export interface KvPoolOptions {
   readonly vllmVersion: string;
   /** Collect stored/removed events for `takeEvents()`. Off by default (it costs memory). */
   readonly collectEvents?: boolean;
+  /** Told of every block the pool caches and every key it evicts (an offload tier below it); see BlockListener. */
+  readonly blockListener?: BlockListener;
+}
+
+/**
+ * Told, in the pool's own key space (the keys `lookupKeys` gives: the real block hashes when the
+ * pool collects events, its cheaper lookup keys otherwise), of the blocks a sequence's commit
+ * caches, as it caches them (a key already cached included: a write-through store of it only
+ * marks it used), and of each key whose last cached copy the pool evicts. No BigInt, no
+ * allocation: what an offload tier needs on the replay's hot path.
+ */
+export interface BlockListener {
+  /** Blocks of group `group` cached: block i's key is (keys[2i], keys[2i + 1]), high and low int32 halves, i < count. */
+  cached(group: number, keys: Int32Array, count: number): void;
+  /** The last cached copy of (group, hi, lo) was evicted. */
+  evicted(group: number, hi: number, lo: number): void;
+}
+
+/** A prompt's block keys in the pool's key space, as int32 halves (see BlockListener). */
+export interface BlockKeyView {
+  /** Whole blocks. */
+  readonly length: number;
+  blockHi(i: number): number;
+  blockLo(i: number): number;
 }
 
 /** A prompt's tokens with memoised chained block hashes, shareable by every rank that sees it. */
@@ -137,6 +161,8 @@ export interface KvCacheManagerApi {
   createSequence(id: string, prompt: PromptTokens, outputTokenIds?: OutputTokenIds): KvSequence;
   /** The longest usable prefix hit for the sequence (hybrid fixed point). Changes nothing. */
   findPrefixHit(seq: KvSequence): PrefixHit;
+  /** A prompt's block keys at `blockSize`, in the key space the pool caches under (for a BlockListener's tier). */
+  lookupKeys(prompt: PromptTokens, blockSize: number): BlockKeyView;
   /** Hit length in tokens for a prompt not (yet) on this rank, for KV-aware placement. Changes nothing. */
   peekPrefixHitTokens(prompt: PromptTokens): number;
   /** Pages this allocation would take from the free queue (evictable hit blocks included). */

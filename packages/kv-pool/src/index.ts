@@ -17,4 +17,7 @@ export type {
   GroupPages,
   PrefillChunking,
   KvCacheManagerApi,
+  BlockListener,
+  BlockKeyView,
 } from "./contract.js";
+export { BlockHashTable } from "./block-hash-table.js";

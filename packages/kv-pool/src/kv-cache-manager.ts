@@ -1,6 +1,7 @@
 import { cdiv } from "@kvsim/profile-schema";
 import { BlockPool, NULL_BLOCK, type PoolOps } from "./block-pool.js";
 import type {
+  BlockKeyView,
   AllocateRequest,
   DestinationReservation,
   KvCacheManagerApi,
@@ -100,6 +101,7 @@ export class KvCacheManager implements KvCacheManagerApi {
       return g.kind === "full_attention" && this.caching && cacheable;
     });
     this.pool = this.createPool(numPages, groups.length, options.collectEvents === true, linked);
+    this.pool.listener = options.blockListener;
     internals.set(this, this.pool);
     this.managers = groups.map((g, i) => managerFor(this.pool, g, i, this.caching, options.vllmVersion));
     this.types = hitTypes(this.managers);
@@ -132,6 +134,11 @@ export class KvCacheManager implements KvCacheManagerApi {
   findPrefixHit(seq: KvSequence): PrefixHit {
     const s = this.own(seq);
     return this.hitFor(s.numTokens - 1, s, undefined);
+  }
+
+  lookupKeys(prompt: PromptTokens, blockSize: number): BlockKeyView {
+    const p = asPromptImpl(prompt);
+    return this.pool.collectsEvents ? p.chain(blockSize) : p.keys(blockSize);
   }
 
   peekPrefixHitTokens(prompt: PromptTokens): number {

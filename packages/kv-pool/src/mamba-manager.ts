@@ -1,6 +1,7 @@
 import type { CacheGroup } from "@kvsim/profile-schema";
 import { cdiv } from "@kvsim/profile-schema";
 import { NULL_BLOCK, type PoolOps } from "./block-pool.js";
+import { tellCached } from "./attention-manager.js";
 import { blockHashHi, blockHashLo, type BlockHashView } from "./hashing.js";
 import { NO_CHECKPOINTS, type GroupState } from "./sequence.js";
 import { pushBlock, reserveBlocks } from "./block-table.js";
@@ -9,7 +10,11 @@ import { emptyLists, FRESH, lookup, NONE, nullBlocks, reversedReal, type Checkpo
 /** Caches one block that holds the state at the end of table block `index`. */
 function cacheOne(pool: PoolOps, groupIndex: number, block: number, index: number, hashes: BlockHashView): void {
   // A duplicate copy (cacheBlockKey false) emits nothing, events on or off (manager-caching-and-hits.test.ts).
-  if (pool.cacheBlockKey(block, groupIndex, blockHashHi(hashes, index), blockHashLo(hashes, index), NULL_BLOCK) && pool.collectsEvents) {
+  const hi = blockHashHi(hashes, index);
+  const lo = blockHashLo(hashes, index);
+  const first = pool.cacheBlockKey(block, groupIndex, hi, lo, NULL_BLOCK);
+  if (pool.listener !== undefined) tellCached(pool.listener, groupIndex, hi, lo);
+  if (first && pool.collectsEvents) {
     pool.emitStored(groupIndex, index === 0 ? null : hashes.blockHash(index - 1), [
       { blockHash: hashes.blockHash(index), tokensHash: hashes.tokensHash(index) },
     ]);

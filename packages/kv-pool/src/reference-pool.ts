@@ -4,7 +4,7 @@
  * copies in caching order, no runs, no lazy storage. Property tests run the same operations on it
  * and on `BlockPool` and compare every outcome.
  */
-import type { BlockHash, KvEvent, PoolMetrics } from "./contract.js";
+import type { BlockHash, BlockListener, KvEvent, PoolMetrics } from "./contract.js";
 import { NULL_BLOCK, type PoolOps, type StoredBlock } from "./block-pool.js";
 import { hashHi, hashLo, joinHash } from "./hash-halves.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
@@ -159,6 +159,9 @@ export class ReferencePool implements PoolOps {
   emitStored(group: number, parentHash: BlockHash | null, blocks: StoredBlock[]): void {
     this.events?.push({ type: "stored", groupIndex: group, parentHash, blocks });
   }
+  /** Only the type: the reference is compared on pool state, not on what a listener hears. */
+  listener: BlockListener | undefined = undefined;
+
   get collectsEvents(): boolean {
     return this.events !== undefined;
   }

@@ -5,6 +5,7 @@
 import type { PrefixHit } from "@kvsim/kv-pool";
 import type { EffectsBuilder } from "./effects-builder.js";
 import { startLoad } from "./offload-loads.js";
+import { LookupMemo } from "@kvsim/kv-offload";
 import type { Req, RankState } from "./rank-state.js";
 import type { StepRows } from "./step-rows.js";
 
@@ -84,7 +85,7 @@ export function admitWaiting(state: RankState, req: Req, fx: EffectsBuilder, row
   // Past the GPU hit, the offload tiers (vLLM asks its connector before the budget checks); at most
   // max_num_seqs loads at once, as vLLM's offloading connector defers more.
   if (offload !== undefined && state.loading.length < engine.max_num_seqs) {
-    const tierHit = offload.lookup(req.prompt, hit.tokens, req.seq.numTokens - 1, nowMs);
+    const tierHit = offload.lookup(req.prompt, hit.tokens, req.seq.numTokens - 1, nowMs, (req.tierMemo ??= new LookupMemo()));
     if (tierHit !== undefined) {
       if (startLoad(state, req, tierHit, fx, nowMs)) return "loading";
       // The pool cannot hold the hit's blocks now. In an idle, empty pool it never will: the

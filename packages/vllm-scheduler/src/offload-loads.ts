@@ -37,12 +37,13 @@ export function startLoad(state: RankState, req: Req, hit: OffloadHit, fx: Effec
 
 /**
  * Loads done by `nowMs` (in the order they started): their blocks become the request's, computed and
- * cache-visible, and the request joins the activated queue. Also feeds the tiers the KV events
- * commands left since the last step.
+ * cache-visible, and the request joins the activated queue. Sets the tiers' clock to `nowMs`.
  */
 export function settleLoads(state: RankState, nowMs: number): void {
   if (state.offload === undefined) return;
-  state.flushCommandEvents(nowMs);
+  // What the pool does from here (evictions while the step allocates, blocks a command makes
+  // cache-visible) happens now.
+  state.offload.clockMs = nowMs;
   const loading = state.loading;
   if (loading.length === 0) return;
   let w = 0;
@@ -54,7 +55,11 @@ export function settleLoads(state: RankState, nowMs: number): void {
     }
     const tokens = load.hit.tokens;
     state.endLoad(req);
+    // The loaded blocks become cache-visible; the tiers they came from do not store them again.
+    const offload = state.offload;
+    offload.muted = true;
     state.pool.activateDestination(req.seq, tokens);
+    offload.muted = false;
     req.computed = tokens;
     req.loadedTokens = tokens;
     req.phase = "activated";

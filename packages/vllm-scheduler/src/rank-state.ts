@@ -21,7 +21,7 @@ import {
   type Profile,
 } from "@kvsim/profile-schema";
 import { sourceTerms, type SourceTermsOptions } from "@kvsim/transfer-rules";
-import type { KvOffload, OffloadLoad } from "@kvsim/kv-offload";
+import type { KvOffload, LookupMemo, OffloadLoad } from "@kvsim/kv-offload";
 import type { RankConfig, RankMetrics, RankRole } from "./contract.js";
 import { Deque } from "./deque.js";
 import { IdTable } from "./id-table.js";
@@ -79,6 +79,8 @@ export interface Req {
   readonly prompt: PromptTokens;
   /** A load from the offload tiers, from its start until its request is admitted or leaves. */
   load: OffloadLoad | undefined;
+  /** Its last offload lookup, so a retried admission resumes the scan (kv-offload's LookupMemo). */
+  tierMemo: LookupMemo | undefined;
   /** Tokens it held computed when its load finished (the GPU hit plus the tiers' part), for its admission; 0 otherwise. */
   loadedTokens: number;
   /** Prompt tokens on this rank (a grouped source's prompt is already truncated by the backoff). */
@@ -154,8 +156,6 @@ export class RankState {
   readonly offload: KvOffload | undefined;
   /** Requests loading from the offload tiers (phase "loading"), in the order their loads started. */
   readonly loading: Req[] = [];
-  /** KV events of commands, fed to the offload tiers at the next step (a command carries no time). */
-  private commandEvents: KvEvent[] = [];
 
   constructor(config: RankConfig) {
     this.groups = poolGroupsForProfile(config.profile, config.engine);
@@ -166,9 +166,11 @@ export class RankState {
       groups: this.groups,
       enablePrefixCaching: config.engine.enable_prefix_caching,
       vllmVersion: config.profile.vllm_version,
-      // The offload tiers are fed by the pool's events.
-      collectEvents: this.collectKvEvents || this.offload !== undefined,
+      collectEvents: this.collectKvEvents,
+      // The offload tiers hear what the pool caches and evicts, and look up in its keys.
+      ...(this.offload === undefined ? {} : { blockListener: this.offload }),
     });
+    this.offload?.attach(this.pool);
     this.chunking = this.pool.prefillChunking;
     this.alignBlock = this.chunking === "any" ? undefined : mambaBlockSize(this.groups);
     const problems = rankConfigProblems(config, this.alignBlock);
@@ -209,28 +211,8 @@ export class RankState {
     return { running: this.running.length, waiting: this.waitingCount(), pagesUsed: m.usedPages, pagesFree: m.freePages, usage: m.usage };
   }
 
-  /**
-   * The pool's KV events since the last call, for the effects when the rank reports them. With
-   * offload tiers they feed the tiers too: at `atMs` (a step's end, when its blocks exist), or,
-   * for a command (no time), at the next step's start (`flushCommandEvents`).
-   */
-  takeEvents(atMs?: number): readonly KvEvent[] {
-    const offload = this.offload;
-    if (offload === undefined) return this.collectKvEvents ? this.pool.takeEvents() : NO_EVENTS;
-    const events = this.pool.takeEvents();
-    if (events.length > 0) {
-      if (atMs === undefined) for (const e of events) this.commandEvents.push(e);
-      else offload.onGpuEvents(events, atMs);
-    }
-    return this.collectKvEvents ? events : NO_EVENTS;
-  }
-
-  /** Feeds the offload tiers the KV events commands left, at `atMs`. */
-  flushCommandEvents(atMs: number): void {
-    if (this.commandEvents.length === 0) return;
-    const events = this.commandEvents;
-    this.commandEvents = [];
-    this.offload!.onGpuEvents(events, atMs);
+  takeEvents(): readonly KvEvent[] {
+    return this.collectKvEvents ? this.pool.takeEvents() : NO_EVENTS;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -245,6 +227,7 @@ export class RankState {
       prompt,
       load: undefined,
       loadedTokens: 0,
+      tierMemo: undefined,
       promptTokens: prompt.length,
       maxOutputTokens,
       computed: 0,

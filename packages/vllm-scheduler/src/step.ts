@@ -165,6 +165,8 @@ export function planStep(state: RankState, fx: EffectsBuilder, nowMs: number, sy
   }
   const price = state.timing.step(batch);
   const endMs = nowMs + price.prefillMs + price.decodeMs;
+  // The blocks the step computes exist from its end: write-through tiers store them from then.
+  if (state.offload !== undefined) state.offload.clockMs = endMs;
 
   // 4. Blocks become cache-visible once computed; requests that reached their end sample one token.
   // Stryker disable next-line BooleanLiteral: VS-68
@@ -258,7 +260,7 @@ export function stepResult(state: RankState, startMs: number, plan: PlannedStep 
     scheduledTokens: plan?.scheduledTokens ?? 0,
     scheduled: plan?.work ?? [],
     clampedTimingQueries: plan?.clamped ?? 0,
-    effects: fx.build(state.takeEvents(end), state.metrics()),
+    effects: fx.build(state.takeEvents(), state.metrics()),
   };
 }
 
