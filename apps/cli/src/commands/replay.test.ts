@@ -67,6 +67,24 @@ describe("kvsim replay: runs", () => {
     expect((await replay()).stdout).not.toContain("speculative decoding");
   });
 
+  it("the bundled offload example serves evicted system prompts from its CPU tier: more reuse and a lower TTFT than without the tier", async () => {
+    const example = new URL("../../examples/replay-offload.yaml", import.meta.url).pathname;
+    const withTier = await replay("--spec", example, "--format", "json");
+    const without = await replay("--spec", example, "--set", "kv_offload=null", "--format", "json");
+    expect([withTier.code, without.code]).toEqual([0, 0]);
+    const a = JSON.parse(withTier.stdout) as { prefix_cache_reused_ratio: number; p90_ttft_ms: number; completed_requests: number; kv_offload: { loads: number; tiers: { name: string; loads: number }[] } };
+    const b = JSON.parse(without.stdout) as { prefix_cache_reused_ratio: number; p90_ttft_ms: number; kv_offload?: unknown };
+    expect(a.completed_requests).toBe(48);
+    expect(a.kv_offload.tiers.map((t) => t.name)).toEqual(["cpu"]);
+    expect(a.kv_offload.loads).toBeGreaterThan(0);
+    expect(b.kv_offload).toBeUndefined();
+    expect(a.prefix_cache_reused_ratio).toBeGreaterThan(b.prefix_cache_reused_ratio);
+    expect(a.p90_ttft_ms).toBeLessThan(b.p90_ttft_ms);
+    const table = await replay("--spec", example);
+    expect(table.stdout).toMatch(/offload cpu +\d+ loads, [\d,]+ tokens served/);
+    expect(table.stdout).toMatch(/offload loads +\d+ loads/);
+  });
+
   it("--format json prints one JSON object (the report) and nothing else: TTFT 12, E2E 14", async () => {
     const r = await replay("--spec", path("spec.yaml"), "--format", "json");
     expect(r.code).toBe(0);
