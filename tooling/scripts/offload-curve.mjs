@@ -22,9 +22,13 @@ if (trace === undefined) {
 const sizes = (process.argv[3] ?? "0,32,64,128,256,512,1024,2048").split(",").map(Number);
 const dir = mkdtempSync(join(tmpdir(), "kvsim-offload-"));
 const profile = join(dir, "llama-3.1-8b.json");
-execFileSync(process.execPath, [cli, "profile", "from-hf", join(root, "apps/cli/examples/models/llama-3.1-8b-instruct.config.json"), "--tp", "1", "--out", profile], {
-  stdio: ["ignore", "ignore", "ignore"],
-});
+execFileSync(
+  process.execPath,
+  [cli, "profile", "from-hf", join(root, "apps/cli/examples/models/llama-3.1-8b-instruct.config.json"), "--tp", "1", "--out", profile],
+  {
+    stdio: ["ignore", "ignore", "ignore"],
+  },
+);
 
 function spec(numGpuBlocks, tierGiB) {
   const lines = [
@@ -61,7 +65,11 @@ for (const gib of sizes) {
   const off = r.kv_offload;
   const fromTier = off === undefined ? "-" : pct(off.tokens_served / r.total_input_tokens);
   const delay = off === undefined || off.loads === 0 ? "-" : `${off.mean_load_ms.toFixed(1)} / ${off.p90_load_ms.toFixed(1)}`;
-  console.log(`| ${gib === 0 ? "none (GPU only)" : `${gib} GiB`} | ${pct(r.prefix_cache_reused_ratio)} | ${fromTier} | ${ms(r.mean_ttft_ms)} | ${ms(r.p90_ttft_ms)} | ${delay} | ${(wall / 1000).toFixed(1)} |`);
+  console.log(
+    `| ${gib === 0 ? "none (GPU only)" : `${gib} GiB`} | ${pct(r.prefix_cache_reused_ratio)} | ${fromTier} | ${ms(r.mean_ttft_ms)} | ${ms(r.p90_ttft_ms)} | ${delay} | ${(wall / 1000).toFixed(1)} |`,
+  );
 }
 const { r, wall } = replay(spec(2 ** 20, 0));
-console.log(`| GPU pool of 2^20 blocks, no tier | ${pct(r.prefix_cache_reused_ratio)} | - | ${ms(r.mean_ttft_ms)} | ${ms(r.p90_ttft_ms)} | - | ${(wall / 1000).toFixed(1)} |`);
+console.log(
+  `| GPU pool of 2^20 blocks, no tier | ${pct(r.prefix_cache_reused_ratio)} | - | ${ms(r.mean_ttft_ms)} | ${ms(r.p90_ttft_ms)} | - | ${(wall / 1000).toFixed(1)} |`,
+);

@@ -86,8 +86,13 @@ export class EffectApplier {
       this.offload?.onLoad(l);
       const live = this.live.get(l.requestId);
       if (live === undefined) continue;
-      const served = (live.offloadTokens ??= new Array<number>(l.tokensPerTier.length).fill(0));
-      for (let t = 0; t < served.length; t++) served[t]! += l.tokensPerTier[t]!;
+      // By tier name; in P/D by role and name ("decode.cpu"), as both roles may have tiers.
+      const names = this.offload!.tierNames(w.role);
+      const served = (live.offloadTokens ??= {});
+      for (let t = 0; t < names.length; t++) {
+        const key = w.role === "aggregated" ? names[t]! : `${w.role}.${names[t]!}`;
+        served[key] = (served[key] ?? 0) + l.tokensPerTier[t]!;
+      }
       live.offloadLoadMs += l.doneMs - l.startMs;
     }
     for (const p of e.preemptions) {

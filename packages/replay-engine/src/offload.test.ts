@@ -109,4 +109,26 @@ describe("a replay with a CPU tier", () => {
     expect(result.records.map((r) => r.status)).toEqual(["completed", "completed"]);
     expect(result.report.kv_offload!.tiers.map((t) => t.role)).toEqual(["prefill"]);
   });
+
+  it("a P/D decode worker's tier hit shortens the handoff: only what the tier lacks moves", async () => {
+    // Linear, 4-token blocks of 4,096 bytes. The decode pool (four pages) evicts r1's blocks for
+    // r2; r3 repeats r1's 13-token prompt. Without the tier the handoff moves cdiv(13, 4) = 4
+    // blocks (16,384 bytes); the decode tier holds blocks 0-2 (12 tokens, at most 13 - 1), so it
+    // moves 4 - 3 = 1 block (4,096 bytes) and the tier loads the other three.
+    const pd = {
+      ...base,
+      topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } },
+      engine: { num_gpu_blocks: 64, block_size: 4, enable_prefix_caching: true },
+      decode: { engine: { num_gpu_blocks: 5 } },
+      kv_transfer: { bandwidth: "4.096 GB/s", mode: "destination_missing" },
+    };
+    const without = ok(await runReplay({ spec: traceSpec(pd), records: trace }));
+    const withTier = ok(await runReplay({ spec: traceSpec({ ...pd, decode: { ...pd.decode, kv_offload: { tiers: [cpu] } } }), records: trace }));
+    expect(without.records[2]!.handoff!.payload_bytes).toBe(16_384);
+    expect(withTier.records[2]!.handoff!.payload_bytes).toBe(4096);
+    expect(withTier.records[2]!.handoff!.destination_hit_tokens).toBe(12);
+    expect(withTier.records[2]!.offload).toEqual({ tokens: { "decode.cpu": 12 }, load_ms: 1.5 });
+    expect(withTier.report.kv_offload!.tiers.map((t) => [t.role, t.loads])).toEqual([["decode", 1]]);
+    expect(withTier.records.map((r) => r.status)).toEqual(["completed", "completed", "completed"]);
+  });
 });

@@ -76,7 +76,7 @@ export interface RequestRecord {
   /** When a role has data_parallel_size > 1: the data-parallel rank within each worker, by role (those roles only). */
   readonly dp_ranks?: { readonly aggregated?: number; readonly prefill?: number; readonly decode?: number };
   readonly handoff?: HandoffRecord;
-  /** With offload tiers, when it loaded from them: the prompt tokens each tier (by name) served, and its loads' time (start to last byte). */
+  /** With offload tiers, when it loaded from them: the prompt tokens each tier served (by name; in P/D by role and name, `decode.cpu`), and its loads' time (start to last byte). */
   readonly offload?: OffloadRecord;
 }
 

@@ -1,4 +1,3 @@
-import type { OffloadTiers } from "./offload-tiers.js";
 import { createPromptTokens, type PromptTokens } from "@kvsim/kv-pool";
 import { IdTable, type RankRole } from "@kvsim/vllm-scheduler";
 import type { HandoffCoordinator } from "./coordinator.js";
@@ -7,7 +6,7 @@ import type { PassLog } from "./pass-log.js";
 import type { Placed, Placement } from "./placement.js";
 import { RecordStore } from "./record-store.js";
 import type { MetricsCollector } from "./metrics-collector.js";
-import type { HandoffRecord, OffloadRecord, RequestRecord, RequestStatus } from "./report.js";
+import type { HandoffRecord, RequestRecord, RequestStatus } from "./report.js";
 import type { ReplayProgress } from "./replay.js";
 import type { RoutingTally } from "./routing-report.js";
 import type { Sampler } from "./sampler.js";
@@ -45,7 +44,7 @@ export interface LiveRequest {
   /** A rejection reason reported by the prefill rank, kept for the terminal record. */
   rejected: string | undefined;
   /** With offload tiers: the prompt tokens each tier served it (tiers' order), and how long its loads took. */
-  offloadTokens: number[] | undefined;
+  offloadTokens: Record<string, number> | undefined;
   offloadLoadMs: number;
 }
 
@@ -64,7 +63,6 @@ export class RequestLedger {
   private readonly entryTally: RoutingTally;
   private readonly disaggregated: boolean;
   private readonly dpRoles: ReadonlySet<RankRole>;
-  private readonly offload: OffloadTiers | undefined;
 
   constructor(
     private readonly collector: MetricsCollector,
@@ -78,7 +76,6 @@ export class RequestLedger {
     this.entryTally = topology.entryTally;
     this.disaggregated = topology.disaggregated;
     this.dpRoles = topology.dpRoles;
-    this.offload = topology.offload;
     this.nextProgress = progressEvery;
   }
 
@@ -171,19 +168,14 @@ export class RequestLedger {
       ...(reason === undefined ? {} : { reason }),
     });
     const record = terminalRecord(live, status, reason, this.disaggregated, this.dpRoles);
-    this.records.add(req.index, live.offloadTokens === undefined ? record : { ...record, offload: this.offloadRecord(live, live.offloadTokens) });
+    this.records.add(
+      req.index,
+      live.offloadTokens === undefined ? record : { ...record, offload: { tokens: live.offloadTokens, load_ms: live.offloadLoadMs } },
+    );
     if (this.onProgress !== undefined && this.collector.terminalCount >= this.nextProgress) {
       this.nextProgress += this.progressEvery;
       this.onProgress({ arrived: this.collector.arrivedCount, terminal: this.collector.terminalCount, nowMs: nowMs });
     }
-  }
-
-  /** The tokens each tier served a request (by tier name) and how long its loads took. */
-  private offloadRecord(live: LiveRequest, served: readonly number[]): OffloadRecord {
-    const names = this.offload!.tierNames(live.entry!.role);
-    const tokens: Record<string, number> = {};
-    served.forEach((n, i) => (tokens[names[i]!] = n));
-    return { tokens, load_ms: live.offloadLoadMs };
   }
 
   /** Tokens the live requests emitted (what a cutoff leaves in flight). */

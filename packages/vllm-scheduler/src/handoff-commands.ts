@@ -142,12 +142,19 @@ export function activateDestination(state: RankState, handoffId: string): Comman
       break;
   }
   const req = h.req;
+  h.state = "activated";
+  state.reservedCount--;
+  if (req.load !== undefined) {
+    // Its prefix is still loading from an offload tier (or landed since the last step): the next
+    // step activates it once the load is done.
+    req.phase = "loading";
+    state.loading.push(req);
+    return ok(state, "applied", fx);
+  }
   state.pool.activateDestination(req.seq, h.transferredTokens);
   // The decode rank computes exactly one token before it samples: the last prompt token (a
   // Mamba-type model received N - 1) or the recomputed last token (attention-only received N).
   req.computed = Math.min(h.transferredTokens, req.promptTokens - 1);
-  h.state = "activated";
-  state.reservedCount--;
   req.phase = "activated";
   state.activated.pushBack(req);
   state.activatedLive++;

@@ -36,6 +36,25 @@ export function startLoad(state: RankState, req: Req, hit: OffloadHit, fx: Effec
 }
 
 /**
+ * A P/D destination whose own hit continues into the tiers: the tiers' blocks load into the blocks
+ * its reservation holds while the handoff moves the rest; the activation waits for the load.
+ */
+export function startDestinationLoad(state: RankState, req: Req, hit: OffloadHit, fx: EffectsBuilder): void {
+  const nowMs = state.offload!.clockMs;
+  const load = state.offload!.load(hit, nowMs);
+  req.load = load;
+  fx.offloadLoad({
+    requestId: req.id,
+    gpuHitTokens: hit.gpuHitTokens,
+    tokens: hit.tokens,
+    tokensPerTier: hit.tokensPerTier,
+    bytesPerTier: hit.bytesPerTier,
+    startMs: nowMs,
+    doneMs: load.doneMs,
+  });
+}
+
+/**
  * Loads done by `nowMs` (in the order they started): their blocks become the request's, computed and
  * cache-visible, and the request joins the activated queue. Sets the tiers' clock to `nowMs`.
  */
@@ -51,6 +70,17 @@ export function settleLoads(state: RankState, nowMs: number): void {
     const load = req.load!;
     if (load.doneMs > nowMs) {
       loading[w++] = req;
+      continue;
+    }
+    const h = req.handoff;
+    if (h?.side === "destination") {
+      // An activated destination whose tier load landed: the handoff's tokens become its own.
+      state.endLoad(req);
+      state.pool.activateDestination(req.seq, h.transferredTokens);
+      req.computed = Math.min(h.transferredTokens, req.promptTokens - 1);
+      req.phase = "activated";
+      state.activated.pushBack(req);
+      state.activatedLive++;
       continue;
     }
     const tokens = load.hit.tokens;

@@ -21,7 +21,8 @@ import {
   type Profile,
 } from "@kvsim/profile-schema";
 import { sourceTerms, type SourceTermsOptions } from "@kvsim/transfer-rules";
-import type { KvOffload, LookupMemo, OffloadLoad } from "@kvsim/kv-offload";
+import type { KvOffload, LookupMemo, OffloadHit, OffloadLoad } from "@kvsim/kv-offload";
+import { startDestinationLoad } from "./offload-loads.js";
 import type { RankConfig, RankMetrics, RankRole } from "./contract.js";
 import { Deque } from "./deque.js";
 import { IdTable } from "./id-table.js";
@@ -120,6 +121,8 @@ export class RankState {
   readonly terms: SourceTermsOptions;
   /** Tokens per linear block (missing tokens of a linear destination are counted in them). */
   readonly linearBlockSize: number | undefined;
+  /** The block a handoff counts in: the linear block, or the full-attention groups' block. */
+  readonly handoffBlockSize: number;
   /** Mamba "align" mode: prefill chunks end on multiples of this block (docs/rules/vllm-scheduling.md §3.6). */
   readonly alignBlock: number | undefined;
   /** How the pool needs prefill chunks cut (kv-pool's PrefillChunking). */
@@ -187,6 +190,7 @@ export class RankState {
     const timing = createTimingModel(config.timing, config.profile, config.engine);
     this.timing = spec === undefined ? timing : new SpeculativeTiming(timing, spec, config.profile);
     this.linearBlockSize = isGroupedProfile(config.profile) ? undefined : kvBlockSizeTokens(config.profile, config.engine);
+    this.handoffBlockSize = this.linearBlockSize ?? this.groups.find((g) => g.kind === "full_attention")?.block_size_tokens ?? 1;
     this.terms = {
       mode: config.kvTransfer?.mode ?? "destination_missing",
       bandwidthGbps: config.kvTransfer?.bandwidthGbps,
@@ -329,6 +333,7 @@ export class RankState {
         return;
     }
     if (req.handoff !== undefined) this.retireHandoff(req.handoff, cancelled);
+    this.endLoad(req);
     this.pool.free(req.seq);
     this.capacityGeneration++;
     this.forget(req);
@@ -404,6 +409,9 @@ export class RankState {
       const last = this.reserveFailedAt;
       // Surviving mutants: VS-57 (MUTANTS.md).
       if (last?.handoff === h && last.generation === this.capacityGeneration) return;
+      // With offload tiers, the destination's own hit continues into them: what they hold is loaded,
+      // not transferred (the handoff is priced with the longer hit).
+      const tierHit = this.destinationTierHit(h);
       const res = this.pool.reserveDestination(h.req.seq, h.transferredTokens);
       if (res === undefined) {
         this.reserveFailedAt = { handoff: h, generation: this.capacityGeneration };
@@ -415,12 +423,29 @@ export class RankState {
       h.state = "reserved";
       h.hitTokens = res.hitTokens;
       h.req.phase = "reserved_destination";
+      let missingBlocks = res.missingFullAttentionBlocks;
+      if (tierHit !== undefined) {
+        if (tierHit.gpuHitTokens !== res.hitTokens)
+          throw new Error(`destination ${h.id}: GPU hit ${res.hitTokens} at reservation, ${tierHit.gpuHitTokens} at lookup`);
+        startDestinationLoad(this, h.req, tierHit, fx);
+        missingBlocks -= (tierHit.tokens - res.hitTokens) / this.handoffBlockSize;
+        h.hitTokens = tierHit.tokens;
+      }
       const missing =
         this.linearBlockSize === undefined
-          ? ({ unit: "block", units: res.missingFullAttentionBlocks } as const)
-          : ({ unit: "token", units: res.missingFullAttentionBlocks * this.linearBlockSize } as const);
-      fx.fact({ type: "destination_reserved", handoffId: h.id, requestId: h.req.id, missing, hitTokens: res.hitTokens });
+          ? ({ unit: "block", units: missingBlocks } as const)
+          : ({ unit: "token", units: missingBlocks * this.linearBlockSize } as const);
+      fx.fact({ type: "destination_reserved", handoffId: h.id, requestId: h.req.id, missing, hitTokens: h.hitTokens });
     }
+  }
+
+  /** The tier hit past a pending destination's own GPU hit, within its transferred tokens (undefined without tiers or a hit). */
+  private destinationTierHit(h: Handoff): OffloadHit | undefined {
+    const offload = this.offload;
+    if (offload === undefined || this.loading.length >= this.engine.max_num_seqs) return undefined;
+    const seq = h.req.seq;
+    const gpu = this.pool.findPrefixHit(seq).tokens;
+    return offload.lookup(h.req.prompt, Math.min(gpu, h.transferredTokens), Math.min(seq.numTokens - 1, h.transferredTokens), offload.clockMs);
   }
 
   /** True when the next `tryReserveDestinations` would try the pending head (it never failed, or capacity grew since). */

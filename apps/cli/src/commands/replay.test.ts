@@ -72,7 +72,12 @@ describe("kvsim replay: runs", () => {
     const withTier = await replay("--spec", example, "--format", "json");
     const without = await replay("--spec", example, "--set", "kv_offload=null", "--format", "json");
     expect([withTier.code, without.code]).toEqual([0, 0]);
-    const a = JSON.parse(withTier.stdout) as { prefix_cache_reused_ratio: number; p90_ttft_ms: number; completed_requests: number; kv_offload: { loads: number; tiers: { name: string; loads: number }[] } };
+    const a = JSON.parse(withTier.stdout) as {
+      prefix_cache_reused_ratio: number;
+      p90_ttft_ms: number;
+      completed_requests: number;
+      kv_offload: { loads: number; tiers: { name: string; loads: number }[] };
+    };
     const b = JSON.parse(without.stdout) as { prefix_cache_reused_ratio: number; p90_ttft_ms: number; kv_offload?: unknown };
     expect(a.completed_requests).toBe(48);
     expect(a.kv_offload.tiers.map((t) => t.name)).toEqual(["cpu"]);
