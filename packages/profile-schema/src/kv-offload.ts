@@ -37,7 +37,7 @@ export function parseByteSize(text: string): { readonly ok: true; readonly bytes
 }
 
 /** A size with its unit (a string such as "200 GiB"), parsed to whole bytes. */
-export const byteSizeSchema = () =>
+const byteSizeSchema = () =>
   z
     .string({ error: `expected a size with its unit, e.g. "200 GiB" or "500 GB"` })
     .transform((text, ctx) => {

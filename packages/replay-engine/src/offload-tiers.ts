@@ -56,7 +56,7 @@ interface Instance {
 }
 
 /** The offload section a role's ranks use: the role's own, else the spec's. */
-export function offloadSpecOf(spec: Spec, role: RankRole): KvOffloadSpec | undefined {
+function offloadSpecOf(spec: Spec, role: RankRole): KvOffloadSpec | undefined {
   return (role === "aggregated" ? undefined : spec[role]?.kv_offload) ?? spec.kv_offload;
 }
 

@@ -1,16 +1,15 @@
-import { MAX_VIRTUAL_TIME_MS, MAX_VIRTUAL_TIME_TEXT, type Profile, type Spec, type TraceRecord } from "@kvsim/profile-schema";
+import { MAX_VIRTUAL_TIME_MS, MAX_VIRTUAL_TIME_TEXT, type Spec, type TraceRecord } from "@kvsim/profile-schema";
 import { TimingRefusedError, type IdTable, type Command, type CommandOutcome, type DecodeRun, type RequestInput, type StepResult } from "@kvsim/vllm-scheduler";
 import TinyQueue from "tinyqueue";
 import { HandoffCoordinator, type CommandAction, type HandoffAction, type HandoffInput } from "./coordinator.js";
-import { checkDrained, NoProgress, stuckResult, type StuckRequest } from "./diagnostics.js";
+import { checkDrained, NoProgress, stuckResult } from "./diagnostics.js";
 import { EffectApplier, type HandoffFeed } from "./effects.js";
-import { SlaLost, SlaStopWatch, type SlaStop } from "./sla-stop.js";
+import { SlaLost, SlaStopWatch } from "./sla-stop.js";
 import { EventQueue, Phase, Stage } from "./event-queue.js";
 import type { GroupStep, LockstepGroup } from "./lockstep.js";
 import { MetricsCollector } from "./metrics-collector.js";
-import { speculativeDecodingReport, type LatencyQuantiles, type ReplayReport, type RequestRecord } from "./report.js";
+import { speculativeDecodingReport } from "./report.js";
 import { Sampler } from "./sampler.js";
-import type { TimeSeries } from "./timeseries.js";
 import { lazyRecords, RequestLedger, type LiveRequest } from "./request-records.js";
 import {
   buildTopology,
@@ -27,63 +26,9 @@ import type { TransferNetwork } from "./transfer-network.js";
 import { workloadRequests, type ReplayRequest } from "./workload.js";
 
 export type { StuckRequest } from "./diagnostics.js";
+import type { ReplayInput, ReplayProgress, ReplayResult } from "./replay-types.js";
 
-export interface ReplayProgress {
-  /** Requests released so far. */
-  readonly arrived: number;
-  /** Requests that reached a terminal status. */
-  readonly terminal: number;
-  /** Virtual time reached. */
-  readonly nowMs: number;
-}
-
-export interface ReplayInput {
-  /** A parsed spec (paths resolved). */
-  readonly spec: Spec;
-  /** Names the spec in errors about its configuration (default `<spec>`). */
-  readonly specFile?: string;
-  /** Profiles the spec names by path, keyed by that path. Inline profiles need no entry. */
-  readonly profiles?: ReadonlyMap<string, Profile>;
-  /** The trace's records when the workload is a trace; read lazily, one request ahead of the clock. */
-  readonly records?: AsyncIterable<TraceRecord> | Iterable<TraceRecord>;
-  /** Names the trace in errors (default: the spec's trace path). */
-  readonly traceFile?: string;
-  /** Called every `progressEvery` terminal requests and once at the end. */
-  readonly onProgress?: (progress: ReplayProgress) => void;
-  readonly progressEvery?: number;
-  /** Percentiles (0..100) to report for every metric besides p50, p90 and p99 (outside the digest). */
-  readonly percentiles?: readonly number[];
-  /**
-   * The decode fast path (default true): a rank whose next passes are all plain decode steps runs
-   * them in one call, up to the next event that could change what it sees. Results are the same
-   * either way; false runs every pass on its own (tests compare the two).
-   */
-  readonly fastDecode?: boolean;
-  /**
-   * Sample time series on the virtual clock (outside the report and its digest). `sampleMs`:
-   * the interval; absent, it starts at 10 ms and doubles to keep 2,049 to 4,097 samples.
-   */
-  readonly timeseries?: { readonly sampleMs?: number };
-  /** Return this many quantiles of each latency metric (for CDF plots; outside the report). */
-  readonly quantiles?: number;
-  /**
-   * Stop as soon as these latency bounds are lost whatever the requests still to come do (see
-   * SlaStopWatch); the result is then `ok: false` with `stopped: true`. For searches, whose
-   * failing probes need no full replay. Absent: the replay runs to its end.
-   */
-  readonly stopWhen?: SlaStop;
-}
-
-export type ReplayResult =
-  | {
-      readonly ok: true;
-      readonly report: ReplayReport;
-      readonly records: readonly RequestRecord[];
-      readonly timeseries?: TimeSeries;
-      readonly quantiles?: LatencyQuantiles;
-    }
-  /** `stopped`: `stopWhen` ended the replay, the SLA being lost (the reason says how). */
-  | { readonly ok: false; readonly reason: string; readonly stuck: readonly StuckRequest[]; readonly atMs: number; readonly stopped?: boolean };
+export type { ReplayProgress, ReplayInput, ReplayResult } from "./replay-types.js";
 
 /** Profile paths a spec references (base, prefill and decode), for the caller to load. */
 export function specProfilePaths(spec: Spec): string[] {
@@ -98,6 +43,20 @@ type QueuedPayload =
   /** A rank's offload load lands: it may admit the request. */
   | { readonly kind: "wake"; readonly slot: RankSlot }
   | GroupStep;
+
+/** A queued wake-up of a rank is due (a stale one only marks it changed, which costs one step() call). */
+function wake(w: RankSlot, nowMs: number): void {
+  if (w.wakeAtMs === nowMs) w.wakeAtMs = Infinity;
+  w.dirty = true;
+}
+
+/** Queues a wake-up for when the rank's next offload load lands, unless one is queued for then. */
+function scheduleWake(queue: EventQueue<QueuedPayload>, w: RankSlot): void {
+  const t = w.rank.nextWakeMs();
+  if (t === Infinity || t === w.wakeAtMs) return;
+  w.wakeAtMs = t;
+  queue.push(t, Phase.passCompletion, w.stage, w.order, { kind: "wake", slot: w });
+}
 
 /** The run cannot go on for a reason of its inputs that only the run could find (not a bug). */
 class RunFailure extends Error {}
@@ -198,7 +157,7 @@ class ReplayEngine implements HandoffFeed {
             if (p.kind === "pass") this.effects.completePass(p.slot, p.step, this.now, undefined);
             else if (p.kind === "run") this.effects.completeRun(p.slot, p.run);
             else if (p.kind === "group") this.completeGroupStep(p);
-            else if (p.kind === "wake") this.wake(p.slot);
+            else if (p.kind === "wake") wake(p.slot, this.now);
             else this.transferDone(p.live);
           }
           if (this.network?.nextTimeMs() === this.now) {
@@ -292,20 +251,6 @@ class ReplayEngine implements HandoffFeed {
     return next;
   }
 
-  /** A queued wake-up of a rank is due (stale ones only mark it changed, which costs one step() call). */
-  private wake(w: RankSlot): void {
-    if (w.wakeAtMs === this.now) w.wakeAtMs = Infinity;
-    w.dirty = true;
-  }
-
-  /** Queues a wake-up for when the rank's next offload load lands, unless one is queued for then. */
-  private scheduleWake(w: RankSlot): void {
-    const t = w.rank.nextWakeMs();
-    if (t === Infinity || t === w.wakeAtMs) return;
-    w.wakeAtMs = t;
-    this.queue.push(t, Phase.passCompletion, w.stage, w.order, { kind: "wake", slot: w });
-  }
-
   /** A handoff's last byte arrived. */
   private transferDone(live: LiveRequest): void {
     this.sampler?.onTransferDone(live.handoff?.priced?.payloadBytes ?? 0);
@@ -359,7 +304,7 @@ class ReplayEngine implements HandoffFeed {
       throw new Error(`${w.label} planned a pass ending at ${step.endMs} ms, before now (${this.now} ms)`);
     }
     if (step !== undefined) this.sampler?.onPass(w.sampleIndex, step.scheduledTokens, step.durationMs);
-    if (this.topology.offload !== undefined) this.scheduleWake(w);
+    if (this.topology.offload !== undefined) scheduleWake(this.queue, w);
     return step;
   }
 
@@ -375,7 +320,7 @@ class ReplayEngine implements HandoffFeed {
         startBeforeMs: horizon,
         endByMs: Math.min(this.spec.max_virtual_time_ms ?? Infinity, MAX_VIRTUAL_TIME_MS),
       });
-      if (this.topology.offload !== undefined) this.scheduleWake(w);
+      if (this.topology.offload !== undefined) scheduleWake(this.queue, w);
       if (run !== undefined) {
         w.busy = true;
         w.passEndMs = run.endMs;

@@ -7,7 +7,7 @@
  */
 import type { OffloadHit } from "@kvsim/kv-offload";
 import type { EffectsBuilder } from "./effects-builder.js";
-import type { Req, RankState } from "./rank-state.js";
+import type { Handoff, Req, RankState } from "./rank-state.js";
 
 /**
  * Starts loading `hit` for the waiting head `req` at `nowMs`. False, changing nothing, when the pool
@@ -33,6 +33,15 @@ export function startLoad(state: RankState, req: Req, hit: OffloadHit, fx: Effec
     doneMs: load.doneMs,
   });
   return true;
+}
+
+/** The tier hit past a pending destination's own GPU hit, within its transferred tokens (undefined without tiers or a hit). */
+export function destinationTierHit(state: RankState, h: Handoff): OffloadHit | undefined {
+  const offload = state.offload;
+  if (offload === undefined || state.loading.length >= state.engine.max_num_seqs) return undefined;
+  const seq = h.req.seq;
+  const gpu = state.pool.findPrefixHit(seq).tokens;
+  return offload.lookup(h.req.prompt, Math.min(gpu, h.transferredTokens), Math.min(seq.numTokens - 1, h.transferredTokens), offload.clockMs);
 }
 
 /**

@@ -21,8 +21,8 @@ import {
   type Profile,
 } from "@kvsim/profile-schema";
 import { sourceTerms, type SourceTermsOptions } from "@kvsim/transfer-rules";
-import type { KvOffload, LookupMemo, OffloadHit, OffloadLoad } from "@kvsim/kv-offload";
-import { startDestinationLoad } from "./offload-loads.js";
+import type { KvOffload, LookupMemo, OffloadLoad } from "@kvsim/kv-offload";
+import { destinationTierHit, startDestinationLoad } from "./offload-loads.js";
 import type { RankConfig, RankMetrics, RankRole } from "./contract.js";
 import { Deque } from "./deque.js";
 import { IdTable } from "./id-table.js";
@@ -411,7 +411,7 @@ export class RankState {
       if (last?.handoff === h && last.generation === this.capacityGeneration) return;
       // With offload tiers, the destination's own hit continues into them: what they hold is loaded,
       // not transferred (the handoff is priced with the longer hit).
-      const tierHit = this.destinationTierHit(h);
+      const tierHit = destinationTierHit(this, h);
       const res = this.pool.reserveDestination(h.req.seq, h.transferredTokens);
       if (res === undefined) {
         this.reserveFailedAt = { handoff: h, generation: this.capacityGeneration };
@@ -437,15 +437,6 @@ export class RankState {
           : ({ unit: "token", units: missingBlocks * this.linearBlockSize } as const);
       fx.fact({ type: "destination_reserved", handoffId: h.id, requestId: h.req.id, missing, hitTokens: h.hitTokens });
     }
-  }
-
-  /** The tier hit past a pending destination's own GPU hit, within its transferred tokens (undefined without tiers or a hit). */
-  private destinationTierHit(h: Handoff): OffloadHit | undefined {
-    const offload = this.offload;
-    if (offload === undefined || this.loading.length >= this.engine.max_num_seqs) return undefined;
-    const seq = h.req.seq;
-    const gpu = this.pool.findPrefixHit(seq).tokens;
-    return offload.lookup(h.req.prompt, Math.min(gpu, h.transferredTokens), Math.min(seq.numTokens - 1, h.transferredTokens), offload.clockMs);
   }
 
   /** True when the next `tryReserveDestinations` would try the pending head (it never failed, or capacity grew since). */
