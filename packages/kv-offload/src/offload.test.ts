@@ -38,7 +38,7 @@ function cache(off: KvOffload, p: PromptTokens, g: number, blockSize: number, fr
     keys[2 * (i - from) + 1] = view.blockLo(i);
   }
   off.clockMs = atMs;
-  off.cached(g, keys, to - from);
+  off.cached(g, keys, to - from, from);
 }
 
 /** The halves of block i's key. */
@@ -114,6 +114,36 @@ describe("a linear model's tier hit", () => {
     expect(cpu.readDone(1000, 0)).toBe(12);
     // The second, asked at 5, starts at 10: done at 10 + 2 + 10 = 22.
     expect(cpu.readDone(1000, 5)).toBe(22);
+  });
+});
+
+describe("offloaded blocks of several GPU blocks (vLLM's block_size, LMCache's chunks)", () => {
+  // Offloaded blocks of 8 tokens = two 4-token GPU blocks of 400 bytes: 800 bytes each, keyed by
+  // their second GPU block.
+  it("stores an offloaded block once its last GPU block is cached; a hit is whole offloaded blocks, loaded from the GPU hit's end", () => {
+    const cpu = tier();
+    const off = new KvOffload([cpu], [full(400)], true, 8);
+    off.attach(new KvCacheManager({ numPages: 2, groups: [full(400)], enablePrefixCaching: true, vllmVersion: "0.32.0" }));
+    const p = prompt(25); // six whole GPU blocks, three offloaded blocks
+    // GPU blocks 0-2 cached: only block 1 ends an offloaded block (0-1); 2-5 complete the other two.
+    cache(off, p, 0, 4, 0, 3, 0);
+    expect([...cpu.entries()].map((e) => [e.lo, e.bytes])).toEqual([[key(p, 4, 1)[1] | 0, 800]]);
+    cache(off, p, 0, 4, 3, 6, 0);
+    expect(cpu.blocks).toBe(3);
+    // A GPU hit of 4 tokens ends inside the first offloaded block: the hit reads it from there and
+    // goes to 24 (at most 24, the prompt's last token excluded, in whole offloaded blocks); it
+    // loads GPU blocks 1-5, 5 x 400 bytes, 20 tokens.
+    const hit = off.lookup(p, 4, 24, 1)!;
+    expect([hit.tokens, hit.bytesPerTier[0], hit.tokensPerTier[0], hit.slots.length]).toEqual([24, 2000, 20, 3]);
+    // Without the middle offloaded block the hit ends at 8.
+    const cpu2 = tier();
+    const off2 = new KvOffload([cpu2], [full(400)], true, 8);
+    off2.attach(new KvCacheManager({ numPages: 2, groups: [full(400)], enablePrefixCaching: true, vllmVersion: "0.32.0" }));
+    cache(off2, p, 0, 4, 0, 2, 0);
+    cache(off2, p, 0, 4, 4, 6, 0);
+    expect(off2.lookup(p, 0, 24, 1)?.tokens).toBe(8);
+    expect(() => new KvOffload([tier()], [full(400)], true, 6)).toThrow(/multiple of every cache group's block/);
+    expect(() => new KvOffload([tier({ store: "on_evict" })], [full(400)], true, 8)).toThrow(/on_evict/);
   });
 });
 

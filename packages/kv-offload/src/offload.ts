@@ -15,6 +15,8 @@ interface GroupRule {
   readonly blockSize: number;
   readonly window: number;
   readonly bytesPerBlock: number;
+  /** GPU blocks of this group per offloaded block (the offload block size over the group's block size). */
+  readonly k: number;
 }
 
 /** The pool a KvOffload looks keys up in (kv-pool's KvCacheManager). */
@@ -69,11 +71,16 @@ function gcd(a: number, b: number): number {
  * ranks). It is the pool's BlockListener: pass it as `blockListener` when creating the pool, then
  * `attach` the pool, whose keys lookups read. The caller sets `clockMs` to the time the pool's
  * changes happen at (a step's start for its evictions, its end for the blocks it computes).
+ *
+ * A tier holds offloaded blocks of `blockTokens` tokens (vLLM's offloading connector's
+ * `block_size`, LMCache's chunk): k = blockTokens / B consecutive GPU blocks of a group, keyed by
+ * the last one's key (a chained key names the whole prefix), stored once the GPU caches that last
+ * block. A Mamba-type group's offloaded block is the one state at its end.
  */
 export class KvOffload implements BlockListener {
   private readonly rules: readonly GroupRule[];
-  /** Hits are whole multiples of this (the lcm of the constraining groups' block sizes). */
-  private readonly unit: number;
+  /** Tokens per offloaded block: hits are whole multiples of it. */
+  readonly blockTokens: number;
   /** False when no hit can ever be served (a non-caching attention group, or prefix caching off). */
   private readonly possible: boolean;
   private keys: OffloadKeySource | undefined;
@@ -87,46 +94,68 @@ export class KvOffload implements BlockListener {
   private readonly sinks: (EvictedSink | undefined)[];
   /** The tiers that keep every block the GPU pool caches. */
   private readonly writeThrough: readonly number[];
+
   /**
    * `groups`: the rank pool's cache groups (kv-pool's poolGroupsForProfile), each with its
    * `transfer_bytes_per_block` (one TP rank's bytes of one block). `prefixCaching`: the engine's.
+   * `blockTokens`: tokens per offloaded block, a multiple of every group's block size (default:
+   * their lcm, the GPU block, as vLLM's connector).
    */
   constructor(
     readonly tiers: readonly TierStore[],
     groups: readonly CacheGroup[],
     prefixCaching: boolean,
+    blockTokens?: number,
   ) {
     if (tiers.length === 0) throw new RangeError("an offload needs at least one tier");
-    const rules: GroupRule[] = [];
     let possible = prefixCaching;
     let unit = 1;
     for (const g of groups) {
+      const constrains = g.kind === "full_attention" || g.kind === "sliding_window" || g.kind === "convolution" || g.prefix_cacheable === true;
+      if (!constrains) continue;
+      if (g.prefix_cacheable !== true) possible = false;
+      unit = (unit / gcd(unit, g.block_size_tokens)) * g.block_size_tokens;
+    }
+    const c = blockTokens ?? unit;
+    if (!Number.isSafeInteger(c) || c < 1 || c % unit !== 0) {
+      throw new RangeError(`the offloaded block of ${c} tokens must be a multiple of every cache group's block (${unit} tokens)`);
+    }
+    const rules: GroupRule[] = [];
+    for (const g of groups) {
       const bytes = g.transfer_bytes_per_block;
       if (bytes === undefined) throw new RangeError(`cache group ${g.name} has no transfer_bytes_per_block: offloading needs each group's bytes per block`);
-      if (bytes > 0x7fffffff) throw new RangeError(`cache group ${g.name}: ${bytes} bytes per block; an offload tier holds blocks of at most 2^31 - 1 bytes`);
       let kind: GroupRule["kind"];
       if (g.kind === "full_attention") kind = "full";
       else if (g.kind === "sliding_window" || g.kind === "convolution") kind = "window";
       else kind = g.prefix_cacheable === true ? "state" : "none";
-      if (kind !== "none") {
-        if (g.prefix_cacheable !== true) possible = false;
-        unit = (unit / gcd(unit, g.block_size_tokens)) * g.block_size_tokens;
+      const k = kind === "none" ? 1 : c / g.block_size_tokens;
+      // A tier block holds k GPU blocks (one state for a Mamba-type group).
+      if ((kind === "state" ? 1 : k) * bytes > 0x7fffffff) {
+        throw new RangeError(`cache group ${g.name}: an offloaded block of ${k} x ${bytes} bytes; a tier holds blocks of at most 2^31 - 1 bytes`);
       }
       rules.push({
         kind,
         blockSize: g.block_size_tokens,
         window: "window_tokens" in g && g.window_tokens !== undefined ? g.window_tokens : 0,
         bytesPerBlock: bytes,
+        k,
       });
     }
     this.rules = rules;
-    this.unit = unit;
+    this.blockTokens = c;
     this.possible = possible && rules.some((r) => r.kind !== "none");
     this.writeThrough = tiers.flatMap((t, i) => (t.config.store === "write_through" ? [i] : []));
+    if (tiers[0]!.config.store === "on_evict" && rules.some((r) => r.kind !== "none" && r.k !== 1)) {
+      throw new RangeError(
+        "a first tier that keeps the GPU pool's evictions (on_evict) needs offloaded blocks of one GPU block: the pool evicts single blocks",
+      );
+    }
     this.sinks = tiers.map((_, i) => {
       const below = tiers[i + 1];
       if (below?.config.store !== "on_evict") return undefined;
-      return (group: number, hi: number, lo: number, bytes: number) => this.storeAt(i + 1, group, hi, lo, bytes);
+      return (group: number, hi: number, lo: number, bytes: number) => {
+        this.storeAt(i + 1, group, hi, lo, bytes);
+      };
     });
   }
 
@@ -135,17 +164,27 @@ export class KvOffload implements BlockListener {
     this.keys = keys;
   }
 
-  /** BlockListener: the GPU pool cached blocks; write-through tiers keep them (one already held is marked used). */
-  cached(group: number, keys: Int32Array, count: number): void {
+  /**
+   * BlockListener: the GPU pool cached blocks; write-through tiers keep each offloaded block whose
+   * last GPU block is among them (one already held is marked used).
+   */
+  cached(group: number, keys: Int32Array, count: number, first: number): void {
     const wt = this.writeThrough;
     if (wt.length === 0 || this.muted) return;
-    const bytes = this.rules[group]!.bytesPerBlock;
-    for (const t of wt) for (let i = 0; i < count; i++) this.storeAt(t, group, keys[2 * i]!, keys[2 * i + 1]!, bytes);
+    const r = this.rules[group]!;
+    if (r.kind === "none") return;
+    const k = r.k;
+    const bytes = r.kind === "state" ? r.bytesPerBlock : r.bytesPerBlock * k;
+    // Block first + i ends an offloaded block when (first + i + 1) is a multiple of k.
+    for (let i = k - 1 - (first % k); i < count; i += k) {
+      for (const t of wt) this.storeAt(t, group, keys[2 * i]!, keys[2 * i + 1]!, bytes);
+    }
   }
 
   /** BlockListener: the GPU pool evicted a key's last copy; the first tier keeps it if it keeps evictions. */
   evicted(group: number, hi: number, lo: number): void {
-    if (this.tiers[0]!.config.store === "on_evict") this.storeAt(0, group, hi, lo, this.rules[group]!.bytesPerBlock);
+    const r = this.rules[group]!;
+    if (this.tiers[0]!.config.store === "on_evict" && r.kind !== "none") this.storeAt(0, group, hi, lo, r.bytesPerBlock);
   }
 
   private storeAt(t: number, group: number, hi: number, lo: number, bytes: number): void {
@@ -155,19 +194,19 @@ export class KvOffload implements BlockListener {
   /**
    * The longest hit in the tiers that continues a GPU hit of `gpuHitTokens` (whole blocks), at most
    * `maxTokens` (vLLM keeps at least the last token to compute) and within the prompt's whole
-   * blocks; undefined when the tiers add nothing. A block counts from the first tier (in order)
-   * whose store of it completed by `nowMs`. The hit must leave every group what it needs at its
-   * end: every full-attention block, the in-window blocks of window groups, the state at its end
-   * for a Mamba-type group (vLLM's hybrid fixed point). Changes nothing.
+   * offloaded blocks; undefined when the tiers add nothing. An offloaded block counts from the
+   * first tier (in order) whose store of it completed by `nowMs`; the one holding the GPU hit's end
+   * is read from there (vLLM's connector looks up from that block). The hit must leave every group
+   * what it needs at its end: every full-attention block, the in-window blocks of window groups,
+   * the state at its end for a Mamba-type group (vLLM's hybrid fixed point). Changes nothing.
    */
   lookup(prompt: PromptTokens, gpuHitTokens: number, maxTokens: number, nowMs: number, memo?: LookupMemo): OffloadHit | undefined {
     if (!this.possible) return undefined;
     const keys = this.keys;
     if (keys === undefined) throw new Error("an offload looks keys up in its pool: attach() it first");
-    const unit = this.unit;
-    const limit = Math.floor(Math.min(maxTokens, prompt.length) / unit) * unit;
+    const c = this.blockTokens;
+    const limit = Math.floor(Math.min(maxTokens, prompt.length) / c) * c;
     if (limit <= gpuHitTokens) return undefined;
-    // Full attention: the blocks after the GPU hit must all be held, without a gap.
     let evictions = 0;
     let stores = 0;
     let storesDone = 0;
@@ -176,25 +215,25 @@ export class KvOffload implements BlockListener {
       stores += t.counters.blocksStored;
       storesDone = Math.max(storesDone, t.storesDoneAtMs);
     }
-    const valid = memo !== undefined && memo.gpuHitTokens === gpuHitTokens && memo.evictions === evictions;
+    const valid = memo?.gpuHitTokens === gpuHitTokens && memo.evictions === evictions;
     // Nothing stored, evicted or completing since the memo's hit was found: the same hit.
     if (valid && memo.stores === stores && memo.hit !== undefined) return memo.hit;
-    const resume = valid ? Math.min(memo.fullEnd, limit) : gpuHitTokens;
+    // Full attention: the offloaded blocks from the one holding the GPU hit's end must all be held.
+    const resume = valid ? Math.min(memo.fullEnd, limit) : Math.floor(gpuHitTokens / c) * c;
     let end = limit;
     for (let g = 0; g < this.rules.length; g++) {
       const r = this.rules[g]!;
       if (r.kind !== "full") continue;
       const view = keys.lookupKeys(prompt, r.blockSize);
-      const last = end / r.blockSize;
-      for (let i = resume / r.blockSize; i < last; i++) {
-        if (this.find(g, view, i, nowMs) < 0) {
-          end = i * r.blockSize;
+      for (let chunk = resume / c; chunk < end / c; chunk++) {
+        if (this.find(g, view, (chunk + 1) * r.k - 1, nowMs) < 0) {
+          end = chunk * c;
           break;
         }
       }
     }
     let found: OffloadHit | undefined;
-    for (let l = Math.floor(end / unit) * unit; l > gpuHitTokens && found === undefined; l -= unit) {
+    for (let l = end; l > gpuHitTokens && found === undefined; l -= c) {
       if (this.holdsEnd(keys, prompt, gpuHitTokens, l, nowMs)) found = this.collect(keys, prompt, gpuHitTokens, l, nowMs);
     }
     if (memo !== undefined) {
@@ -208,7 +247,7 @@ export class KvOffload implements BlockListener {
     return found;
   }
 
-  /** The blocks a hit ending at `l` needs, by group: [first, end) indices. */
+  /** The GPU blocks a hit ending at `l` loads, by group: [first, end) indices. */
   private needed(r: GroupRule, gpuHitTokens: number, l: number): [number, number] {
     const b = r.blockSize;
     const endIndex = l / b;
@@ -224,6 +263,11 @@ export class KvOffload implements BlockListener {
     }
   }
 
+  /** The GPU block index whose key names the offloaded block holding GPU block `i`. */
+  private static chunkLast(r: GroupRule, i: number): number {
+    return (Math.floor(i / r.k) + 1) * r.k - 1;
+  }
+
   /** Window and state groups hold what a hit ending at `l` needs (full attention was checked). */
   private holdsEnd(keys: OffloadKeySource, prompt: PromptTokens, gpuHitTokens: number, l: number, nowMs: number): boolean {
     for (let g = 0; g < this.rules.length; g++) {
@@ -231,7 +275,7 @@ export class KvOffload implements BlockListener {
       if (r.kind !== "window" && r.kind !== "state") continue;
       const view = keys.lookupKeys(prompt, r.blockSize);
       const [from, to] = this.needed(r, gpuHitTokens, l);
-      for (let i = from; i < to; i++) if (this.find(g, view, i, nowMs) < 0) return false;
+      for (let i = from; i < to; i = KvOffload.chunkLast(r, i) + 1) if (this.find(g, view, KvOffload.chunkLast(r, i), nowMs) < 0) return false;
     }
     return true;
   }
@@ -254,10 +298,14 @@ export class KvOffload implements BlockListener {
       if (r.kind === "none") continue;
       const view = keys.lookupKeys(prompt, r.blockSize);
       const [from, to] = this.needed(r, gpuHitTokens, l);
+      let t = -1;
       for (let i = from; i < to; i++) {
-        slots.push(this.find(g, view, i, nowMs));
-        const t = this.foundTier;
-        tierOf.push(t);
+        if (i === from || i % r.k === 0) {
+          // The next offloaded block: read (and pinned) once.
+          slots.push(this.find(g, view, KvOffload.chunkLast(r, i), nowMs));
+          t = this.foundTier;
+          tierOf.push(t);
+        }
         bytesPerTier[t]! += r.bytesPerBlock;
         if (g === tokenGroup && r.kind === "full") tokensPerTier[t]! += r.blockSize;
         else if (g === tokenGroup && i === to - 1) tokensPerTier[t]! += l - gpuHitTokens;

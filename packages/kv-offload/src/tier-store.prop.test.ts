@@ -129,7 +129,7 @@ describe("loads under random traffic", () => {
               keys[2 * i + 1] = view.blockLo(i);
             }
             off.clockMs = now;
-            off.cached(0, keys, r.blocks);
+            off.cached(0, keys, r.blocks, 0);
             if (loads.length > 3) off.release(loads.shift()!);
           }
           for (const l of loads) off.release(l);

@@ -10,10 +10,10 @@ import { FRESH, KeyScratch, NONE, reversedReal, type SingleTypeManager } from ".
 const oneKey = new Int32Array(2);
 
 /** Tells a listener of one cached block. */
-export function tellCached(listener: BlockListener, group: number, hi: number, lo: number): void {
+export function tellCached(listener: BlockListener, group: number, hi: number, lo: number, index: number): void {
   oneKey[0] = hi;
   oneKey[1] = lo;
-  listener.cached(group, oneKey, 1);
+  listener.cached(group, oneKey, 1, index);
 }
 
 /** Caches table entries [numCached, computed / B): consecutive new keys form one `stored` run. */
@@ -38,7 +38,7 @@ function cacheFullBlocks(
     const keys = scratch.forBlocks(numFull - state.numCached);
     hashes.blockKeysInto(state.numCached, numFull, keys);
     pool.cacheTableRun(state, state.numCached, numFull, groupIndex, keys);
-    pool.listener?.cached(groupIndex, keys, numFull - state.numCached);
+    pool.listener?.cached(groupIndex, keys, numFull - state.numCached, state.numCached);
     state.numCached = numFull;
     return;
   }
@@ -61,7 +61,7 @@ function cacheFullBlocks(
     const hi = blockHashHi(hashes, i);
     const lo = blockHashLo(hashes, i);
     const first = pool.cacheBlockKey(b, groupIndex, hi, lo, parent);
-    if (pool.listener !== undefined) tellCached(pool.listener, groupIndex, hi, lo);
+    if (pool.listener !== undefined) tellCached(pool.listener, groupIndex, hi, lo, i);
     if (first && pool.collectsEvents) {
       if (run === undefined) {
         run = [];

@@ -41,8 +41,11 @@ export interface KvPoolOptions {
  * allocation: what an offload tier needs on the replay's hot path.
  */
 export interface BlockListener {
-  /** Blocks of group `group` cached: block i's key is (keys[2i], keys[2i + 1]), high and low int32 halves, i < count. */
-  cached(group: number, keys: Int32Array, count: number): void;
+  /**
+   * Blocks `first` .. `first + count - 1` of a sequence (their indices in its block table) cached in
+   * group `group`: block first + i's key is (keys[2i], keys[2i + 1]), high and low int32 halves.
+   */
+  cached(group: number, keys: Int32Array, count: number, first: number): void;
   /** The last cached copy of (group, hi, lo) was evicted. */
   evicted(group: number, hi: number, lo: number): void;
 }

@@ -13,7 +13,7 @@ function cacheOne(pool: PoolOps, groupIndex: number, block: number, index: numbe
   const hi = blockHashHi(hashes, index);
   const lo = blockHashLo(hashes, index);
   const first = pool.cacheBlockKey(block, groupIndex, hi, lo, NULL_BLOCK);
-  if (pool.listener !== undefined) tellCached(pool.listener, groupIndex, hi, lo);
+  if (pool.listener !== undefined) tellCached(pool.listener, groupIndex, hi, lo, index);
   if (first && pool.collectsEvents) {
     pool.emitStored(groupIndex, index === 0 ? null : hashes.blockHash(index - 1), [
       { blockHash: hashes.blockHash(index), tokensHash: hashes.tokensHash(index) },

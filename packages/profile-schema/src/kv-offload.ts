@@ -2,6 +2,7 @@ import { z } from "zod";
 import { bandwidthSchema } from "./bandwidth.js";
 import { MAX_SAFE_BYTES } from "./units.js";
 import { durationMs, nonBlank, positiveInt } from "./primitives.js";
+import { MAX_REQUEST_TOKENS } from "./limits.js";
 
 /**
  * KV cache offloading (vLLM's offloading connector, LMCache, Dynamo's KV block manager): tiers of
@@ -79,6 +80,12 @@ export const KvOffloadSchema = z
       .min(1, { error: "must list at least one tier", abort: true })
       .max(MAX_OFFLOAD_TIERS, { error: `must list at most ${MAX_OFFLOAD_TIERS} tiers`, abort: true })
       .describe("The tiers in order below the GPU pool (the first is the fastest)."),
+    block_size: positiveInt()
+      .max(MAX_REQUEST_TOKENS, { error: `must be at most ${MAX_REQUEST_TOKENS} (2^24) tokens`, abort: true })
+      .optional()
+      .describe(
+        "Tokens per offloaded block (vLLM's offloading connector's block_size, LMCache's chunk_size, often 256): a multiple of the GPU block; the tiers store, look up and evict whole offloaded blocks. Absent: one GPU block, as vLLM's connector. A first tier with store: on_evict needs one GPU block.",
+      ),
     workers_per_node: positiveInt()
       .max(1024, { error: "must be at most 1024", abort: true })
       .optional()

@@ -13,6 +13,8 @@
 //   aggregated kv-aware      the same with the kv_aware router
 //   P/D GLM                  2 prefill + 2 decode workers, the GLM-5.3-Flash grouped profile
 //   P/D GLM, shared NICs     the same with its handoffs on kv_transfer.network (the network model's cost)
+//   ... + CPU offload tier   agg-rr-offload: agg-rr with a 512 GiB write-through CPU tier per worker,
+//                            256-token offloaded blocks (KVSIM_BENCH_OFFLOAD_BLOCK=16: one GPU block)
 //   ... + time series        agg-rr-ts, pd-ts: the same replays sampling time series at the
 //                            default interval (what sampling costs; compare with agg-rr, pd; when
 //                            both ran, a last line gives the difference of the CPU medians, and
@@ -136,6 +138,19 @@ const SCENARIOS = {
     spec: () => ({ ...SCENARIOS.pd.spec(), kv_transfer: { mode: "destination_missing", network: { nic: { send: "50 GB/s", receive: "50 GB/s" } } } }),
   },
   "agg-rr-ts": { label: "aggregated round robin + time series", spec: () => linear("round_robin"), timeseries: {} },
+  // agg-rr with a write-through CPU offload tier per worker (kv_offload): what the tiers cost. The
+  // GPU pools hold 1M tokens, so few prefixes come back from the tier, but it stores every block.
+  "agg-rr-offload": {
+    label: "aggregated round robin + CPU offload tier",
+    spec: () => ({
+      ...linear("round_robin"),
+      // Offloaded blocks of 256 tokens (LMCache's chunk; KVSIM_BENCH_OFFLOAD_BLOCK=16 for one GPU block, vLLM's default).
+      kv_offload: {
+        tiers: [{ name: "cpu", capacity: "512 GiB", read_bandwidth: "25 GB/s", write_bandwidth: "25 GB/s", latency_ms: 0.05 }],
+        block_size: Number(process.env.KVSIM_BENCH_OFFLOAD_BLOCK ?? 256),
+      },
+    }),
+  },
   "pd-ts": { label: "P/D GLM 2+2 + time series", spec: () => SCENARIOS.pd.spec(), timeseries: {} },
 };
 

@@ -77,7 +77,26 @@ export function offloadProblems(
   if (!engine.enable_prefix_caching) {
     out.push({ path: where, inProfile: false, message: `${role} rank: offload tiers serve prefix hits; they need engine.enable_prefix_caching` });
   }
-  poolGroupsForProfile(profile, engine).forEach((g, i) => {
+  const groups = poolGroupsForProfile(profile, engine);
+  const bs = section.block_size;
+  if (bs !== undefined) {
+    const off = groups.filter((g) => bs % g.block_size_tokens !== 0).map((g) => `${g.name} (${g.block_size_tokens})`);
+    if (off.length > 0) {
+      out.push({
+        path: [...where, "block_size"],
+        inProfile: false,
+        message: `${role} rank: ${bs} tokens is not a multiple of the block of every cache group: ${off.join(", ")}`,
+      });
+    }
+    if (section.tiers[0]!.store === "on_evict" && groups.some((g) => g.block_size_tokens !== bs)) {
+      out.push({
+        path: [...where, "block_size"],
+        inProfile: false,
+        message: `${role} rank: a first tier with store: on_evict takes the GPU pool's evictions, one GPU block at a time; block_size must be the GPU block`,
+      });
+    }
+  }
+  groups.forEach((g, i) => {
     if (g.transfer_bytes_per_block === undefined) {
       out.push({
         path: [`kv_cache_groups[${i}].transfer_bytes_per_block`],
@@ -123,7 +142,7 @@ export class OffloadTiers {
       this.instances.push({ role: config.role, tier: i, store: s, tp });
       return s;
     });
-    return new KvOffload(stores, poolGroupsForProfile(config.profile, config.engine), config.engine.enable_prefix_caching);
+    return new KvOffload(stores, poolGroupsForProfile(config.profile, config.engine), config.engine.enable_prefix_caching, section.block_size);
   }
 
   /** A rank started a load. */

@@ -88,6 +88,46 @@ describe("a replay with a CPU tier", () => {
     expect(result.report.kv_offload!.tiers[0]!.instances).toBe(1);
   });
 
+  it("offloaded blocks of two GPU blocks (block_size 8): only r1's first whole offloaded block comes back", async () => {
+    // r1's 13 tokens cache GPU blocks 0-2: offloaded block 0 (GPU blocks 0-1) is stored; block 2
+    // alone does not complete offloaded block 1. r3 loads 8 tokens, 2 x 4,096 bytes: 8,192 /
+    // 12,288 ms after 0.5 ms, then computes its other 5 tokens in one 12 ms pass.
+    const spec = traceSpec({ ...base, kv_offload: { tiers: [cpu], block_size: 8 } });
+    const r3 = ok(await runReplay({ spec, records: trace })).records[2]!;
+    expect(r3.reused_tokens).toBe(8);
+    expect(r3.offload!.tokens).toEqual({ cpu: 8 });
+    expect(r3.offload!.load_ms).toBeCloseTo(0.5 + 8192 / 12_288, 12);
+    expect(r3.ttft_ms).toBeCloseTo(0.5 + 8192 / 12_288 + 12, 9);
+    const bad = traceSpec({ ...base, kv_offload: { tiers: [cpu], block_size: 6 } });
+    await expect(runReplay({ spec: bad, records: trace })).rejects.toThrow(
+      /kv_offload\.block_size: aggregated rank: 6 tokens is not a multiple of the block of every cache group: kv \(4\)/,
+    );
+  });
+
+  it("the decode fast path gives the same replay as stepping every pass, with tiers that evict", async () => {
+    // 40 requests over 4 shared 8-token prefixes with 6-token tails and 9 outputs (decode runs
+    // fill blocks), on pools of 12 pages and a CPU tier of six blocks that evicts into a disk tier.
+    const records = Array.from({ length: 40 }, (_, i) => byTokens(i + 1, i * 7, [...range(1000 * (i % 4), 8), ...range(50_000 + 10 * i, 6)], 9));
+    const spec = traceSpec({
+      ...base,
+      topology: { kind: "aggregated", workers: 2 },
+      engine: { ...base.engine, num_gpu_blocks: 13 },
+      kv_offload: {
+        tiers: [
+          { ...cpu, capacity: "24 KiB" },
+          { ...cpu, name: "disk", capacity: "1 MiB", store: "on_evict", read_bandwidth: "4.096 MB/s" },
+        ],
+      },
+    });
+    const fast = ok(await runReplay({ spec, records }));
+    const slow = ok(await runReplay({ spec, records, fastDecode: false }));
+    expect(fast.report.kv_offload!.loads).toBeGreaterThan(0);
+    expect(fast.report.kv_offload!.tiers[0]!.blocks_evicted).toBeGreaterThan(0);
+    expect(fast.report.digest).toBe(slow.report.digest);
+    expect(fast.report.kv_offload).toEqual(slow.report.kv_offload);
+    expect(fast.records).toEqual(slow.records);
+  });
+
   it("refuses tiers without prefix caching, naming the field", async () => {
     const spec = traceSpec({ ...base, engine: { ...base.engine, enable_prefix_caching: false }, kv_offload: { tiers: [cpu] } });
     await expect(runReplay({ spec, records: trace })).rejects.toThrow(InputError);

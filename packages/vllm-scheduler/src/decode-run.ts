@@ -239,6 +239,9 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
     }
     if (need > 0 && need > pool.metrics().freePages) break;
 
+    // Offload tiers see what each step does at the step path's times: evictions at its start.
+    const offload = state.offload;
+    if (offload !== undefined) offload.clockMs = t;
     // The running pass: one token each, in list order (allocation for those at a boundary).
     for (let i = 0; i < n; i++) {
       const req = running[i]!;
@@ -248,7 +251,8 @@ export function decodeRun(state: RankState, scratch: DecodeRunScratch, nowMs: nu
       }
       req.computed++;
     }
-    // Blocks become cache-visible, then each request samples its token.
+    // Blocks become cache-visible (stored in write-through tiers from the step's end), then each request samples its token.
+    if (offload !== undefined) offload.clockMs = end;
     for (let i = 0; i < n; i++) {
       const req = running[i]!;
       if (quiet[i] === 0) pool.commitComputed(req.seq, req.computed);
