@@ -78,6 +78,16 @@ describe("offload tier occupancy in the time series (hand-derived)", () => {
     expect(shared.timeseries!.offload).toEqual([{ name: "cpu 0", used_bytes: [b3, b3, b3, b3, b3, b3, b3] }]);
   });
 
+  it("P/D with tiers on both roles: the role names each instance", async () => {
+    const spec = traceSpec({ ...base, topology: { kind: "disaggregated", prefill: { workers: 1 }, decode: { workers: 1 } }, kv_offload: { tiers: [cpu] } });
+    const result = ok(await runReplay({ spec, records: [byTokens(1, 0, range(0, 13), 2)], timeseries: { sampleMs: 10 } }));
+    const off = result.timeseries!.offload!;
+    expect(off.map((o) => o.name)).toEqual(["prefill cpu 0", "decode cpu 0"]);
+    // The prefill pass 0-12 fills blocks 0-2: its tier holds them from the first sample on.
+    expect(off[0]!.used_bytes.every((v) => v === 3 * block)).toBe(true);
+    expect(off[1]!.used_bytes).toHaveLength(result.timeseries!.times_ms.length);
+  });
+
   it("adaptive merging keeps a tier's bytes at the kept (even) sample times", () => {
     let held = 0;
     const probe = {

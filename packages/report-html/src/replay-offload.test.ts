@@ -140,6 +140,11 @@ describe("renderReplayHtml: KV offload tiers", () => {
     const chart = chartsOf(html).find((c) => c.id === "ts-offload")!;
     expect([chart.title, chart.yLabel, chart.yUnit, chart.sync]).toEqual(["KV offload tier occupancy", "bytes held (mean)", "bytes", "time"]);
     expect(chart.series.map((s) => s.label)).toEqual(["cpu 0", "cpu 1", "disk 0"]);
+    // Each tier's capacity (one instance's), dashed.
+    expect(chart.yMarks).toEqual([
+      { value: 64 * KiB, label: "cpu capacity 64.00 KiB" },
+      { value: 2 * 1024 ** 3, label: "disk capacity 2.00 GiB" },
+    ]);
     expect(chart.x).toHaveLength(100);
     // Bin 0: samples at 0 and 10 ms, drawn at 5 ms; bin 99: 1,980 and 1,990 ms.
     expect([chart.x[0], chart.x[99]]).toEqual([0.005, 1.985]);

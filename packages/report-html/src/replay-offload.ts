@@ -82,8 +82,11 @@ function tiersHtml(r: KvOffloadReport): string {
   );
 }
 
-/** The bytes each tier instance held over time, one line per instance (binned as the other time series). */
-function offloadChart(ts: TimeSeries): ChartSpec | undefined {
+/**
+ * The bytes each tier instance held over time, one line per instance (binned as the other time
+ * series), each tier's capacity (one instance's) dashed.
+ */
+function offloadChart(r: KvOffloadReport, ts: TimeSeries): ChartSpec | undefined {
   const tiers = ts.offload;
   if (tiers === undefined || tiers.length === 0) return undefined;
   const per = samplesPerBin(ts.times_ms.length);
@@ -97,12 +100,16 @@ function offloadChart(ts: TimeSeries): ChartSpec | undefined {
     x,
     sync: "time",
     series: tiers.map((t) => ({ label: t.name, values: mean(t.used_bytes) })),
+    yMarks: r.tiers.map((t) => ({
+      value: t.capacity_bytes,
+      label: `${t.role === undefined ? "" : `${t.role} `}${t.name} capacity ${formatBytes(t.capacity_bytes)}`,
+    })),
   };
 }
 
 /** The section's HTML and its chart (none without a time series, or when every tier stayed empty). */
 export function offloadSection(r: KvOffloadReport, ts: TimeSeries | undefined): { html: string; charts: ChartSpec[] } {
-  const chart = ts === undefined ? undefined : offloadChart(ts);
+  const chart = ts === undefined ? undefined : offloadChart(r, ts);
   const empty = chart !== undefined && !chart.series.some((s) => s.values.some((v) => v !== null && v !== 0));
   const over =
     chart === undefined
