@@ -263,7 +263,7 @@ export class Sampler {
       const run = runs[i]!;
       if (run.active && run.pages !== undefined) this.pagesInRun(run, run.pages, at + WORKER_FIXED, n, t);
     }
-    // A decode run feeds the tiers nothing until the rank's next step: they read as they are now.
+    // The tiers as they are now (inside a decode run: with every block the run fills, not corrected).
     if (this.tiers !== undefined) this.tiers.read(d, row + this.tierBase);
     this.count++;
     this.nextAt = this.count * this.interval;
