@@ -30,9 +30,9 @@ describe("offload tier occupancy in the time series (hand-derived)", () => {
     // r3 loads from 40 to 41.5 and its last prompt token runs 41.5 to 53.5: samples 0, 4, ... 56.
     expect(ts.times_ms).toEqual(range(0, 15).map((i) => 4 * i));
     // The rank runs a pass when it starts and hands the tier the blocks it fills then: r1's pass
-    // 0-12 fills blocks 0-2, held from the sample at
-    // 0; r2's pass 20-32 its 4 blocks, from the sample at 20. r3's hit loads blocks the tier holds
-    // and its partial 4th block is never stored: 7 blocks to the end.
+    // 0-12 fills blocks 0-2, held from the sample at 0; r2's pass 20-32 its 4 blocks, from the
+    // sample at 20. r3's hit loads blocks the tier holds and its partial 4th block is never
+    // stored: 7 blocks to the end.
     const r1 = 3 * block;
     const r2 = 7 * block;
     expect(ts.offload).toEqual([{ name: "cpu 0", used_bytes: [r1, r1, r1, r1, r1, r2, r2, r2, r2, r2, r2, r2, r2, r2, r2] }]);
