@@ -62,6 +62,7 @@ export {
   type TimeSeries,
   type WorkerSeries,
   type DeploymentSeries,
+  type OffloadSeries,
   MAX_SERIES_VALUES,
   TooManySamples,
 } from "./timeseries.js";

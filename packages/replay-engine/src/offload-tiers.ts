@@ -8,6 +8,7 @@ import { poolGroupsForProfile } from "@kvsim/kv-pool";
 import type { EngineSettings, KvOffload as KvOffloadSpec, Profile, Spec } from "@kvsim/profile-schema";
 import type { OffloadLoadStarted, RankConfig, RankRole } from "@kvsim/vllm-scheduler";
 import { percentile } from "./stats.js";
+import type { TierProbe } from "./timeseries.js";
 
 /** One tier of one role over the replay, summed over its instances (per rank, or per node). */
 export interface KvOffloadTierReport {
@@ -159,6 +160,20 @@ export class OffloadTiers {
   /** Every instance's bytes held now (a worker's), in creation order, for the time series. */
   occupancy(): number[] {
     return this.instances.map((i) => i.store.usedBytes * i.tp);
+  }
+
+  /**
+   * The time series' probe: `occupancy` without an array, each instance's bytes held now (a
+   * worker's) written into the sample's row, O(instances) (a TierStore keeps its byte count).
+   */
+  probe(): TierProbe {
+    const inst = this.instances;
+    return {
+      names: this.instanceNames(),
+      read(out, at) {
+        for (let k = 0; k < inst.length; k++) out[at + k] = inst[k]!.store.usedBytes * inst[k]!.tp;
+      },
+    };
   }
 
   /** Names of the instances, in `occupancy` order. */

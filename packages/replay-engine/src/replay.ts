@@ -136,7 +136,7 @@ class ReplayEngine implements HandoffFeed {
     const stream = workloadRequests(spec.workload, input.records, input.traceFile);
     this.requests = stream.requests;
     this.rawRecords = stream.raw;
-    this.sampler = input.timeseries === undefined ? undefined : new Sampler(samplerProbes(t.allRanks), input.timeseries.sampleMs);
+    this.sampler = input.timeseries === undefined ? undefined : new Sampler(samplerProbes(t.allRanks), input.timeseries.sampleMs, t.offload?.probe());
     const progressEvery = Math.max(1, input.progressEvery ?? 256);
     this.ledger = new RequestLedger(this.collector, this.sampler, t, input.onProgress, progressEvery);
     this.live = this.ledger.live;

@@ -1,6 +1,6 @@
 // The time series sampled during a replay: rows of one growing array, decode runs in flight, and
 // the halving of the rows when adaptive sampling reaches its limit (the series' shape is in timeseries.ts).
-import { type WorkerProbe, type TimeSeries, DEFAULT_START_MS, MAX_ADAPTIVE_SAMPLES, MAX_SERIES_VALUES, TooManySamples } from "./timeseries.js";
+import { type TierProbe, type WorkerProbe, type TimeSeries, DEFAULT_START_MS, MAX_ADAPTIVE_SAMPLES, MAX_SERIES_VALUES, TooManySamples } from "./timeseries.js";
 
 /**
  * A decode run's pages as the rank recorded them (vllm-scheduler's `DecodeRunPages`): rows of a
@@ -58,6 +58,10 @@ export class Sampler {
   private interval: number;
   private readonly adaptive: boolean;
   private readonly probes: readonly WorkerProbe[];
+  /** The offload tiers' bytes (gauges, one column each after the workers'), when the spec has tiers. */
+  private readonly tiers: TierProbe | undefined;
+  /** Row offset of the first tier column. */
+  private readonly tierBase: number;
   /** Row offset of each worker's first column. */
   private readonly base: Int32Array;
   private readonly stride: number;
@@ -83,7 +87,7 @@ export class Sampler {
    */
   private readonly runs: ActiveRun[];
 
-  constructor(probes: readonly WorkerProbe[], sampleMs: number | undefined) {
+  constructor(probes: readonly WorkerProbe[], sampleMs: number | undefined, tiers?: TierProbe) {
     if (sampleMs !== undefined && !(sampleMs > 0 && Number.isFinite(sampleMs)))
       throw new RangeError(`sample interval must be a positive number of ms, got ${sampleMs}`);
     this.interval = sampleMs ?? DEFAULT_START_MS;
@@ -95,6 +99,9 @@ export class Sampler {
       this.base[i] = col;
       col += WORKER_FIXED + 2 * p.groups.length;
     });
+    this.tiers = tiers;
+    this.tierBase = col;
+    col += tiers?.names.length ?? 0;
     this.stride = col;
     const counters = [ARRIVALS, COMPLETIONS, ENDED, INPUT, OUTPUT, BYTES];
     for (const b of this.base) counters.push(b + PASSES, b + PASS_TOKENS, b + PASS_MS);
@@ -256,6 +263,8 @@ export class Sampler {
       const run = runs[i]!;
       if (run.active && run.pages !== undefined) this.pagesInRun(run, run.pages, at + WORKER_FIXED, n, t);
     }
+    // The tiers as they are now (inside a decode run: with every block the run fills, not corrected).
+    if (this.tiers !== undefined) this.tiers.read(d, row + this.tierBase);
     this.count++;
     this.nextAt = this.count * this.interval;
     if (this.count === this.limit) this.full();
@@ -377,6 +386,7 @@ export class Sampler {
         handoffs_in_flight: column(IN_FLIGHT),
         handoff_bytes: column(BYTES),
       },
+      ...(this.tiers === undefined ? {} : { offload: this.tiers.names.map((name, k) => ({ name, used_bytes: column(this.tierBase + k) })) }),
     };
   }
 }

@@ -25,6 +25,22 @@ export interface WorkerProbe {
   groupPages(): { readonly used: ArrayLike<number>; readonly cached: ArrayLike<number> };
 }
 
+/** The offload tiers' gauges as the sampler reads them (OffloadTiers, spec.kv_offload). */
+export interface TierProbe {
+  /** One name per tier instance (`cpu 0`, `prefill cpu 1`), in the order `read` writes them. */
+  readonly names: readonly string[];
+  /** Writes each instance's bytes held now into `out` from `at` on, O(instances). */
+  read(out: Float64Array, at: number): void;
+}
+
+/** One offload tier instance (a worker's, or a node's when shared), one value per sample. */
+export interface OffloadSeries {
+  /** The tier's name and the instance's index (`cpu 0`); the role first in P/D with tiers on both sides (`decode cpu 0`). */
+  readonly name: string;
+  /** Bytes it holds at the sample time, stores in flight included (a worker's: every TP rank's shard). */
+  readonly used_bytes: number[];
+}
+
 /** Per worker, one value per sample. */
 export interface WorkerSeries {
   /** `W0`, `W1`... (aggregated), `P0`... (prefill), `D0`... (decode). */
@@ -71,6 +87,8 @@ export interface TimeSeries {
   readonly times_ms: number[];
   readonly workers: WorkerSeries[];
   readonly deployment: DeploymentSeries;
+  /** Per offload tier instance, in OffloadTiers' order; only when the spec has kv_offload tiers. */
+  readonly offload?: readonly OffloadSeries[];
 }
 
 /** The first interval when none is given, virtual ms. */
@@ -81,7 +99,8 @@ export const MAX_ADAPTIVE_SAMPLES = 4096;
 /**
  * The most values a time series with a fixed interval may hold (2^24: 128 MiB as doubles, about
  * as much again as the arrays and the CSV it becomes): rows of samples times the deployment's
- * columns (8, plus 5 and 2 per cache group for each worker). An adaptive sampler never comes near.
+ * columns (8, plus 5 and 2 per cache group for each worker, plus 1 per offload tier instance). An
+ * adaptive sampler never comes near.
  */
 export const MAX_SERIES_VALUES = 2 ** 24;
 
@@ -110,7 +129,8 @@ export class TooManySamples extends Error {
 /**
  * The series as one flat table, a row per sample: `time_ms`, the deployment's columns, then each
  * worker's columns prefixed with its label (`P0.running`, `D1.kv_used_pages`,
- * `W0.kv_used_pages.full_attention` for a group). For CSV writers.
+ * `W0.kv_used_pages.full_attention` for a group), then with offload tiers one column per tier
+ * instance (`offload.cpu 0.used_bytes`). For CSV writers.
  */
 export function timeSeriesTable(ts: TimeSeries): { readonly columns: string[]; readonly rows: (number | null)[][] } {
   const cols: { name: string; values: readonly (number | null)[] }[] = [{ name: "time_ms", values: ts.times_ms }];
@@ -129,11 +149,15 @@ export function timeSeriesTable(ts: TimeSeries): { readonly columns: string[]; r
     }
     cols.push({ name: `${p}.passes`, values: w.passes }, { name: `${p}.batch_tokens`, values: w.batch_tokens }, { name: `${p}.step_ms`, values: w.step_ms });
   }
+  for (const o of ts.offload ?? []) cols.push({ name: `offload.${o.name}.used_bytes`, values: o.used_bytes });
   const rows = ts.times_ms.map((_, i) => cols.map((c) => c.values[i] ?? null));
   return { columns: cols.map((c) => c.name), rows };
 }
 
-/** The series as one JSON object per sample (`time_ms`, `deployment`, `workers` by label). For JSONL writers. */
+/**
+ * The series as one JSON object per sample (`time_ms`, `deployment`, `workers` by label, and with
+ * offload tiers `offload` by tier instance: `{ "cpu 0": { used_bytes } }`). For JSONL writers.
+ */
 export function timeSeriesRecords(ts: TimeSeries): object[] {
   return ts.times_ms.map((t, i) => {
     const deployment: Record<string, number> = {};
@@ -153,6 +177,8 @@ export function timeSeriesRecords(ts: TimeSeries): object[] {
         step_ms: w.step_ms[i],
       };
     }
-    return { time_ms: t, deployment, workers };
+    const offload = ts.offload;
+    if (offload === undefined) return { time_ms: t, deployment, workers };
+    return { time_ms: t, deployment, workers, offload: Object.fromEntries(offload.map((o) => [o.name, { used_bytes: o.used_bytes[i] }])) };
   });
 }

@@ -37,7 +37,13 @@ export function formatNumber(v: number | null | undefined, digits = 2): string {
 }
 
 /** A table: header cells, then rows of cells (strings are escaped; `raw` cells are HTML). */
-export type Cell = string | number | null | { readonly raw: string } | { readonly value: number | null; readonly digits?: number; readonly key?: string };
+export type Cell =
+  | string
+  | number
+  | null
+  | { readonly raw: string }
+  /** A number: `key` names it in the report (data-key, its exact value in data-value); `text` overrides how it shows. */
+  | { readonly value: number | null; readonly digits?: number; readonly key?: string; readonly text?: string };
 
 function cellHtml(c: Cell): string {
   if (c === null) return "<td>-</td>";
@@ -45,7 +51,7 @@ function cellHtml(c: Cell): string {
   if (typeof c === "number") return `<td class="num">${formatNumber(c)}</td>`;
   if ("raw" in c) return `<td>${c.raw}</td>`;
   const key = c.key === undefined ? "" : ` data-key="${escapeHtml(c.key)}" data-value="${c.value === null ? "" : String(c.value)}"`;
-  return `<td class="num"${key}>${formatNumber(c.value, c.digits)}</td>`;
+  return `<td class="num"${key}>${c.text === undefined ? formatNumber(c.value, c.digits) : escapeHtml(c.text)}</td>`;
 }
 
 export function table(header: readonly string[], rows: readonly (readonly Cell[])[], id?: string): string {

@@ -4,6 +4,7 @@ import { chooseAxis } from "./axes.js";
 import { round } from "./downsample.js";
 import { chartGrid, escapeHtml, formatNumber, page, table, type Cell, type ChartAssets, type Section } from "./page.js";
 import { samplesPerBin, timeSeriesCharts, hasData, handoffCharts } from "./replay-charts.js";
+import { offloadSection } from "./replay-offload.js";
 
 /** Latency quantiles for the CDFs: values at p = 100 k / (n - 1), k = 0..n-1, of each metric. */
 export interface LatencyQuantiles {
@@ -271,6 +272,7 @@ export function renderReplayHtml(input: ReplayHtmlInput): string {
   const ts = allTs.filter(hasData);
   const idle = allTs.filter((c) => !hasData(c)).map((c) => c.title);
   const handoffs = handoffCharts(input.records);
+  const offload = r.kv_offload === undefined ? undefined : offloadSection(r.kv_offload, input.timeseries);
   const cdfNote =
     cdfs.length === 0
       ? `<p id="cdfs-none">No request completed: no latency to draw.</p>`
@@ -297,6 +299,7 @@ export function renderReplayHtml(input: ReplayHtmlInput): string {
           },
         ]),
     { id: "per-worker", title: "Per worker", html: `<div class="scroll">${workerTable(input)}</div>` },
+    ...(offload === undefined ? [] : [{ id: "kv-offload-tiers", title: "KV offload tiers", html: offload.html }]),
     ...(handoffs.length === 0
       ? []
       : [
@@ -315,7 +318,7 @@ export function renderReplayHtml(input: ReplayHtmlInput): string {
     ...(input.timing === undefined ? {} : { timing: input.timing }),
     warnings: replayWarnings(r),
     sections,
-    charts: [...cdfs, ...ts, ...handoffs],
+    charts: [...cdfs, ...ts, ...(offload?.charts ?? []), ...handoffs],
     assets: input.assets,
   });
 }

@@ -280,6 +280,51 @@ describe.skipIf(missing)("HTML reports in headless Chromium", () => {
     await checkWidths(html, "replay-aggregated");
   }, 120_000);
 
+  it("kvsim replay --html with a CPU offload tier: the tiers' table shows the JSON report's numbers, the occupancy chart draws", async () => {
+    // The aggregated example with 600 GPU blocks a worker (about four requests' worth): evicted
+    // prefixes come back from a 2 GiB CPU tier per worker.
+    const spec = join(dir, "offload.yaml");
+    writeFileSync(
+      spec,
+      [
+        "version: 1",
+        `profile: ${JSON.stringify(join(EXAMPLES, "profiles/llama-3.1-8b-instruct-tp1-bf16-vllm-0.32.0.json"))}`,
+        "topology: { kind: aggregated, workers: 2 }",
+        "engine: { num_gpu_blocks: 600, block_size: 16, max_num_batched_tokens: 8192, max_num_seqs: 128, enable_prefix_caching: true }",
+        "timing: { type: profile, outside_grid: clamp }",
+        "workload:",
+        "  synthetic: { requests: 200, input_tokens: 2048, output_tokens: 128, rate_per_s: 20, seed: 7, shared_prefix_ratio: 0.5 }",
+        "router: kv_aware",
+        "kv_offload: { tiers: [{ name: cpu, capacity: 2 GiB, read_bandwidth: 25 GB/s, write_bandwidth: 25 GB/s, latency_ms: 0.05 }] }",
+        "",
+      ].join("\n"),
+    );
+    const html = join(dir, "offload.html");
+    const json = join(dir, "offload.json");
+    expect(await runCli(["replay", "--spec", spec, "--html", html, "--report", json, "--quiet"], captureIo())).toBe(0);
+    const report = JSON.parse(readFileSync(json, "utf8")) as { kv_offload: { loads: number } };
+    expect(report.kv_offload.loads).toBeGreaterThan(0);
+    const { page, errors, charts } = await open(html, 1400);
+    expect(errors).toEqual([]);
+    const occupancy = charts.find((c) => c.id === "ts-offload")!;
+    expect(occupancy.axisLabels).toEqual(["virtual time (s)", "bytes held (mean)"]);
+    // A byte axis in decimal units (ticks like "2 GB"); the tier fills to its 2 GiB.
+    expect(occupancy.texts.some((t) => / [kMG]B$/.test(t.text))).toBe(true);
+    expectReadable([occupancy]);
+    // The tiers' table: one tier (both workers' instances summed), every number the report's.
+    interface Td {
+      getAttribute(name: string): string | null;
+    }
+    expect(await page.locator("#kv-offload tbody tr").count()).toBe(1);
+    const cells = await page
+      .locator("#kv-offload-tiers td[data-key]")
+      .evaluateAll((tds: Td[]) => tds.map((td) => ({ key: td.getAttribute("data-key")!, value: td.getAttribute("data-value")! })));
+    expect(cells.length).toBe(12);
+    for (const c of cells) expect([c.key, c.value === "" ? null : Number(c.value)]).toEqual([c.key, valueAt(report, c.key)]);
+    await page.close();
+    await checkWidths(html, "replay-offload");
+  }, 120_000);
+
   it("kvsim replay --html with every request rejected: no empty plot, the reason in the header", async () => {
     const html = join(dir, "rejected.html");
     const io = captureIo();
