@@ -13,7 +13,9 @@ describe("pathKeyStepInto (a path key step through the shared cache)", () => {
   it("is XXH3-64 (seed 1337) of [parent LE u64, id LE u64], whatever the cache held before", () => {
     const p = 0x243f_6a88_85a3_08d3n;
     const q = 0xffff_ffff_0000_0001n;
-    // Ids 5 and 5 + 2^16 share a slot; 2^32 - 1 is the largest id. Each pair of inputs is asked
+    // Ids 5 and 5 + 2^16 share a slot (a slot is 16 or fewer of the id's low bits); 2^32 - 1 is
+    // the largest id; parent 0 with id 0 is a first step into an empty slot (whose other words
+    // are 0, so a slot that took it for cached would answer key 0). Each pair of inputs is asked
     // several times, in an order that makes the cache hold another step's inputs in between: a
     // repeat (a hit), the same id after another parent, another id in the same slot.
     const inputs: [bigint, number][] = [

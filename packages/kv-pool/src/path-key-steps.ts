@@ -5,14 +5,16 @@ import { xxh3PairInto } from "./xxh3-pair.js";
  * by every path prompt of the thread. Requests of a trace share prefixes (on the public Mooncake
  * trace 121,877 hash ids, 43,924 distinct), so most steps were already taken by an earlier
  * prompt: the cache answers them with a few loads and compares instead of the hash, which in a
- * process's first replay runs mostly unoptimised (a first replay spent some 60 ms in the hash
- * and its helper; docs/design/performance.md §9).
+ * process's first replay runs mostly unoptimised (in a first P/D replay's CPU profile the hash,
+ * its helper and the prompt's constructor took some 65 ms, against 10 in a second replay).
  *
  * Direct-mapped on the id's low bits; a slot holds the id and the parent key it was computed
  * from, and answers only a step with exactly those inputs, so the keys are the hash's, whatever
- * was cached before. Allocated on the first step (1.25 MiB: 65,536 slots of 5 words).
+ * was cached before. Allocated on the first step: 16,384 slots of 5 words (320 KiB). 65,536
+ * slots (1.25 MiB) saved a first P/D replay 25 M instructions more, but with them or 32,768 the
+ * aggregated bench under callgrind met one more mark-compact (docs/design/performance.md §9).
  */
-const SLOT_BITS = 16;
+const SLOT_BITS = 14;
 const SLOTS = 1 << SLOT_BITS;
 const MASK = SLOTS - 1;
 /** Words per slot: id, parent key high and low halves, key high and low halves. */
