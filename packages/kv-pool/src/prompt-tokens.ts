@@ -1,6 +1,6 @@
 import type { BlockHash, PromptHashes, PromptTokens } from "./contract.js";
 import { HashChain, PackedHashView } from "./hashing.js";
-import { xxh3PairInto } from "./xxh3-pair.js";
+import { pathKeyStepInto } from "./path-key-steps.js";
 import { rangeFailure } from "./errors.js";
 import { BySize } from "./by-size.js";
 
@@ -148,8 +148,7 @@ export class PathPrompt extends PromptBase {
       let lo = PATH_SEED_LO;
       // Stryker disable next-line EqualityOperator: KP-148
       for (let j = 0; j < ids.length; j++) {
-        // As int32 (the same bits; see xxh3PairInto): no heap number per call for halves above 2^31.
-        xxh3PairInto(hi | 0, lo | 0, 0, ids[j]! | 0, pathKeys, 2 * j);
+        pathKeyStepInto(hi, lo, ids[j]!, pathKeys, 2 * j);
         hi = pathKeys[2 * j]!;
         lo = pathKeys[2 * j + 1]!;
       }
@@ -316,9 +315,13 @@ export function createPromptTokens(tokens: Uint32Array, shared?: { readonly hash
  * token prompts with equal tokens, unless the pool collects events.
  */
 export function createPathPrompt(ids: Uint32Array, length: number, unit: number): PromptTokens {
-  for (let j = 0; j < ids.length; j++) {
-    const v = ids[j]!;
-    if (!Number.isInteger(v) || v < 0 || v > 0xffff_ffff) throw new RangeError(`id ${j} (${v}) is not a u32 token id`);
+  // A Uint32Array holds only u32 values: only another array (a JavaScript caller's) is checked.
+  const given: ArrayLike<number> = ids;
+  if (!(given instanceof Uint32Array)) {
+    for (let j = 0; j < given.length; j++) {
+      const v = given[j]!;
+      if (!Number.isInteger(v) || v < 0 || v > 0xffff_ffff) throw new RangeError(`id ${j} (${v}) is not a u32 token id`);
+    }
   }
   return new PathPrompt(ids, length, unit);
 }

@@ -57,6 +57,29 @@ describe("EventQueue", () => {
     expect(q.popDue(10)).toBeUndefined();
   });
 
+  it("pops many interleaved pushes in (time, phase, stage, worker, insertion) order", () => {
+    // 200 events on 5 times x 2 phases x 2 stages x 3 workers, so most keys repeat and only the
+    // insertion order tells them apart; pushed in a scrambled order, with pops in between.
+    const q = new EventQueue<string>();
+    const pushed: { t: number; ph: Phase; st: Stage; w: number; n: number }[] = [];
+    const popped: string[] = [];
+    for (let n = 0; n < 200; n++) {
+      const k = (n * 37) % 60;
+      const e = { t: 10 + (k % 5), ph: (Math.floor(k / 5) % 2) as Phase, st: (Math.floor(k / 10) % 2) as Stage, w: Math.floor(k / 20), n };
+      pushed.push(e);
+      q.push(e.t, e.ph, e.st, e.w, `e${n}`);
+      // Now and then the events of time 9 and before are due: none is, so nothing pops early.
+      if (n % 50 === 49) popped.push(...drain(q, 9));
+    }
+    expect(popped).toEqual([]);
+    expect(q.size).toBe(200);
+    popped.push(...drain(q, 12));
+    popped.push(...drain(q, 100));
+    const expected = [...pushed].sort((a, b) => a.t - b.t || a.ph - b.ph || a.st - b.st || a.w - b.w || a.n - b.n).map((e) => `e${e.n}`);
+    expect(popped).toEqual(expected);
+    expect(q.size).toBe(0);
+  });
+
   it("refuses a non-finite time", () => {
     const q = new EventQueue<string>();
     expect(() => {

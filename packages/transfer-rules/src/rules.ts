@@ -64,8 +64,26 @@ export function backoffTokens(profile: Profile, promptTokens: Tokens): Tokens {
   if (!Number.isSafeInteger(promptTokens) || promptTokens < 1) {
     throw new RangeError(`promptTokens must be an integer >= 1 (a prompt with no token is refused), got ${promptTokens}`);
   }
-  assertMambaTypeKnown(profile);
-  return tokens(hasMambaTypeState(profile) ? Math.min(1, promptTokens - 1) : 0);
+  return tokens(Math.min(profileBackoff(profile), promptTokens - 1));
+}
+
+/**
+ * Profiles `backoffTokens` has checked, with their backoff (1 with a Mamba-type state group, else
+ * 0): a replay asks for every handoff, several times, with the same profile object, and its
+ * groups are checked and scanned once instead (a process's first replay ran the scan, an array
+ * and two callbacks per call, mostly unoptimised). A profile that fails the check is not kept,
+ * so it fails every call.
+ */
+const checkedBackoff = new WeakMap<Profile, number>();
+
+function profileBackoff(profile: Profile): number {
+  let backoff = checkedBackoff.get(profile);
+  if (backoff === undefined) {
+    assertMambaTypeKnown(profile);
+    backoff = hasMambaTypeState(profile) ? 1 : 0;
+    checkedBackoff.set(profile, backoff);
+  }
+  return backoff;
 }
 
 /** Tokens the prefill computes and hands over: T = N - backoff. */
