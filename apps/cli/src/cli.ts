@@ -1,4 +1,4 @@
-import { enableCompileCache } from "node:module";
+import * as nodeModule from "node:module";
 import { sweepThreadsToPrestart } from "./sweep/prestart.js";
 import { pointWorkerEntry } from "./sweep/worker-entry.js";
 
@@ -7,8 +7,10 @@ import { pointWorkerEntry } from "./sweep/worker-entry.js";
 // the system's temporary folder) and reused by the next run, which then skips parsing and
 // compiling them: about 40-55 ms (9-13%) less wall time for `kvsim replay` on the bundled example
 // (docs/design/performance.md §9). It changes no result; NODE_DISABLE_COMPILE_CACHE=1 turns it off,
-// and a folder that cannot be written only leaves the cache off.
-enableCompileCache();
+// and a folder that cannot be written only leaves the cache off. Read off the namespace: a Node
+// without it (before 22.1, which the packed CLI's bin refuses anyway) runs on without the cache
+// instead of failing to link.
+(nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 const argv = process.argv.slice(2);
 // A local grid sweep on several cores starts its worker threads now, so they load while this
