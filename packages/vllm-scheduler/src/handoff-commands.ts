@@ -7,7 +7,7 @@ import { tokens } from "@kvsim/profile-schema";
 import { backoffTokens, transferredTokens } from "@kvsim/transfer-rules";
 import type { CommandOutcome, RequestInput } from "./contract.js";
 import { EffectsBuilder } from "./effects-builder.js";
-import type { Handoff, RankState } from "./rank-state.js";
+import type { Handoff, Req, RankState } from "./rank-state.js";
 
 export const fail = (reason: string): CommandOutcome => ({ ok: false, reason });
 
@@ -151,14 +151,29 @@ export function activateDestination(state: RankState, handoffId: string): Comman
     state.loading.push(req);
     return ok(state, "applied", fx);
   }
-  state.pool.activateDestination(req.seq, h.transferredTokens);
-  // The decode rank computes exactly one token before it samples: the last prompt token (a
-  // Mamba-type model received N - 1) or the recomputed last token (attention-only received N).
-  req.computed = Math.min(h.transferredTokens, req.promptTokens - 1);
+  enterActivated(state, req, h.transferredTokens, destinationComputed(req, h));
+  return ok(state, "applied", fx);
+}
+
+/**
+ * The decode rank computes exactly one token before it samples: the last prompt token (a
+ * Mamba-type model received N - 1) or the recomputed last token (attention-only received N).
+ */
+export function destinationComputed(req: Req, h: Handoff): number {
+  return Math.min(h.transferredTokens, req.promptTokens - 1);
+}
+
+/**
+ * The reserved blocks of `tokens` tokens become the request's, computed and cache-visible (a P/D
+ * destination's handoff, or a load from the offload tiers), and it joins the activated queue with
+ * `computed` tokens computed.
+ */
+export function enterActivated(state: RankState, req: Req, tokens: number, computed: number): void {
+  state.pool.activateDestination(req.seq, tokens);
+  req.computed = computed;
   req.phase = "activated";
   state.activated.pushBack(req);
   state.activatedLive++;
-  return ok(state, "applied", fx);
 }
 
 export function cancelDestination(state: RankState, handoffId: string): CommandOutcome {

@@ -7,6 +7,7 @@
  */
 import type { OffloadHit } from "@kvsim/kv-offload";
 import type { EffectsBuilder } from "./effects-builder.js";
+import { destinationComputed, enterActivated } from "./handoff-commands.js";
 import type { Handoff, Req, RankState } from "./rank-state.js";
 
 /**
@@ -17,21 +18,11 @@ export function startLoad(state: RankState, req: Req, hit: OffloadHit, fx: Effec
   const res = state.pool.reserveDestination(req.seq, hit.tokens);
   if (res === undefined) return false;
   if (res.hitTokens !== hit.gpuHitTokens) throw new Error(`request ${req.id}: GPU hit ${res.hitTokens} at reservation, ${hit.gpuHitTokens} at lookup`);
-  const load = state.offload!.load(hit, nowMs);
   state.waiting.popFront();
   state.waitingLive--;
   req.phase = "loading";
-  req.load = load;
   state.loading.push(req);
-  fx.offloadLoad({
-    requestId: req.id,
-    gpuHitTokens: hit.gpuHitTokens,
-    tokens: hit.tokens,
-    tokensPerTier: hit.tokensPerTier,
-    bytesPerTier: hit.bytesPerTier,
-    startMs: nowMs,
-    doneMs: load.doneMs,
-  });
+  beginLoad(state, req, hit, fx, nowMs);
   return true;
 }
 
@@ -45,11 +36,11 @@ export function destinationTierHit(state: RankState, h: Handoff): OffloadHit | u
 }
 
 /**
- * A P/D destination whose own hit continues into the tiers: the tiers' blocks load into the blocks
- * its reservation holds while the handoff moves the rest; the activation waits for the load.
+ * Starts the tiers' part of a request's blocks loading at `nowMs` (pinned until it lands) and
+ * reports it. A P/D destination's load (from its reservation, at the tiers' clock) goes into the
+ * blocks the reservation holds while the handoff moves the rest; its activation waits for it.
  */
-export function startDestinationLoad(state: RankState, req: Req, hit: OffloadHit, fx: EffectsBuilder): void {
-  const nowMs = state.offload!.clockMs;
+export function beginLoad(state: RankState, req: Req, hit: OffloadHit, fx: EffectsBuilder, nowMs: number): void {
   const load = state.offload!.load(hit, nowMs);
   req.load = load;
   fx.offloadLoad({
@@ -81,29 +72,19 @@ export function settleLoads(state: RankState, nowMs: number): void {
       loading[w++] = req;
       continue;
     }
+    state.endLoad(req);
     const h = req.handoff;
     if (h?.side === "destination") {
       // An activated destination whose tier load landed: the handoff's tokens become its own.
-      state.endLoad(req);
-      state.pool.activateDestination(req.seq, h.transferredTokens);
-      req.computed = Math.min(h.transferredTokens, req.promptTokens - 1);
-      req.phase = "activated";
-      state.activated.pushBack(req);
-      state.activatedLive++;
+      enterActivated(state, req, h.transferredTokens, destinationComputed(req, h));
       continue;
     }
-    const tokens = load.hit.tokens;
-    state.endLoad(req);
     // The loaded blocks become cache-visible; the tiers they came from do not store them again.
-    const offload = state.offload;
-    offload.muted = true;
-    state.pool.activateDestination(req.seq, tokens);
-    offload.muted = false;
-    req.computed = tokens;
+    const tokens = load.hit.tokens;
+    state.offload.muted = true;
+    enterActivated(state, req, tokens, tokens);
+    state.offload.muted = false;
     req.loadedTokens = tokens;
-    req.phase = "activated";
-    state.activated.pushBack(req);
-    state.activatedLive++;
   }
   loading.length = w;
 }

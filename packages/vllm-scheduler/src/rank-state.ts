@@ -22,7 +22,7 @@ import {
 } from "@kvsim/profile-schema";
 import { sourceTerms, type SourceTermsOptions } from "@kvsim/transfer-rules";
 import type { KvOffload, LookupMemo, OffloadLoad } from "@kvsim/kv-offload";
-import { destinationTierHit, startDestinationLoad } from "./offload-loads.js";
+import { beginLoad, destinationTierHit } from "./offload-loads.js";
 import type { RankConfig, RankMetrics, RankRole } from "./contract.js";
 import { Deque } from "./deque.js";
 import { IdTable } from "./id-table.js";
@@ -427,7 +427,7 @@ export class RankState {
       if (tierHit !== undefined) {
         if (tierHit.gpuHitTokens !== res.hitTokens)
           throw new Error(`destination ${h.id}: GPU hit ${res.hitTokens} at reservation, ${tierHit.gpuHitTokens} at lookup`);
-        startDestinationLoad(this, h.req, tierHit, fx);
+        beginLoad(this, h.req, tierHit, fx, this.offload!.clockMs);
         missingBlocks -= (tierHit.tokens - res.hitTokens) / this.handoffBlockSize;
         h.hitTokens = tierHit.tokens;
       }
