@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { runReplay, type ReplayResult } from "./replay.js";
 import { Sampler } from "./sampler.js";
-import { byTokens, linearProfile, traceSpec } from "./test-fixtures.js";
+import { byTokens, offloadScenario, range, traceSpec } from "./test-fixtures.js";
 import { timeSeriesRecords, timeSeriesTable } from "./timeseries.js";
 
 function ok(r: ReplayResult): Extract<ReplayResult, { ok: true }> {
@@ -9,18 +9,9 @@ function ok(r: ReplayResult): Extract<ReplayResult, { ok: true }> {
   return r;
 }
 
-const range = (start: number, n: number) => Array.from({ length: n }, (_, i) => start + i);
-
-// offload.test.ts's scenario: 1,024 bytes a token in blocks of 4 (4,096 bytes a block), four
-// usable pages, fixed 10 / 2 ms (a pass with a prefill takes 12 ms), a 1 MiB write-through CPU tier.
-const base = {
-  profile: linearProfile(1024),
-  topology: { kind: "aggregated", workers: 1 },
-  engine: { num_gpu_blocks: 5, block_size: 4, enable_prefix_caching: true },
-  timing: { type: "fixed", prefill_ms: 10, decode_ms: 2 },
-};
-const cpu = { name: "cpu", capacity: "1 MiB", read_bandwidth: "12.288 MB/s", write_bandwidth: "10 GB/s", latency_ms: 0.5 };
-const trace = [byTokens(1, 0, range(0, 13), 1), byTokens(2, 20, range(1000, 16), 1), byTokens(3, 40, range(0, 13), 1)];
+// offload.test.ts's scenario (offloadScenario): 4,096-byte blocks, four usable pages, fixed 10 / 2
+// ms (a pass with a prefill takes 12 ms), a 1 MiB write-through CPU tier.
+const { base, cpu, trace } = offloadScenario;
 const block = 4096;
 
 describe("offload tier occupancy in the time series (hand-derived)", () => {

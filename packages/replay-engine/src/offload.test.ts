@@ -1,28 +1,16 @@
 import { InputError } from "@kvsim/profile-schema";
 import { describe, expect, it } from "vitest";
 import { runReplay, type ReplayResult } from "./replay.js";
-import { byTokens, glmProfile, linearProfile, traceSpec } from "./test-fixtures.js";
+import { byTokens, glmProfile, offloadScenario, range, traceSpec } from "./test-fixtures.js";
 
 function ok(r: ReplayResult): Extract<ReplayResult, { ok: true }> {
   if (!r.ok) throw new Error(`replay failed: ${r.reason}`);
   return r;
 }
 
-const range = (start: number, n: number) => Array.from({ length: n }, (_, i) => start + i);
-
-// 1,024 bytes a token in blocks of 4: 4,096 bytes a block. Four usable pages; fixed 10 / 2 ms.
-const base = {
-  profile: linearProfile(1024),
-  topology: { kind: "aggregated", workers: 1 },
-  engine: { num_gpu_blocks: 5, block_size: 4, enable_prefix_caching: true },
-  timing: { type: "fixed", prefill_ms: 10, decode_ms: 2 },
-};
-// Loads at 12.288 MB/s: 12,288 bytes (three blocks) in 1 ms, after 0.5 ms.
-const cpu = { name: "cpu", capacity: "1 MiB", read_bandwidth: "12.288 MB/s", write_bandwidth: "10 GB/s", latency_ms: 0.5 };
-
-// r1 (13 tokens) caches three blocks; r2 (16 tokens) at 20 ms takes every page and evicts them;
-// r3 at 40 ms repeats r1's prompt.
-const trace = [byTokens(1, 0, range(0, 13), 1), byTokens(2, 20, range(1000, 16), 1), byTokens(3, 40, range(0, 13), 1)];
+// offloadScenario (test-fixtures.ts): 4,096-byte blocks, four usable pages, fixed 10 / 2 ms, a CPU
+// tier that loads three blocks in 1 ms after 0.5 ms; r3 repeats r1's prompt after r2 evicted it.
+const { base, cpu, trace } = offloadScenario;
 
 describe("a replay with a CPU tier", () => {
   it("serves an evicted prefix from the tier: the load delays the prefill, the record says what the tier served", async () => {
