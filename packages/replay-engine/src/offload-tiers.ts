@@ -157,14 +157,9 @@ export class OffloadTiers {
     return offloadSpecOf(this.spec, role)?.tiers.map((t) => t.name) ?? [];
   }
 
-  /** Every instance's bytes held now (a worker's), in creation order, for the time series. */
-  occupancy(): number[] {
-    return this.instances.map((i) => i.store.usedBytes * i.tp);
-  }
-
   /**
-   * The time series' probe: `occupancy` without an array, each instance's bytes held now (a
-   * worker's) written into the sample's row, O(instances) (a TierStore keeps its byte count).
+   * The time series' probe: each instance's bytes held now (a worker's), in creation order, written
+   * into the sample's row, O(instances) (a TierStore keeps its byte count).
    */
   probe(): TierProbe {
     const inst = this.instances;
@@ -176,8 +171,8 @@ export class OffloadTiers {
     };
   }
 
-  /** Names of the instances, in `occupancy` order. */
-  instanceNames(): string[] {
+  /** Names of the instances, in creation order (the probe's). */
+  private instanceNames(): string[] {
     const roles = new Set(this.instances.map((i) => i.role));
     const count = new Map<string, number>();
     return this.instances.map((i) => {
